@@ -1,0 +1,5 @@
+package main
+
+import _ "github.com/gocolly/colly/v2"
+
+func main() {}

@@ -1,0 +1,110 @@
+// Command spider is a polite, resumable web crawler and search engine.
+// Each subcommand lives in its own file with a run function; main only
+// dispatches.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"crawl", "crawl the web from seed URLs (embedded store, resumable)", runCrawl},
+	{"stats", "summarise a crawl's data directory", runStats},
+	{"export", "write a crawl's records as JSON lines or WARC", runExport},
+	{"robots", "check a URL against a robots.txt file", runRobots},
+	{"version", "print the version", runVersion},
+}
+
+// version is set with -ldflags "-X main.version=…" by release builds.
+var version = "0.1.0-dev"
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `spider — a polite, resumable web crawler.
+
+Usage:
+  spider <command> [flags] [arguments]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, `
+Run "spider <command> -h" for a command's flags. Example:
+  spider crawl --max-depth 2 https://example.org/
+`)
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		ctx, stop := signalContext()
+		defer stop()
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		case errors.Is(err, context.Canceled):
+			fmt.Fprintln(stderr, "spider: interrupted; run the same command again to resume")
+			return 130
+		}
+		fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "spider: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+var errUsage = errors.New("usage error")
+
+// signalContext is cancelled by the first SIGINT/SIGTERM; a second one exits
+// at once.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		<-ch
+		os.Exit(130)
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
+	fmt.Fprintln(stdout, "spider", version)
+	return nil
+}

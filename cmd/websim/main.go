@@ -1,0 +1,82 @@
+// Command websim serves the deterministic synthetic web of package websim on loopback
+// and computes its ground truth.
+//
+//	websim serve [flags]   serve the web; print the --resolve entries and seed URLs
+//	websim truth [flags]   write the ground truth of a crawl as JSON
+//
+// Run "websim serve --help" or "websim truth --help" for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: websim <command> [flags]
+
+commands:
+  serve   serve the synthetic web on loopback; prints HOST:PORT:ADDR resolve entries
+          (or writes them to --resolve-file) and the seed URLs, then serves until
+          interrupted
+  truth   write the ground truth (JSON) of a crawl of the web: same web flags as serve,
+          plus --seeds, --max-depth, --scope, --agent, --follow-nofollow, --out
+
+"websim <command> --help" lists every flag of a command.
+`
+
+// run executes one command and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = runServe(ctx, args[1:], stdout, stderr)
+	case "truth":
+		err = runTruth(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "websim: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2 // the flag package already printed the error and the usage
+	}
+	fmt.Fprintln(stderr, "websim:", err)
+	return 1
+}
+
+// usageError is a command-line parsing error.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// flagError wraps a FlagSet.Parse error (flag.ErrHelp stays as is).
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usageError{err}
+}

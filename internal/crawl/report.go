@@ -1,0 +1,223 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/store/warc"
+)
+
+// Summary describes a data directory's crawl: URLs by SPEC §3 result row
+// and by exact outcome, top hosts by pages, duplicate content.
+type Summary struct {
+	URLs       int64            `json:"urls"`        // distinct URLs completed
+	Rows       map[string]int64 `json:"rows"`        // SPEC §3 table rows
+	Outcomes   map[string]int64 `json:"outcomes"`    // exact outcome classes
+	Hosts      map[string]int64 `json:"-"`           // completed URLs per host
+	TopHosts   []HostCount      `json:"top_hosts"`   // the 10 busiest hosts
+	Bytes      int64            `json:"bytes"`       // body bytes stored
+	Duplicates int64            `json:"duplicates"`  // 2xx pages whose text an earlier page had
+	Corrupt    int              `json:"corrupt"`     // record lines that could not be read
+	Rerecorded int64            `json:"rerecorded"`  // URLs with more than one record (refetched after a kill)
+}
+
+// latestRecords reads a data directory's records, keeping the last record
+// of each URL, in first-seen order.
+func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, dups int64, err error) {
+	recs, err := store.OpenRecords(dataDir, store.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer recs.Close()
+	index := map[string]int{}
+	var all []store.Record
+	corrupt, err = recs.Iterate(func(r store.Record) error {
+		if i, ok := index[r.URL]; ok {
+			all[i] = r
+			dups++
+			return nil
+		}
+		index[r.URL] = len(all)
+		all = append(all, r)
+		return nil
+	})
+	if err != nil {
+		return corrupt, dups, err
+	}
+	for _, r := range all {
+		if err := fn(r); err != nil {
+			return corrupt, dups, err
+		}
+	}
+	return corrupt, dups, nil
+}
+
+// Stats summarises the crawl stored in dataDir.
+func Stats(dataDir string) (*Summary, error) {
+	if _, err := os.Stat(filepath.Join(dataDir, "records.jsonl")); err != nil {
+		return nil, fmt.Errorf("%s holds no crawl (no records.jsonl): run spider crawl --data %s first: %w", dataDir, dataDir, err)
+	}
+	s := &Summary{Rows: map[string]int64{}, Outcomes: map[string]int64{}, Hosts: map[string]int64{}}
+	fps := map[string]bool{}
+	corrupt, dups, err := latestRecords(dataDir, func(r store.Record) error {
+		s.URLs++
+		s.Rows[Row(r.Outcome)]++
+		s.Outcomes[r.Outcome]++
+		s.Hosts[hostOf(r.URL)]++
+		s.Bytes += int64(r.Size)
+		if r.Fingerprint != "" {
+			if fps[r.Fingerprint] {
+				s.Duplicates++
+			}
+			fps[r.Fingerprint] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Corrupt, s.Rerecorded = corrupt, dups
+	s.TopHosts = TopHosts(s.Hosts, 10)
+	return s, nil
+}
+
+// Print writes the summary as the SPEC §3 result table plus top hosts.
+func (s *Summary) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "result\tURLs\t\n")
+	for _, row := range TableRows {
+		fmt.Fprintf(tw, "%s\t%d\t\n", row, s.Rows[row])
+	}
+	fmt.Fprintf(tw, "total\t%d\t\n", s.URLs)
+	tw.Flush()
+	var detail []string
+	for o, n := range s.Outcomes {
+		detail = append(detail, fmt.Sprintf("%s=%d", o, n))
+	}
+	sort.Strings(detail)
+	fmt.Fprintf(w, "outcomes: %s\n", strings.Join(detail, " "))
+	fmt.Fprintf(w, "stored: %d bytes; duplicate content: %d pages", s.Bytes, s.Duplicates)
+	if s.Corrupt > 0 {
+		fmt.Fprintf(w, "; %d unreadable record lines skipped", s.Corrupt)
+	}
+	fmt.Fprintln(w)
+	if len(s.TopHosts) > 0 {
+		fmt.Fprintln(w, "top hosts:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, h := range s.TopHosts {
+			fmt.Fprintf(tw, "  %s\t%d\n", h.Host, h.Pages)
+		}
+		tw.Flush()
+	}
+}
+
+// ExportRecord is one line of `spider export --format jsonl`.
+type ExportRecord struct {
+	URL         string   `json:"url"`
+	FinalURL    string   `json:"final_url"`
+	Status      int      `json:"status"`
+	Outcome     string   `json:"outcome"`
+	Depth       int      `json:"depth"`
+	FetchedAt   string   `json:"fetched_at"`
+	ContentType string   `json:"content_type"`
+	Title       string   `json:"title"`
+	OutLinks    []string `json:"out_links"`
+}
+
+// Export writes the crawl in dataDir to w as JSON lines ("jsonl") or as
+// WARC 1.1 records ("warc": a response and a metadata record per stored
+// page, rebuilt from the page files; use crawl --warc for the exact bytes
+// and request records).
+func Export(ctx context.Context, dataDir, format string, w io.Writer) error {
+	switch format {
+	case "jsonl":
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		_, _, err := latestRecords(dataDir, func(r store.Record) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if r.OutLinks == nil {
+				r.OutLinks = []string{}
+			}
+			return enc.Encode(ExportRecord{
+				URL: r.URL, FinalURL: r.FinalURL, Status: r.Status, Outcome: r.Outcome, Depth: r.Depth,
+				FetchedAt: r.FetchedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ContentType: r.ContentType,
+				Title: r.Title, OutLinks: r.OutLinks,
+			})
+		})
+		return err
+	case "warc":
+		return exportWARC(ctx, dataDir, w)
+	}
+	return fmt.Errorf("unknown export format %q: use jsonl or warc", format)
+}
+
+// exportWARC rebuilds WARC records (response + metadata) from the page
+// files: it writes one WARC file into a temporary directory and copies it
+// to w (a .warc.gz is a series of gzip members, so it streams as is).
+func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
+	pages, err := store.OpenPageFiles(filepath.Join(dataDir, "pages"), store.Options{})
+	if err != nil {
+		return err
+	}
+	defer pages.Close()
+	tmp, err := os.MkdirTemp("", "spider-export-")
+	if err != nil {
+		return fmt.Errorf("cannot create a temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	ww, err := warc.NewWriter(tmp, "export", warc.Options{FileSize: 1 << 62})
+	if err != nil {
+		return err
+	}
+	_, _, err = latestRecords(dataDir, func(r store.Record) error {
+		if r.PageNo < 0 {
+			return nil
+		}
+		p, err := pages.Read(r.PageNo)
+		if err != nil {
+			return fmt.Errorf("cannot read page %d of %s: %w", r.PageNo, r.URL, err)
+		}
+		h := http.Header{}
+		if ct := r.ContentType; ct != "" {
+			if ct == "text/html" || ct == "application/xhtml+xml" {
+				ct += "; charset=utf-8" // page files hold HTML converted to UTF-8
+			}
+			h.Set("Content-Type", ct)
+		}
+		ip := r.IP
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		return ww.WriteExchange(ctx, warc.Exchange{
+			URL: r.FinalURL, Method: "GET", Status: r.Status, Proto: "HTTP/1.1", ResponseHeader: h,
+			Body: p.Body, IP: ip, Fetched: r.FetchedAt, OutLinks: r.OutLinks,
+		})
+	})
+	if cerr := ww.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(filepath.Join(tmp, warc.FileName("export", 0)))
+	if err != nil {
+		return fmt.Errorf("cannot read the exported WARC: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(w, f); err != nil {
+		return fmt.Errorf("cannot write the WARC export: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package frontier
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Request is one URL to crawl, as it travels between the engine, the
+// frontier and the durable state.
+type Request struct {
+	// URL is the absolute URL to fetch.
+	URL string
+	// Key is the politeness key: "host:port", or the server IP in per-IP
+	// mode. The engine sets it; the frontier never derives it from URL.
+	Key string
+	// Depth is the link distance from a seed (seeds are 0).
+	Depth int
+	// Priority selects the front queue: 0 is the highest; values at or above
+	// Config.FrontQueues use the last (lowest) queue.
+	Priority int
+	// Seq is the unique, increasing sequence number assigned by internal/state
+	// when the URL was accepted; it is the key of the pending record.
+	Seq uint64
+	// Attempt counts earlier failed tries (0 for the first try).
+	Attempt int
+	// Redirects counts redirects followed to reach URL.
+	Redirects int
+	// Topic names the crawl topic the URL belongs to ("" for none). Topics
+	// are meant to be a small set of names: the frontier interns each
+	// distinct topic for its whole life.
+	Topic string
+}
+
+// requestVersion is the first byte of the binary encoding.
+const requestVersion = 1
+
+// ErrBadEncoding is wrapped by UnmarshalBinary errors.
+var ErrBadEncoding = errors.New("bad request encoding")
+
+// AppendBinary appends the compact binary form of r to b and returns the
+// extended slice. The form is: a version byte (1); the URL and Key as
+// uvarint-length-prefixed bytes; Depth and Priority as zig-zag varints; Seq as
+// a uvarint; Attempt and Redirects as zig-zag varints; Topic as
+// length-prefixed bytes. A typical request costs its URL and Key bytes plus
+// about 10 bytes. It never fails (the error is for encoding.BinaryAppender).
+func (r Request) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, requestVersion)
+	b = binary.AppendUvarint(b, uint64(len(r.URL)))
+	b = append(b, r.URL...)
+	b = binary.AppendUvarint(b, uint64(len(r.Key)))
+	b = append(b, r.Key...)
+	b = binary.AppendVarint(b, int64(r.Depth))
+	b = binary.AppendVarint(b, int64(r.Priority))
+	b = binary.AppendUvarint(b, r.Seq)
+	b = binary.AppendVarint(b, int64(r.Attempt))
+	b = binary.AppendVarint(b, int64(r.Redirects))
+	b = binary.AppendUvarint(b, uint64(len(r.Topic)))
+	b = append(b, r.Topic...)
+	return b, nil
+}
+
+// MarshalBinary returns the encoding described at AppendBinary.
+func (r Request) MarshalBinary() ([]byte, error) {
+	return r.AppendBinary(make([]byte, 0, 24+len(r.URL)+len(r.Key)+len(r.Topic)))
+}
+
+// UnmarshalBinary decodes data written by MarshalBinary into r. It returns an
+// error wrapping ErrBadEncoding when data is truncated, has an unknown
+// version, an integer that does not fit, or trailing bytes; r is then left
+// unchanged. The decoded strings do not alias data.
+func (r *Request) UnmarshalBinary(data []byte) error {
+	d := decoder{b: data}
+	if v := d.byte(); d.err == nil && v != requestVersion {
+		return fmt.Errorf("cannot decode request: unknown version %d (this build reads version %d): %w", v, requestVersion, ErrBadEncoding)
+	}
+	var out Request
+	out.URL = d.str("URL")
+	out.Key = d.str("Key")
+	out.Depth = d.int("Depth")
+	out.Priority = d.int("Priority")
+	out.Seq = d.uvarint("Seq")
+	out.Attempt = d.int("Attempt")
+	out.Redirects = d.int("Redirects")
+	out.Topic = d.str("Topic")
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("cannot decode request: %d trailing bytes: %w", len(d.b), ErrBadEncoding)
+	}
+	*r = out
+	return nil
+}
+
+// decoder reads the request encoding, remembering the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(field, what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("cannot decode request field %s: %s: %w", field, what, ErrBadEncoding)
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.fail("version", "empty input")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint(field string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(field, "truncated or overflowing varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) int(field string) int {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(field, "truncated or overflowing varint")
+		return 0
+	}
+	if int64(int(v)) != v {
+		d.fail(field, "value does not fit in int")
+		return 0
+	}
+	d.b = d.b[n:]
+	return int(v)
+}
+
+func (d *decoder) str(field string) string {
+	n := d.uvarint(field)
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(field, fmt.Sprintf("length %d exceeds the %d remaining bytes", n, len(d.b)))
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}

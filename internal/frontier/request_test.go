@@ -1,0 +1,137 @@
+package frontier
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	tests := []Request{
+		{},
+		{URL: "http://example.com/", Key: "example.com:80"},
+		{URL: "https://例子.测试/路径?q=1", Key: "例子.测试:443", Depth: 3, Priority: 2, Seq: 1 << 40, Attempt: 1, Redirects: 2, Topic: "news"},
+		{URL: "u", Key: "k", Depth: math.MaxInt32, Priority: math.MaxInt64, Seq: math.MaxUint64, Attempt: -1, Redirects: math.MinInt64},
+	}
+	for _, want := range tests {
+		b, err := want.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Request
+		if err := got.UnmarshalBinary(b); err != nil {
+			t.Fatalf("UnmarshalBinary(%x): %v", b, err)
+		}
+		if got != want {
+			t.Errorf("round trip: got %+v, want %+v", got, want)
+		}
+		ab, _ := want.AppendBinary([]byte("prefix"))
+		if !bytes.Equal(ab[6:], b) {
+			t.Error("AppendBinary and MarshalBinary differ")
+		}
+	}
+}
+
+func TestRequestSize(t *testing.T) {
+	r := Request{URL: "http://example.com/a/b/c.html", Key: "example.com:80", Depth: 2, Priority: 1, Seq: 123456, Topic: ""}
+	b, _ := r.MarshalBinary()
+	if overhead := len(b) - len(r.URL) - len(r.Key); overhead > 12 {
+		t.Errorf("encoding overhead %d bytes, want compact (≤ 12)", overhead)
+	}
+}
+
+func TestRequestUnmarshalErrors(t *testing.T) {
+	good, _ := Request{URL: "http://a/", Key: "a:80", Topic: "t"}.MarshalBinary()
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"bad version", append([]byte{9}, good[1:]...)},
+		{"truncated", good[:len(good)-1]},
+		{"trailing", append(append([]byte(nil), good...), 0)},
+		{"url length too long", []byte{1, 200, 'a'}},
+		{"overflowing varint", append([]byte{1}, bytes.Repeat([]byte{0xff}, 11)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Request{URL: "keep"}
+			err := r.UnmarshalBinary(tt.data)
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("error = %v, want ErrBadEncoding", err)
+			}
+			if r.URL != "keep" {
+				t.Fatal("failed UnmarshalBinary modified the receiver")
+			}
+		})
+	}
+}
+
+func FuzzRequestUnmarshal(f *testing.F) {
+	for _, r := range []Request{{}, {URL: "http://a/", Key: "a:80", Depth: 1, Priority: 3, Seq: 9, Attempt: 2, Redirects: 1, Topic: "x"}} {
+		b, _ := r.MarshalBinary()
+		f.Add(b)
+	}
+	f.Add([]byte{1, 0x80, 0x00})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r Request
+		if err := r.UnmarshalBinary(data); err != nil {
+			if !errors.Is(err, ErrBadEncoding) {
+				t.Fatalf("error does not wrap ErrBadEncoding: %v", err)
+			}
+			return
+		}
+		b, _ := r.MarshalBinary()
+		var r2 Request
+		if err := r2.UnmarshalBinary(b); err != nil || r2 != r {
+			t.Fatalf("re-encoding of an accepted input does not round-trip: %+v vs %+v (%v)", r, r2, err)
+		}
+		if len(b) > len(data) {
+			t.Fatalf("canonical encoding (%d bytes) longer than accepted input (%d)", len(b), len(data))
+		}
+	})
+}
+
+func FuzzRequestRoundTrip(f *testing.F) {
+	f.Add("http://a/", "a:80", 0, 0, uint64(0), 0, 0, "")
+	f.Add("x", "", -5, 1<<40, uint64(math.MaxUint64), 7, -3, "topic")
+	f.Fuzz(func(t *testing.T, url, key string, depth, prio int, seq uint64, attempt, redirects int, topic string) {
+		want := Request{URL: url, Key: key, Depth: depth, Priority: prio, Seq: seq, Attempt: attempt, Redirects: redirects, Topic: topic}
+		b, _ := want.MarshalBinary()
+		var got Request
+		if err := got.UnmarshalBinary(b); err != nil || got != want {
+			t.Fatalf("round trip of %+v gave %+v, %v", want, got, err)
+		}
+	})
+}
+
+// FuzzReadRecord feeds arbitrary bytes to the spill record reader: it must
+// fail cleanly, never panic or allocate beyond maxRecordBytes.
+func FuzzReadRecord(f *testing.F) {
+	rec, _ := Request{URL: "http://a/", Key: "a:80"}.MarshalBinary()
+	good := append(binary.AppendUvarint(nil, uint64(len(rec))), rec...)
+	f.Add(good)
+	f.Add(append(good, good...))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bufio.NewReader(bytes.NewReader(data))
+		var buf []byte
+		for i := 0; i < 4; i++ {
+			var err error
+			var req Request
+			req, buf, err = readRecord(r, buf)
+			if err != nil {
+				return
+			}
+			if cap(buf) > maxRecordBytes {
+				t.Fatalf("buffer grew to %d", cap(buf))
+			}
+			_ = req
+		}
+	})
+}

@@ -1,0 +1,395 @@
+package parse
+
+import (
+	"bytes"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+// pending is a link found by the walker, not yet resolved (the document's
+// base may come later).
+type pending struct {
+	raw, tag, attr, rel string
+	text                string
+	refresh             bool
+	block               int // index of the owning block (Blocks mode)
+}
+
+// frame is one tokenizer being read: the document, or the raw contents of
+// a <noscript> re-read for links.
+type frame struct {
+	z   *html.Tokenizer
+	raw string // the raw-text element whose contents come next, if any
+}
+
+// walker reads a document once, flat (no recursion), and collects what
+// Parse and Blocks need.
+type walker struct {
+	opt       Options
+	blockMode bool
+	frames    []frame
+
+	inHead    bool
+	seenBody  bool
+	template  int // depth of open <template> elements
+	haveTitle bool
+	inTitle   bool
+	title     textBuf
+	text      textBuf
+	textLeft  int
+	titleLeft int
+
+	links     []pending
+	skipped   int
+	truncated bool
+
+	haveBase   bool
+	baseHref   string
+	robots     MetaRobots
+	haveLang   bool
+	lang       string
+	refreshed  bool
+	anchor     int  // index in links of the open <a>, or -1
+	inAnchor   bool // an <a href> is open (recorded or not)
+	anchorText textBuf
+	anchorLeft int
+
+	// Blocks mode.
+	blocks []*blockState
+	stack  []int          // open blocks, innermost last; stack[0] is the document
+	open   map[string]int // open blocks per tag
+}
+
+func newWalker(body []byte, opt Options, blockMode bool) *walker {
+	w := &walker{opt: opt, blockMode: blockMode, anchor: -1}
+	w.textLeft, w.titleLeft = opt.MaxTextBytes, opt.MaxTextBytes
+	w.text, w.title = newTextBuf(&w.textLeft), newTextBuf(&w.titleLeft)
+	w.anchorText = newTextBuf(&w.anchorLeft)
+	if !blockMode {
+		// Visible text is usually a fraction of the markup.
+		w.text.b = make([]byte, 0, min(len(body)/2, opt.MaxTextBytes))
+	}
+	w.frames = []frame{{z: html.NewTokenizer(bytes.NewReader(body))}}
+	if blockMode {
+		w.blocks = []*blockState{{tag: "", text: newTextBuf(&w.textLeft)}}
+		w.stack = []int{0}
+		w.open = map[string]int{}
+	}
+	return w
+}
+
+// run reads every token.
+func (w *walker) run() {
+	for len(w.frames) > 0 {
+		f := &w.frames[len(w.frames)-1]
+		tt := f.z.Next()
+		switch tt {
+		case html.ErrorToken:
+			// io.EOF or a read error: either way this input is done.
+			w.frames = w.frames[:len(w.frames)-1]
+			if len(w.frames) == 0 {
+				w.endAnchor()
+			}
+			continue
+		case html.TextToken:
+			w.onText(f)
+		case html.StartTagToken, html.SelfClosingTagToken:
+			w.onStart(f, tt == html.SelfClosingTagToken)
+		case html.EndTagToken:
+			w.onEnd(f)
+		}
+		if !w.blockMode && w.done() {
+			return
+		}
+	}
+}
+
+// done reports whether nothing more can be collected (Parse mode): text
+// and links are both full.
+func (w *walker) done() bool {
+	return w.text.truncated && len(w.links) >= w.opt.MaxLinks
+}
+
+// nested reports whether the current frame is a re-read <noscript>.
+func (w *walker) nested() bool { return len(w.frames) > 1 }
+
+func (w *walker) onText(f *frame) {
+	data := f.z.Text()
+	switch {
+	case f.raw == "title":
+		if w.inTitle {
+			w.title.write(data)
+		}
+		if !w.blockMode && !w.nested() {
+			w.text.brk()
+			w.text.write(data)
+			w.text.brk()
+		}
+		return
+	case f.raw == "noscript" && !w.nested():
+		// Scripting is off for a crawler: <noscript> markup is what it
+		// sees. Re-read it for links (not text), one level deep.
+		w.frames = append(w.frames, frame{z: html.NewTokenizer(bytes.NewReader(bytes.Clone(data)))})
+		return
+	case tagTable[f.raw].flags&tRawSkip != 0:
+		return
+	}
+	if w.template > 0 {
+		return
+	}
+	if w.inHead && f.raw == "" {
+		if len(bytes.TrimLeft(data, asciiSpace)) == 0 {
+			return
+		}
+		w.inHead = false // text ends the head, as in the HTML parser
+	}
+	if w.nested() {
+		// noscript text: only anchor text.
+		if w.inAnchor {
+			w.anchorText.write(data)
+		}
+		return
+	}
+	if w.blockMode {
+		b := w.blocks[w.stack[len(w.stack)-1]]
+		n := b.text.write(data)
+		b.textLen += n
+		if w.inAnchor {
+			b.linkText += n
+		}
+	} else {
+		w.text.write(data)
+	}
+	if w.inAnchor {
+		w.anchorText.write(data)
+	}
+}
+
+func (w *walker) onStart(f *frame, selfClosing bool) {
+	ti := tagOf(f.z.Raw())
+	tag := ti.name
+	if ti.flags&tRaw != 0 {
+		// The tokenizer switches to raw text even for <script/>.
+		f.raw = tag
+	}
+	if w.nested() && ti.flags&tNested == 0 {
+		return
+	}
+	if w.inHead && ti.flags&tHead == 0 {
+		w.inHead = false
+	}
+	var attrs []html.Attribute
+	if ti.flags&tAttrs != 0 {
+		attrs = readAttrs(f.z)
+	}
+	switch tag {
+	case "html":
+		if !w.haveLang {
+			w.haveLang = true
+			w.lang = strings.TrimSpace(attr(attrs, "lang"))
+			if w.lang == "" {
+				w.lang = strings.TrimSpace(attr(attrs, "xml:lang"))
+			}
+		}
+	case "head":
+		if !w.seenBody {
+			w.inHead = true
+		}
+	case "body":
+		w.inHead, w.seenBody = false, true
+	case "title":
+		w.inTitle = !w.haveTitle
+		w.haveTitle = true
+	case "template":
+		if !selfClosing {
+			w.template++
+		}
+	case "base":
+		if v, ok := lookupAttr(attrs, "href"); ok && !w.haveBase {
+			w.haveBase, w.baseHref = true, v
+		}
+	case "meta":
+		w.onMeta(attrs)
+	case "a", "area":
+		if tag == "a" {
+			w.endAnchor()
+		}
+		if v, ok := lookupAttr(attrs, "href"); ok {
+			idx := w.addLink(v, tag, "href", normRel(attr(attrs, "rel")))
+			if tag == "a" {
+				w.inAnchor, w.anchor = true, idx
+				w.anchorLeft = w.opt.MaxAnchorText
+				w.anchorText.reset()
+			} else if idx >= 0 {
+				w.links[idx].text = collapse(attr(attrs, "alt"), w.opt.MaxAnchorText)
+			}
+		}
+	case "link":
+		if v, ok := lookupAttr(attrs, "href"); ok {
+			w.addLink(v, tag, "href", normRel(attr(attrs, "rel")))
+		}
+	case "img", "iframe", "frame", "script", "embed":
+		if v, ok := lookupAttr(attrs, "src"); ok {
+			w.addLink(v, tag, "src", "")
+		}
+		if tag == "img" && w.inAnchor {
+			if alt := attr(attrs, "alt"); alt != "" {
+				w.anchorText.brk()
+				w.anchorText.write([]byte(alt))
+				w.anchorText.brk()
+			}
+		}
+	}
+	if w.blockMode && !w.nested() {
+		w.blockStart(ti, selfClosing)
+	}
+	if ti.flags&tBreak != 0 {
+		w.breakText()
+	}
+}
+
+func (w *walker) onEnd(f *frame) {
+	ti := tagOf(f.z.Raw())
+	tag := ti.name
+	if tag == f.raw {
+		f.raw = ""
+	}
+	if w.nested() {
+		if tag == "a" {
+			w.endAnchor()
+		}
+		return
+	}
+	switch tag {
+	case "head":
+		w.inHead = false
+	case "title":
+		w.inTitle = false
+	case "template":
+		if w.template > 0 {
+			w.template--
+		}
+	case "a":
+		w.endAnchor()
+	}
+	if w.blockMode {
+		w.blockEnd(ti)
+	}
+	if ti.flags&tBreak != 0 {
+		w.breakText()
+	}
+}
+
+// breakText separates words at a block-level tag.
+func (w *walker) breakText() {
+	if w.blockMode {
+		w.blocks[w.stack[len(w.stack)-1]].text.brk()
+	} else {
+		w.text.brk()
+	}
+	if w.inAnchor {
+		w.anchorText.brk()
+	}
+}
+
+// endAnchor closes the open <a>, storing its text.
+func (w *walker) endAnchor() {
+	if w.anchor >= 0 {
+		w.links[w.anchor].text = w.anchorText.String()
+	}
+	w.inAnchor, w.anchor = false, -1
+}
+
+func (w *walker) onMeta(attrs []html.Attribute) {
+	content, hasContent := lookupAttr(attrs, "content")
+	if !hasContent {
+		return
+	}
+	if strings.EqualFold(strings.TrimSpace(attr(attrs, "http-equiv")), "refresh") && !w.refreshed {
+		if target, ok := parseRefresh(content); ok {
+			w.refreshed = true
+			if target != "" {
+				if idx := w.addLink(target, "meta", "content", ""); idx >= 0 {
+					w.links[idx].refresh = true
+				}
+			}
+		}
+	}
+	if strings.EqualFold(strings.TrimSpace(attr(attrs, "name")), "robots") {
+		for _, d := range strings.FieldsFunc(strings.ToLower(content), func(r rune) bool {
+			return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f'
+		}) {
+			switch d {
+			case "noindex":
+				w.robots.NoIndex = true
+			case "nofollow":
+				w.robots.NoFollow = true
+			case "none":
+				w.robots.NoIndex, w.robots.NoFollow = true, true
+			}
+		}
+	}
+}
+
+// addLink records a reference, or counts it as skipped. It returns the
+// link's index, or -1 when it was skipped or over the limit.
+func (w *walker) addLink(raw, tag, attrName, rel string) int {
+	clean := cleanHref(raw)
+	if clean == "" || skipScheme(clean) {
+		w.skipped++
+		return -1
+	}
+	if len(w.links) >= w.opt.MaxLinks {
+		w.truncated = true
+		return -1
+	}
+	p := pending{raw: raw, tag: tag, attr: attrName, rel: rel}
+	if w.blockMode {
+		p.block = w.stack[len(w.stack)-1]
+	}
+	w.links = append(w.links, p)
+	return len(w.links) - 1
+}
+
+func readAttrs(z *html.Tokenizer) []html.Attribute {
+	var attrs []html.Attribute
+	for {
+		k, v, more := z.TagAttr()
+		if k == nil {
+			return attrs
+		}
+		attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
+		if !more {
+			return attrs
+		}
+	}
+}
+
+// lookupAttr returns the first attribute named key (names are lower-case).
+func lookupAttr(attrs []html.Attribute, key string) (string, bool) {
+	for _, a := range attrs {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func attr(attrs []html.Attribute, key string) string {
+	v, _ := lookupAttr(attrs, key)
+	return v
+}
+
+// normRel lower-cases a rel list and collapses its whitespace.
+func normRel(rel string) string {
+	return strings.Join(strings.Fields(strings.ToLower(rel)), " ")
+}
+
+// collapse returns s with whitespace collapsed, capped at max bytes.
+func collapse(s string, max int) string {
+	left := max
+	t := newTextBuf(&left)
+	t.write([]byte(s))
+	return t.String()
+}

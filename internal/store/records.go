@@ -1,0 +1,250 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// RecordsFileName is the name of the crawl records file in its directory.
+const RecordsFileName = "records.jsonl"
+
+// maxLoggedCorrupt is how many corrupt record lines one Iterate logs one by
+// one; the rest are summed up in one final log entry.
+const maxLoggedCorrupt = 10
+
+// Record is the outcome of one fetch attempt, stored as one JSON line.
+type Record struct {
+	URL         string    `json:"url"`                    // URL as scheduled
+	FinalURL    string    `json:"final_url,omitempty"`    // URL after redirects, when different
+	Status      int       `json:"status"`                 // HTTP status; 0 when no response arrived
+	Outcome     string    `json:"outcome"`                // outcome class (crawl.Outcome… or the status code)
+	Depth       int       `json:"depth"`                  // link depth from the seeds
+	FetchedAt   time.Time `json:"fetched_at"`             // when the attempt finished
+	ContentType string    `json:"content_type,omitempty"` // media type of the response
+	Charset     string    `json:"charset,omitempty"`      // character set the body was decoded from
+	Title       string    `json:"title,omitempty"`        // HTML title
+	OutLinks    []string  `json:"out_links,omitempty"`    // absolute links found in the page
+	Size        int       `json:"size"`                   // body bytes received
+	PageNo      int64     `json:"page_no"`                // page number in PageFiles; -1 if no body stored
+	Duplicate   string    `json:"duplicate,omitempty"`    // URL whose content was identical, if any
+	Fingerprint string    `json:"fingerprint,omitempty"`  // hex content fingerprint of the page text, if any
+	IP          string    `json:"ip,omitempty"`           // server IP address
+	DurationMS  int64     `json:"duration_ms"`            // fetch time in milliseconds
+	Error       string    `json:"error,omitempty"`        // failure text, when the attempt failed
+}
+
+// Records is the append-only crawl records file records.jsonl: one JSON
+// Record per line. All methods are safe for concurrent use.
+type Records struct {
+	path string
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	broken   error // set when a failed Append could not be undone
+	f        *os.File
+	size     int64
+	dirDirty bool // the file was created since the last directory fsync
+}
+
+// OpenRecords opens (creating if needed) dir/records.jsonl. A partial last
+// line left by a crash is cut and logged at Warn level; complete lines are
+// never touched, even corrupt ones (Iterate skips those).
+func OpenRecords(dir string, opt Options) (*Records, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot open records: cannot create directory: %w", err)
+	}
+	r := &Records{path: filepath.Join(dir, RecordsFileName), log: opt.logger()}
+	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
+		r.dirDirty = true // created below; Sync makes the name durable
+	}
+	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open records: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot open records: %w", err)
+	}
+	end, err := lastLineEnd(f, info.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot open records: cannot scan for a torn tail: %w", err)
+	}
+	if end < info.Size() {
+		if err := f.Truncate(end); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cannot open records: cannot cut the partial last line: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cannot open records: %w", err)
+		}
+		r.log.Warn("records: cut partial last line",
+			logKeyFile, RecordsFileName, logKeyOffset, end, logKeyBytes, info.Size()-end)
+	}
+	r.f, r.size = f, end
+	return r, nil
+}
+
+// lastLineEnd returns the offset just after the last newline in the first
+// size bytes of f, or 0 if there is none.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		n := min(int64(len(buf)), end)
+		start := end - n
+		if _, err := f.ReadAt(buf[:n], start); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// Append writes rec as one JSON line with a single write system call, so the
+// line is with the operating system when Append returns (power loss needs
+// Sync). On a write error Append undoes its partial write; if even that
+// fails, this and every later Append fail until the file is reopened.
+func (r *Records) Append(rec Record) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rec); err != nil { // Encode ends the line with '\n'
+		return fmt.Errorf("cannot encode record of %s: %w", rec.URL, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("cannot append record: %w", ErrClosed)
+	}
+	if r.broken != nil {
+		return fmt.Errorf("cannot append record: an earlier failure left %s in an unknown state; reopen it to repair: %w", RecordsFileName, r.broken)
+	}
+	if _, err := r.f.WriteAt(buf.Bytes(), r.size); err != nil {
+		if terr := r.f.Truncate(r.size); terr != nil {
+			r.broken = terr
+		}
+		return fmt.Errorf("cannot append record of %s: %w", rec.URL, err)
+	}
+	r.size += int64(buf.Len())
+	return nil
+}
+
+// Iterate calls fn with every record in file order, up to the end of the file
+// as it was when Iterate started, and stops at the first error fn returns,
+// which Iterate returns unchanged. A line that is not a valid JSON record is
+// skipped, counted in skipped and logged at Warn level (the first ten one by
+// one); it never stops the iteration. Iterate uses its own file handle and
+// holds no lock while fn runs, so fn may call Append.
+func (r *Records) Iterate(fn func(Record) error) (skipped int, err error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("cannot iterate records: %w", ErrClosed)
+	}
+	size := r.size
+	r.mu.Unlock()
+
+	f, err := os.Open(r.path)
+	if err != nil {
+		return 0, fmt.Errorf("cannot iterate records: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20)
+	var (
+		long []byte
+		off  int64
+		no   int
+	)
+	defer func() {
+		if skipped > maxLoggedCorrupt {
+			r.log.Warn("records: skipped corrupt lines", logKeyFile, RecordsFileName, logKeyLines, skipped)
+		}
+	}()
+	for {
+		line, rerr := br.ReadSlice('\n')
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(rerr, bufio.ErrBufferFull) {
+				line, rerr = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if rerr != nil && rerr != io.EOF {
+			return skipped, fmt.Errorf("cannot iterate records: %w", rerr)
+		}
+		if len(line) == 0 {
+			return skipped, nil
+		}
+		no++
+		rec, jerr := decodeRecordLine(line)
+		if jerr != nil {
+			skipped++
+			if skipped <= maxLoggedCorrupt {
+				r.log.Warn("records: skipped corrupt line", logKeyFile, RecordsFileName,
+					logKeyLine, no, logKeyOffset, off, logKeyErr, jerr)
+			}
+		} else if ferr := fn(rec); ferr != nil {
+			return skipped, ferr
+		}
+		off += int64(len(line))
+		if rerr == io.EOF {
+			return skipped, nil
+		}
+	}
+}
+
+// Sync flushes records.jsonl to stable storage. Append waits while it runs.
+func (r *Records) Sync() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("cannot sync records: %w", ErrClosed)
+	}
+	return r.syncLocked()
+}
+
+func (r *Records) syncLocked() error {
+	if err := r.f.Sync(); err != nil {
+		return fmt.Errorf("cannot sync %s: %w", RecordsFileName, err)
+	}
+	if r.dirDirty {
+		if err := syncDir(filepath.Dir(r.path)); err != nil {
+			return err
+		}
+		r.dirDirty = false
+	}
+	return nil
+}
+
+// Close syncs and closes the file. Later calls to Close return nil; every
+// other method returns ErrClosed.
+func (r *Records) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := r.syncLocked()
+	if cerr := r.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("cannot close %s: %w", RecordsFileName, cerr)
+	}
+	return err
+}
