@@ -13,11 +13,9 @@ import (
 type metrics struct {
 	pages       *prometheus.CounterVec
 	fetchErrors *prometheus.CounterVec
-	bytes       prometheus.Counter
 	discovered  prometheus.Counter
 	retries     prometheus.Counter
 	duplicates  prometheus.Counter
-	latency     prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,9 +26,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spider_fetch_errors_total", Help: "Fetches that failed without an HTTP response, by cause.",
 		}, []string{"cause"}),
-		bytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "spider_body_bytes_total", Help: "Response body bytes received (after decompression).",
-		}),
 		discovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_discovered_urls_total", Help: "New URLs added to the frontier.",
 		}),
@@ -40,13 +35,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_duplicate_content_total", Help: "Pages whose text was identical to an earlier page's.",
 		}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "spider_fetch_duration_seconds", Help: "Time to fetch one URL.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pages, m.fetchErrors, m.bytes, m.discovered, m.retries, m.duplicates, m.latency)
+		reg.MustRegister(m.pages, m.fetchErrors, m.discovered, m.retries, m.duplicates)
 	}
 	return m
 }

@@ -156,8 +156,6 @@ func (e *Engine) visit(ctx context.Context, lease *frontier.Lease) result {
 		e.m.fetchErrors.WithLabelValues(res.rec.Outcome).Inc()
 		return res
 	}
-	e.m.bytes.Add(float64(len(resp.Body)))
-	e.m.latency.Observe(resp.Duration.Seconds())
 	rec := &res.rec
 	rec.Status = resp.Status
 	rec.Outcome = strconv.Itoa(resp.Status)

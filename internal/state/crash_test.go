@@ -62,12 +62,11 @@ func runCrashChild(dir string) {
 		queue []frontier.Request
 	)
 	if s.SeenCount() == 0 {
-		seed, err := s.Discover(ctx, []frontier.Request{{URL: crashURL(0), Key: "g:80"}})
-		if err != nil {
+		// The seed becomes pending; LoadPending below queues it.
+		if _, err := s.Discover(ctx, []frontier.Request{{URL: crashURL(0), Key: "g:80"}}); err != nil {
 			fmt.Println("seed failed:", err)
 			os.Exit(3)
 		}
-		queue = append(queue, seed...)
 	}
 	if err := s.LoadPending(ctx, func(r frontier.Request) error { queue = append(queue, r); return nil }); err != nil {
 		fmt.Println("load failed:", err)
