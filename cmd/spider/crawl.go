@@ -23,6 +23,7 @@ Flags override the --config file (YAML, keys are the flag names with _).`
 func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (state, pages, records, WARC)")
 	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, "largest link depth fetched; seeds are 0; -1 = unlimited")
+	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts; depth = where a page was first found)")
 	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop after this many URLs completed in total; 0 = no limit")
 	fs.StringVar(&c.Scope, "scope", c.Scope, "stay inside: host, domain, seeds, regexp or any")
 	fs.StringVar(&c.ScopeRegexp, "scope-regexp", c.ScopeRegexp, "URL pattern for --scope regexp")

@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spider-crawler/spider/internal/websim"
 )
 
 func main() {
@@ -34,8 +36,23 @@ commands:
   truth   write the ground truth (JSON) of a crawl of the web: same web flags as serve,
           plus --seeds, --max-depth, --scope, --agent, --follow-nofollow, --out
 
-"websim <command> --help" lists every flag of a command.
+"websim <command> --help" lists the flags of one command.
 `
+
+// printFlags documents every flag of both commands.
+func printFlags(w io.Writer) {
+	fs := flag.NewFlagSet("websim", flag.ContinueOnError)
+	fs.SetOutput(w)
+	websim.RegisterFlags(fs)
+	fmt.Fprintln(w, "\nflags of serve and truth (the web):")
+	fs.PrintDefaults()
+	fs = flag.NewFlagSet("websim", flag.ContinueOnError)
+	fs.SetOutput(w)
+	websim.RegisterTruthFlags(fs)
+	fmt.Fprintln(w, "\nflags of truth only (the crawl rules; also --out FILE, --seed-count N):")
+	fs.PrintDefaults()
+	fmt.Fprintln(w, "\nflags of serve only: --access-log FILE, --resolve-file FILE, --seed-count N, -v")
+}
 
 // run executes one command and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -51,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runTruth(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
+		printFlags(stdout)
 		return 0
 	default:
 		fmt.Fprintf(stderr, "websim: unknown command %q\n\n%s", args[0], usage)

@@ -44,6 +44,13 @@ type Config struct {
 	// MaxDepth is the largest link depth fetched (seeds have depth 0);
 	// negative means unlimited. Default 5.
 	MaxDepth int `yaml:"max_depth"`
+	// LooseDepth lets depth levels overlap: by default (with MaxDepth ≥ 0)
+	// the crawl is breadth-first by levels, so each page is fetched at its
+	// shortest link depth and a depth limit keeps exactly the pages within
+	// it. Loose, workers never wait for a level to finish (faster when a few
+	// slow hosts hold a level), but a page's depth is the depth it was first
+	// found at, so a limit may cut pages a level-by-level crawl would fetch.
+	LooseDepth bool `yaml:"loose_depth"`
 	// MaxPages stops the crawl after this many fetch attempts have completed
 	// (over all runs of a resumed crawl); 0 means no limit.
 	MaxPages int64 `yaml:"max_pages"`

@@ -137,7 +137,10 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 			return nil, err
 		}
 	}
+	fq, strict := frontierLevels(cfg)
 	e.fr, err = frontier.New(frontier.Config{
+		FrontQueues:  fq,
+		Strict:       strict,
 		PerKey:       cfg.PerHost,
 		Delay:        frontierDelay(cfg.Delay),
 		MemoryBudget: cfg.MemoryBudget,
@@ -150,6 +153,19 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		return nil, err
 	}
 	return e, nil
+}
+
+// maxLevels bounds the front queues used for depth levels; deeper pages
+// share the last level.
+const maxLevels = 64
+
+// frontierLevels gives one front queue per depth level and turns on the
+// level barrier unless the depth is unlimited or LooseDepth is set.
+func frontierLevels(cfg Config) (queues int, strict bool) {
+	if cfg.MaxDepth < 0 || cfg.LooseDepth {
+		return frontier.DefaultFrontQueues, false
+	}
+	return min(cfg.MaxDepth+1, maxLevels), true
 }
 
 // frontierDelay maps the configured delay to the frontier's: zero there
@@ -407,9 +423,11 @@ func (e *Engine) limitReachedFast() bool {
 // host's robots.txt was fetched so the page fetch that follows can keep the
 // host's delay.
 func (e *Engine) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+	e.limit.wait(ctx)
+	status, body, err := e.client.RobotsFetch(ctx, u)
+	// The gap is measured from the end of the exchange, as the frontier does.
 	e.robotsMu.Lock()
 	e.robotsFetched[urls.HostPort(u)] = time.Now()
 	e.robotsMu.Unlock()
-	e.limit.wait(ctx)
-	return e.client.RobotsFetch(ctx, u)
+	return status, body, err
 }

@@ -35,6 +35,15 @@ type result struct {
 func (e *Engine) process(ctx context.Context, lease *frontier.Lease) error {
 	req := lease.Request
 	start := time.Now()
+	if cur, err := e.st.Current(ctx, req); err != nil || !cur {
+		// A copy left behind when its URL was lowered to a smaller depth
+		// (or completed): drop it unfetched.
+		e.fr.Done(lease, frontier.DoneInfo{})
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
 	res := e.visit(ctx, lease)
 	if ctx.Err() != nil {
 		// Cancelled mid-fetch: leave the URL pending for the next run.

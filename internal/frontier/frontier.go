@@ -77,6 +77,13 @@ type Config struct {
 	// Registerer, if not nil, receives the frontier's metrics (names start
 	// with spider_frontier_).
 	Registerer prometheus.Registerer
+	// Strict serves priorities in order with a barrier: no URL of front
+	// queue q+1 is routed while a URL of queue q or lower is queued, spilled,
+	// in a back queue or leased. With Priority = link depth this is a
+	// breadth-first crawl by levels, so every URL is fetched at its shortest
+	// depth (a depth limit then cuts exactly the URLs beyond it). The price:
+	// a level ends only when its slowest host has finished it.
+	Strict bool
 }
 
 func (c *Config) setDefaults() error {
@@ -195,6 +202,7 @@ type Frontier struct {
 	bqOrder uint64
 
 	mem      int // URLs in memory
+	level    int // with Strict: the highest front queue routing may draw from
 	leased   int
 	withURLs int // keys with queued > 0
 
@@ -448,8 +456,15 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 // URLs from the front queues by weighted priority and appends each to its
 // key's back queue, creating the back queue if needed.
 func (f *Frontier) routeLocked() {
+	limit := f.cfg.FrontQueues - 1
+	if f.cfg.Strict {
+		limit = f.strictLevelLocked()
+	}
 	for f.frontN > 0 && f.active < f.cfg.BackQueues {
-		q := f.frontWRR.pick(func(i int) bool { return f.front[i].len() > 0 })
+		q := f.frontWRR.pick(func(i int) bool { return i <= limit && f.front[i].len() > 0 })
+		if q < 0 {
+			break
+		}
 		it := f.front[q].popFront()
 		f.frontN--
 		ks := it.ks
@@ -463,6 +478,22 @@ func (f *Frontier) routeLocked() {
 		bq.items.pushBack(it)
 		f.placeLocked(bq)
 	}
+}
+
+// strictLevelLocked is the barrier of Config.Strict: while URLs sit in back
+// queues or are leased, the level stays; once all routed work is done, the
+// level becomes the first front queue holding URLs (in memory or spilled).
+func (f *Frontier) strictLevelLocked() int {
+	if f.mem-f.frontN > 0 || f.leased > 0 {
+		return f.level
+	}
+	for i := range f.front {
+		if f.front[i].len() > 0 || f.spill.len(i) > 0 {
+			f.level = i
+			break
+		}
+	}
+	return f.level
 }
 
 // placeLocked restores the invariants of bq after a change: it is in the
@@ -667,6 +698,20 @@ func (f *Frontier) refillLocked() error {
 		f.refill = false
 		return nil
 	}
+	if f.cfg.Strict {
+		// The barrier routes only queues ≤ level: refill the lowest spilled
+		// stream when nothing at or below it is left in memory, whatever
+		// the memory use, or the crawl would wait for ever.
+		lvl := f.strictLevelLocked()
+		for q := 0; q <= lvl && q < len(f.front); q++ {
+			if f.front[q].len() > 0 {
+				break
+			}
+			if f.spill.len(q) > 0 {
+				return f.refillStreamLocked(q, refillChunk)
+			}
+		}
+	}
 	if !f.refill && 2*f.mem >= f.cfg.MemoryBudget && f.mem > 0 {
 		return nil
 	}
@@ -676,6 +721,20 @@ func (f *Frontier) refillLocked() error {
 		if q < 0 {
 			break
 		}
+		if err := f.refillStreamLocked(q, 1); err != nil {
+			return err
+		}
+	}
+	if f.mem >= f.cfg.MemoryBudget || f.spill.total == 0 {
+		f.refill = false
+	}
+	return nil
+}
+
+// refillStreamLocked reads up to n URLs of spill stream q back into front
+// queue q.
+func (f *Frontier) refillStreamLocked(q, n int) error {
+	for ; n > 0 && f.spill.len(q) > 0; n-- {
 		r, err := f.spill.pop(q)
 		if err != nil {
 			lost := f.spill.drop(q)
@@ -689,9 +748,6 @@ func (f *Frontier) refillLocked() error {
 		}
 		f.front[q].pushBack(f.makeItem(r))
 		f.frontN++
-	}
-	if f.mem >= f.cfg.MemoryBudget || f.spill.total == 0 {
-		f.refill = false
 	}
 	return nil
 }

@@ -713,3 +713,60 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestStrictLevels checks the Strict barrier: a priority-1 URL is not handed
+// out while a priority-0 URL is queued or leased, even on another key, and
+// a URL pushed at the current level during the level is served in it.
+func TestStrictLevels(t *testing.T) {
+	f, err := New(Config{FrontQueues: 3, Strict: true, Delay: NoDelay, PerKey: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.PushAll([]Request{
+		{URL: "http://a/0", Key: "a", Priority: 0, Seq: 1},
+		{URL: "http://b/1", Key: "b", Priority: 1, Seq: 2},
+		{URL: "http://c/0", Key: "c", Priority: 0, Seq: 3},
+	}))
+	l1, err := f.Next(ctx)
+	must(err)
+	l2, err := f.Next(ctx)
+	must(err)
+	for _, l := range []*Lease{l1, l2} {
+		if l.Request.Priority != 0 {
+			t.Fatalf("level 0 served %s first", l.Request.URL)
+		}
+	}
+	// Level 0 is leased: level 1 must wait.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	if l, err := f.Next(short); err == nil {
+		t.Fatalf("barrier broken: %s handed out while level 0 is leased", l.Request.URL)
+	}
+	cancel()
+	f.Done(l1, DoneInfo{})
+	// A redirect target found during level 0 joins level 0.
+	must(f.Push(Request{URL: "http://d/0", Key: "d", Priority: 0, Seq: 4}))
+	l3, err := f.Next(ctx)
+	must(err)
+	if l3.Request.URL != "http://d/0" {
+		t.Fatalf("got %s, want the level-0 URL pushed during level 0", l3.Request.URL)
+	}
+	f.Done(l2, DoneInfo{})
+	f.Done(l3, DoneInfo{})
+	l4, err := f.Next(ctx)
+	must(err)
+	if l4.Request.URL != "http://b/1" {
+		t.Fatalf("got %s, want level 1 after level 0 drained", l4.Request.URL)
+	}
+	f.Done(l4, DoneInfo{})
+	if _, err := f.Next(ctx); err != ErrDrained {
+		t.Fatalf("Next = %v, want ErrDrained", err)
+	}
+}

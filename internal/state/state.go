@@ -580,10 +580,19 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 		kb = key.AppendBinary(kb[:0])
 		if s.bloom.TestKey(key) {
 			_, retried := mine[key]
-			if !s.exact && !retried {
-				continue // bloom mode: a positive is taken as seen
+			// bloom mode takes a positive as seen, except for redirect
+			// targets, which may lower a pending URL's depth (below).
+			if !s.exact && !retried && r.Redirects == 0 {
+				continue
 			}
-			if seenB.Get(kb) != nil {
+			if v := seenB.Get(kb); v != nil {
+				lowered, err := lowerTx(pend, seenB, kb, v, r)
+				if err != nil {
+					return nil, err
+				}
+				if lowered != nil {
+					out = append(out, *lowered)
+				}
 				continue
 			}
 		}
@@ -596,7 +605,7 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 		if err != nil {
 			return nil, err
 		}
-		if err := seenB.Put(kb, []byte{}); err != nil {
+		if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
 			return nil, err
 		}
 		if err := pend.Put(seqKey(seq), enc); err != nil {
@@ -611,10 +620,83 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 	return out, nil
 }
 
+// seenValue is a seen entry's value: the URL's Seq and the smallest depth it
+// was discovered at, as uvarints.
+func seenValue(seq uint64, depth int) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 12), seq)
+	return binary.AppendUvarint(b, uint64(depth))
+}
+
+// lowerTx handles a URL seen before (seen value v) discovered again as r:
+// if r is shallower and the URL is still pending, the pending record takes
+// r's depth, priority and redirect count (same Seq) and is returned, so
+// that the URL is fetched at its shortest depth (a redirect target keeps
+// its source's depth and may be found in the same level as a plain link one
+// level deeper). Entries written before seen values existed are empty and
+// never lowered.
+func lowerTx(pend, seenB *bolt.Bucket, kb, v []byte, r frontier.Request) (*frontier.Request, error) {
+	seq, n := binary.Uvarint(v)
+	if n <= 0 {
+		return nil, nil
+	}
+	depth, m := binary.Uvarint(v[n:])
+	if m <= 0 || uint64(r.Depth) >= depth {
+		return nil, nil
+	}
+	enc := pend.Get(seqKey(seq))
+	if enc == nil {
+		return nil, nil // already fetched at the greater depth
+	}
+	var cur frontier.Request
+	if err := cur.UnmarshalBinary(enc); err != nil {
+		return nil, fmt.Errorf("pending record %d is damaged: %w", seq, err)
+	}
+	cur.Depth, cur.Priority, cur.Redirects = r.Depth, r.Priority, r.Redirects
+	b, err := cur.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if err := pend.Put(seqKey(seq), b); err != nil {
+		return nil, err
+	}
+	if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
+		return nil, err
+	}
+	return &cur, nil
+}
+
+// Current reports whether r is the live copy of a pending URL: pending under
+// r.Seq at r.Depth. A copy whose URL was since lowered to a smaller depth,
+// or that is no longer pending, is stale and should be dropped unfetched.
+func (s *Store) Current(ctx context.Context, r frontier.Request) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	var cur bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		enc := tx.Bucket(bPending).Get(seqKey(r.Seq))
+		if enc == nil {
+			return nil
+		}
+		var p frontier.Request
+		if err := p.UnmarshalBinary(enc); err != nil {
+			return fmt.Errorf("pending record %d is damaged: %w", r.Seq, err)
+		}
+		cur = p.URL == r.URL && p.Depth == r.Depth
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("cannot read pending %q: %w", r.URL, err)
+	}
+	return cur, nil
+}
+
 // Discover accepts the requests whose URL was never seen: each is recorded
 // as seen and pending with a fresh, increasing Seq, in one transaction. It
-// returns the accepted requests (Seq set, input order); the caller owns the
-// slice. A URL repeated in reqs, or discovered by concurrent calls, is
+// returns the accepted requests (Seq set, input order), and among them any
+// still-pending URL discovered at a smaller depth than before: that one
+// keeps its Seq and now has the smaller depth (see Current for the stale
+// copy the caller may still hold). The caller owns the slice. A URL repeated in reqs, or discovered by concurrent calls, is
 // accepted exactly once. Requests need a non-empty URL. On error nothing
 // was recorded, though in bloom mode the URLs may be treated as seen until
 // the next Open: treat errors as fatal to the crawl.
@@ -688,6 +770,9 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		}
 		if stored.URL != r.URL {
 			return fmt.Errorf("pending record %d is %q, not %q: the request's Seq does not match its URL", r.Seq, stored.URL, r.URL)
+		}
+		if stored.Depth < r.Depth {
+			return nil // a stale copy: the URL was lowered to a smaller depth
 		}
 		if err := pend.Delete(key); err != nil {
 			return err

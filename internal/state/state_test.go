@@ -510,3 +510,54 @@ func TestBloomSnapshot(t *testing.T) {
 		})
 	}
 }
+
+func TestDiscoverLowersPendingDepth(t *testing.T) {
+	for _, mode := range []string{SeenExact, SeenBloom} {
+		t.Run(mode, func(t *testing.T) {
+			s, err := Open(t.TempDir(), Options{SeenMode: mode, ExpectedURLs: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			deep := frontier.Request{URL: "http://a.test/x", Key: "a.test", Depth: 3, Priority: 3}
+			got, err := s.Discover(ctx, []frontier.Request{deep})
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Discover = %v, %v", got, err)
+			}
+			deep = got[0]
+			// Found again deeper or equal: nothing changes.
+			if got, _ := s.Discover(ctx, []frontier.Request{{URL: deep.URL, Key: "a.test", Depth: 3, Redirects: 1}}); len(got) != 0 {
+				t.Fatalf("rediscovery at the same depth returned %v", got)
+			}
+			// Found as a redirect target at depth 2: lowered, same Seq.
+			got, err = s.Discover(ctx, []frontier.Request{{URL: deep.URL, Key: "a.test", Depth: 2, Priority: 2, Redirects: 1}})
+			if err != nil || len(got) != 1 || got[0].Seq != deep.Seq || got[0].Depth != 2 || got[0].Redirects != 1 {
+				t.Fatalf("lowering: got %+v, %v", got, err)
+			}
+			if cur, _ := s.Current(ctx, deep); cur {
+				t.Error("the depth-3 copy is still current after lowering")
+			}
+			if cur, _ := s.Current(ctx, got[0]); !cur {
+				t.Error("the lowered copy is not current")
+			}
+			// Completing the stale copy is a no-op; the lowered one completes.
+			if _, err := s.Complete(ctx, deep, Outcome{Class: "200"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if n := s.PendingCount(); n != 1 {
+				t.Fatalf("stale Complete removed the pending URL (pending %d)", n)
+			}
+			if _, err := s.Complete(ctx, got[0], Outcome{Class: "200"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if n := s.PendingCount(); n != 0 {
+				t.Fatalf("pending %d after completing the lowered copy", n)
+			}
+			// Once fetched, a shallower rediscovery changes nothing.
+			if got, _ := s.Discover(ctx, []frontier.Request{{URL: deep.URL, Depth: 0, Redirects: 1}}); len(got) != 0 {
+				t.Fatalf("rediscovery after completion returned %v", got)
+			}
+		})
+	}
+}

@@ -443,10 +443,8 @@ func TestRobotsMenuServed(t *testing.T) {
 
 func TestStartRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "10.1.2.3:0", ":0", "example.com:80"} {
-		if _, err := Start(t.Context(), Config{Addr: addr}); !errors.Is(err, ErrNotLoopback) && addr != ":0" {
-			t.Errorf("Start on %s: %v", addr, err)
-		} else if err == nil {
-			t.Errorf("Start on %s succeeded", addr)
+		if _, err := Start(t.Context(), Config{Addr: addr}); !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("Start on %s: %v, want ErrNotLoopback", addr, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/bits"
 	"strings"
 	"time"
 )
@@ -323,6 +322,3 @@ func (c Config) resolve() (settings, error) {
 	}
 	return s, nil
 }
-
-// popcount is used by tests and String helpers.
-func (f Feature) count() int { return bits.OnesCount32(uint32(f)) }

@@ -52,7 +52,9 @@
 //	/x/hang/K /x/reset/K   no answer for Config.HangTime; connection reset (RST)
 //	/x/plain/K /x/bin/K    HTML as text/plain; bytes as text/html
 //	/x/cs/gbk|big5|sjis/header|meta/K   legacy charsets
-//	/x/malformed/K /x/large/K /x/bomb/K
+//	/x/malformed/K         3000 nested divs (beyond html.Parse's 512 open elements: a
+//	                       tolerant parser needs a tokenizer), unclosed tags, bad UTF-8
+//	/x/large/K /x/bomb/K   Config.LargeSize bytes; a multi-member gzip of BombSize zeros
 //	/print/s/N/a/M.html    the article's text without links
 //	/trap/1/2/…/n/         links to n+1/ forever
 //	/calendar/YYYY/MM/     links to the next and previous months (FeatureNoise)

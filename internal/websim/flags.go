@@ -125,7 +125,18 @@ func RegisterTruthFlags(fs *flag.FlagSet) *TruthRules {
 	fs.StringVar(&r.Scope, "scope", ScopeSeeds, "host (seeds' host:port), domain (seeds' registrable domains), seeds (seed host names) or any")
 	fs.StringVar(&r.Agent, "agent", "spider", "robots.txt product token")
 	fs.BoolVar(&r.FollowNofollow, "follow-nofollow", false, "also follow rel=nofollow links")
-	fs.IntVar(&r.MaxRedirects, "max-redirects", 5, "longest redirect chain followed, in hops")
+	r.MaxRedirects = 5
+	fs.Func("max-redirects", "longest redirect chain followed, in hops; 0 follows none (default 5)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("cannot parse %q as a number of hops: %w", s, err)
+		}
+		r.MaxRedirects = n
+		if n == 0 {
+			r.MaxRedirects = -1 // TruthRules: negative follows none, 0 is the default
+		}
+		return nil
+	})
 	fs.IntVar(&r.MaxURLs, "max-urls", 1_000_000, "fail when more URLs would be fetched")
 	return r
 }

@@ -208,6 +208,8 @@ func (r *recorder) Write(p []byte) (int, error) {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	w.active.Add(1)
+	defer w.active.Done()
 	start := time.Now()
 	hostname := normHost(r.Host)
 	open := w.log.begin(hostname)

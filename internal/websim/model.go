@@ -100,10 +100,13 @@ type doc struct {
 	charset int  // docCharset
 	meta    bool // docCharset: declared only in <meta charset>
 	status  int  // docError
+
+	// Scratch buffers of the builder, kept with the (pooled) doc.
+	tmp, path, dir []byte
 }
 
 func (d *doc) reset() {
-	*d = doc{links: d.links[:0], paras: d.paras[:0], arena: d.arena[:0]}
+	*d = doc{links: d.links[:0], paras: d.paras[:0], arena: d.arena[:0], tmp: d.tmp[:0], path: d.path[:0], dir: d.dir[:0]}
 }
 
 func (d *doc) str(s span) string { return string(d.arena[s.off : s.off+s.n]) }
@@ -163,7 +166,8 @@ func (w *Web) sectionTopic(hi, n int) Topic {
 // are not documents.
 func (w *Web) build(hi int, rt route, d *doc) bool {
 	d.reset()
-	b := builder{w: w, hi: hi, h: &w.hosts[hi], d: d, key: w.pageKey(hi, rt)}
+	b := builder{w: w, hi: hi, h: &w.hosts[hi], d: d, key: w.pageKey(hi, rt), tmp: d.tmp, path: d.path, dir: d.dir}
+	defer func() { d.tmp, d.path, d.dir = b.tmp, b.path, b.dir }()
 	b.r = newRNG(b.key)
 	d.zh = b.h.zh
 	d.topics[0], d.nt = b.h.topic, 1
@@ -435,7 +439,7 @@ func (b *builder) title(en, zh string) {
 	b.d.title = b.d.add(s)
 }
 
-// small sets up a short page: title, host navigation bar and footer, n paragraphs.
+// small sets up a short page: title, stylesheet and script, navigation bar and footer.
 func (b *builder) small(en, zh string) {
 	b.title(en, zh)
 	b.head()

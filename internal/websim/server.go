@@ -134,7 +134,8 @@ func closeAll(ls []net.Listener) {
 func (s *Server) Addr() string { return s.listeners[0].Addr().String() }
 
 // Close stops the server: it ends hanging requests, closes the listeners and every
-// connection, and waits for the serving goroutines. It is idempotent and returns nil.
+// connection, and waits until every request is recorded in the access log. It is
+// idempotent and returns nil.
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		if s.stopCtx != nil {
@@ -143,6 +144,8 @@ func (s *Server) Close() error {
 		s.Web.shutdown()
 		_ = s.srv.Close()
 		s.wg.Wait()
+		s.Web.active.Wait() // every request is in the access log
+
 	})
 	return nil
 }

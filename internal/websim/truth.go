@@ -3,6 +3,7 @@ package websim
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -139,6 +140,9 @@ func Canonical(base *url.URL, ref string) (*url.URL, bool) {
 		port = ""
 	}
 	if strings.Contains(host, ":") {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return nil, false
+		}
 		host = "[" + host + "]" // IPv6 literal
 	}
 	u.Host = host

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -143,3 +144,24 @@ func TestTruthNofollowScopeAndTopics(t *testing.T) {
 		t.Errorf("fetch counts host/seeds/domain/any = %v", sizes)
 	}
 }
+
+func TestTinyWebs(t *testing.T) {
+	for _, dims := range [][2]int{{1, 1}, {1, 2}, {2, 3}, {3, 5}} {
+		w := mustNew(t, Config{Hosts: dims[0], PagesPerHost: dims[1], Profile: ProfileHostile, TroubleShare: 1, Port: 8080})
+		tr, err := w.Truth(TruthRules{MaxDepth: 4, Scope: ScopeAny, FollowNofollow: true})
+		if err != nil {
+			t.Fatalf("%v: %v", dims, err)
+		}
+		for _, u := range tr.MustFetch {
+			if strings.Contains(u, "/x/hang/") || strings.Contains(u, "/x/busy/") || strings.Contains(u, "/x/reset/") {
+				continue
+			}
+			code, _, _ := get(t, w, u)
+			if f := tr.Final[u]; f != FinalTooManyRedirects && f != itoaStatus(code) {
+				t.Errorf("%v: %s answers %d, truth says %s", dims, u, code, f)
+			}
+		}
+	}
+}
+
+func itoaStatus(code int) string { return strconv.Itoa(code) }

@@ -34,10 +34,11 @@ type Web struct {
 	permMul  uint64
 	permAdd  uint64
 
-	log  *AccessLog
-	busy busyCounter
-	done chan struct{}
-	stop sync.Once
+	log    *AccessLog
+	busy   busyCounter
+	done   chan struct{}
+	stop   sync.Once
+	active sync.WaitGroup // requests being served
 
 	bufs sync.Pool // *[]byte page buffers
 

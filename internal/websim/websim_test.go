@@ -379,8 +379,8 @@ func TestHandlerBasics(t *testing.T) {
 		{"HEAD", "http://www.d0.test:8080/s/1/", 200},
 		{"POST", "http://www.d0.test:8080/", 405},
 		{"GET", "http://unknown.test:8080/", 421},
-		{"GET", "http://www.d0.test:8080/x/hang/1", 404},   // behaviour off in the clean profile
-		{"GET", "http://www.d0.test:8080/trap/1/", 404},    // traps off
+		{"GET", "http://www.d0.test:8080/x/hang/1", 404}, // behaviour off in the clean profile
+		{"GET", "http://www.d0.test:8080/trap/1/", 404},  // traps off
 		{"GET", "http://www.d0.test:8080/s/1/;jsessionid=ab", 404},
 	}
 	for _, tc := range cases {

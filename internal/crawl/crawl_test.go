@@ -1,0 +1,214 @@
+package crawl_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// startWeb serves a synthetic web for one test.
+func startWeb(t *testing.T, cfg websim.Config) *websim.Server {
+	t.Helper()
+	srv, err := websim.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("cannot start websim: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// crawlConfig is a fast test crawl of srv under rules.
+func crawlConfig(t *testing.T, srv *websim.Server, rules websim.TruthRules) crawl.Config {
+	c := crawl.NewConfig()
+	c.Data = t.TempDir()
+	c.Seeds = rules.Seeds
+	c.MaxDepth = rules.MaxDepth
+	c.Scope = rules.Scope
+	c.Resolve = srv.Resolve()
+	c.AllowPrivate = true
+	c.Delay = 0
+	c.Concurrency = 16
+	c.RetryDelay = crawl.Duration(50 * time.Millisecond)
+	c.Timeout = crawl.Duration(3 * time.Second)
+	c.FirstByteTimeout = crawl.Duration(2 * time.Second)
+	return c
+}
+
+func runCrawl(t *testing.T, cfg crawl.Config) {
+	t.Helper()
+	eng, err := crawl.New(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil {
+		t.Fatalf("crawl failed: %v", err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// records reads the last record of every URL in a data directory.
+func records(t *testing.T, dir string) map[string]store.Record {
+	t.Helper()
+	rs, err := store.OpenRecords(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	out := map[string]store.Record{}
+	if _, err := rs.Iterate(func(r store.Record) error { out[r.URL] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkTruth compares a finished crawl with websim's ground truth: every URL
+// that must be fetched was, with the outcome it must end with; none that
+// must not be fetched was requested; nothing was requested twice.
+func checkTruth(t *testing.T, srv *websim.Server, dir string, truth *websim.Truth) {
+	t.Helper()
+	recs := records(t, dir)
+	fetched := map[string]bool{}
+	for u, r := range recs {
+		if r.Outcome == crawl.OutcomeRobots || r.Outcome == crawl.OutcomeRobotsUnavailable {
+			if _, ok := truth.MustNotFetch[u]; !ok {
+				t.Errorf("%s: recorded as %s, but the truth does not exclude it", u, r.Outcome)
+			}
+			continue
+		}
+		fetched[u] = true
+	}
+	var missing, extra, wrong []string
+	for _, u := range truth.MustFetch {
+		r, ok := recs[u]
+		if !ok || !fetched[u] {
+			missing = append(missing, u)
+			continue
+		}
+		if want := truth.Final[u]; want != "" && want != r.Outcome {
+			wrong = append(wrong, u+": got "+r.Outcome+", want "+want)
+		}
+	}
+	must := map[string]bool{}
+	for _, u := range truth.MustFetch {
+		must[u] = true
+	}
+	for u := range fetched {
+		if !must[u] {
+			extra = append(extra, u+" ("+recs[u].Outcome+")")
+		}
+	}
+	report := func(what string, list []string) {
+		if len(list) == 0 {
+			return
+		}
+		sort.Strings(list)
+		if len(list) > 15 {
+			list = append(list[:15], "…")
+		}
+		t.Errorf("%s (%d):\n  %s", what, len(list), strings.Join(list, "\n  "))
+	}
+	report("URLs the truth says must be fetched but were not", missing)
+	report("URLs fetched that the truth does not list", extra)
+	report("URLs with the wrong outcome", wrong)
+
+	log := srv.Log()
+	for _, e := range log.Entries() {
+		u := "http://" + e.Host + e.Path
+		if reason, ok := truth.MustNotFetch[u]; ok {
+			t.Errorf("requested %s, which must not be fetched (%s)", u, reason)
+		}
+	}
+	retries := log.Retries()
+	for u, n := range log.Duplicates() {
+		if retries[u] == 0 {
+			t.Errorf("%s requested %d times", u, n)
+		}
+	}
+	if len(truth.MustFetch) == 0 {
+		t.Fatal("empty ground truth: the test web is wrong")
+	}
+}
+
+func TestCrawlMatchesTruthClean(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 7, Hosts: 12, PagesPerHost: 30})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: 4, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+	t.Logf("%d URLs fetched as the truth says", len(truth.MustFetch))
+}
+
+func TestCrawlScopes(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 3, Hosts: 10, PagesPerHost: 20})
+	for _, scope := range []string{websim.ScopeHost, websim.ScopeDomain, websim.ScopeSeeds} {
+		t.Run(scope, func(t *testing.T) {
+			srv.Log().Reset()
+			rules := websim.TruthRules{Seeds: srv.SeedURLs(1), MaxDepth: 3, Scope: scope}
+			truth, err := srv.Truth(rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := crawlConfig(t, srv, rules)
+			runCrawl(t, cfg)
+			checkTruth(t, srv, cfg.Data, truth)
+		})
+	}
+}
+
+func TestCrawlMatchesTruthHostile(t *testing.T) {
+	srv := startWeb(t, websim.Config{
+		Seed: 11, Hosts: 12, PagesPerHost: 25, Profile: websim.ProfileHostile,
+		HangTime: 30 * time.Second, LargeSize: 1 << 20, BombSize: 64 << 20, SlowLatency: 20 * time.Millisecond,
+	})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(3), MaxDepth: 3, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	cfg.MaxBodyBytes = 2 << 20
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+	s, err := crawl.Stats(cfg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("hostile crawl outcomes: %v", s.Outcomes)
+}
+
+func TestPoliteness(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 5, Hosts: 4, PagesPerHost: 12})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(4), MaxDepth: 2, Scope: websim.ScopeSeeds}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	const delay = 60 * time.Millisecond
+	cfg.Delay = crawl.Duration(delay)
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+	log := srv.Log()
+	for _, h := range log.Hosts() {
+		if n := log.MaxOpen(h); n > 1 {
+			t.Errorf("%s: %d requests open at once, want at most 1", h, n)
+		}
+		if gap, ok := log.MinGap(h); ok && gap < delay {
+			t.Errorf("%s: two requests %v apart, want at least %v", h, gap, delay)
+		}
+	}
+}
