@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// buildSpider compiles the spider binary once per test binary run.
+func buildSpider(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "spider")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestKillResume kills a crawl with SIGKILL at random moments, runs the
+// same command again each time, and checks at the end that every URL of
+// the ground truth was fetched, none that must not be, and that no URL was
+// requested more often than the kills can explain (at most one extra
+// request per URL in flight at a kill).
+func TestKillResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several crawls")
+	}
+	bin := buildSpider(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 21, Hosts: 16, PagesPerHost: 60, Latency: 3 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: 4, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	resolve := filepath.Join(t.TempDir(), "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const concurrency = 8
+	args := append([]string{"crawl", "--data", data, "--resolve-file", resolve, "--allow-private",
+		"--delay", "5ms", "--concurrency", strconv.Itoa(concurrency), "--scope", "any", "--max-depth", "4", "--quiet"},
+		rules.Seeds...)
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	kills := 0
+	for run := 0; ; run++ {
+		if run > 40 {
+			t.Fatal("the crawl did not finish after 40 runs")
+		}
+		cmd := exec.Command(bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		// Kill after a random moment in the first runs; let the last run finish.
+		var killAfter <-chan time.Time
+		if kills < 8 {
+			killAfter = time.After(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run %d failed: %v\n%s", run, err, stderr.String())
+			}
+			t.Logf("run %d finished after %d kills", run, kills)
+			goto finished
+		case <-killAfter:
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			kills++
+		}
+	}
+finished:
+	if kills == 0 {
+		t.Fatal("the crawl finished before the first kill: make the web larger")
+	}
+	recs := map[string]store.Record{}
+	rs, err := store.OpenRecords(data, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Iterate(func(r store.Record) error { recs[r.URL] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rs.Close()
+	for _, u := range truth.MustFetch {
+		if _, ok := recs[u]; !ok {
+			t.Errorf("lost: %s was never recorded", u)
+		}
+	}
+	for u, r := range recs {
+		if r.Outcome == crawl.OutcomeRobots {
+			continue
+		}
+		if _, ok := truth.MustNotFetch[u]; ok {
+			t.Errorf("fetched %s, which must not be", u)
+		}
+	}
+	extra := 0
+	for u, n := range srv.Log().Duplicates() {
+		extra += n - 1
+		if n > 1+kills {
+			t.Errorf("%s requested %d times with %d kills", u, n, kills)
+		}
+	}
+	// Each kill can leave at most `concurrency` URLs in flight to refetch.
+	if extra > kills*concurrency {
+		t.Errorf("%d repeated requests after %d kills, want at most %d", extra, kills, kills*concurrency)
+	}
+	t.Logf("%d kills, %d URLs, %d repeated requests", kills, len(truth.MustFetch), extra)
+}

@@ -1,0 +1,3 @@
+package redistest
+
+import _ "github.com/redis/go-redis/v9"
