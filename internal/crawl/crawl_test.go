@@ -212,3 +212,104 @@ func TestPoliteness(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlDelay: a robots.txt Crawl-delay above --delay sets the gap.
+func TestCrawlDelay(t *testing.T) {
+	const crawlDelay = 150 * time.Millisecond
+	srv := startWeb(t, websim.Config{Seed: 8, Hosts: 2, PagesPerHost: 6, Robots: "crawl-delay", CrawlDelay: crawlDelay})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: 2, Scope: websim.ScopeSeeds}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	cfg.Delay = crawl.Duration(10 * time.Millisecond)
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+	log := srv.Log()
+	for _, h := range log.Hosts() {
+		if gap, ok := log.MinGap(h); ok && gap < crawlDelay {
+			t.Errorf("%s: requests %v apart, want at least the Crawl-delay %v", h, gap, crawlDelay)
+		}
+	}
+}
+
+// TestPerIP: with --per-ip, hosts sharing an address share politeness: at
+// most one request open per IP, delay between requests to the same IP.
+func TestPerIP(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 9, Hosts: 6, PagesPerHost: 8})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(6), MaxDepth: 1, Scope: websim.ScopeSeeds}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	const delay = 20 * time.Millisecond
+	cfg.Delay = crawl.Duration(delay)
+	cfg.PerIP = true // every host resolves to 127.0.0.1: one politeness key
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+	entries := srv.Log().Entries()
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Time.Before(entries[j].Time) })
+	for i := 1; i < len(entries); i++ {
+		if gap := entries[i].Time.Sub(entries[i-1].Time); gap < delay {
+			t.Fatalf("requests to the one IP %v apart (%s then %s), want at least %v",
+				gap, entries[i-1].Host+entries[i-1].Path, entries[i].Host+entries[i].Path, delay)
+		}
+	}
+}
+
+// TestBloomMode: the Bloom-only seen test crawls the same set.
+func TestBloomMode(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 12, Hosts: 6, PagesPerHost: 20})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(1), MaxDepth: 3, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	cfg.Seen = "bloom"
+	cfg.ExpectedURLs = 100_000
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+}
+
+// TestMaxPages stops at the limit, and a second run with a higher limit
+// continues where the first stopped.
+func TestMaxPages(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 13, Hosts: 4, PagesPerHost: 30})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(1), MaxDepth: 3, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig(t, srv, rules)
+	cfg.MaxPages = 20
+	cfg.Concurrency = 2
+	runCrawl(t, cfg)
+	n := len(records(t, cfg.Data))
+	if n < 20 || n > 20+cfg.Concurrency+16 {
+		t.Fatalf("%d URLs completed with --max-pages 20", n)
+	}
+	cfg.MaxPages = 0
+	runCrawl(t, cfg)
+	checkTruth(t, srv, cfg.Data, truth)
+}
+
+// TestRefusesPrivateByDefault: without --allow-private nothing on loopback
+// is requested; every URL ends as forbidden-address.
+func TestRefusesPrivateByDefault(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 14, Hosts: 2, PagesPerHost: 5})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(1), MaxDepth: 1}
+	cfg := crawlConfig(t, srv, rules)
+	cfg.AllowPrivate = false
+	runCrawl(t, cfg)
+	if n := srv.Log().Len(); n != 0 {
+		t.Fatalf("%d requests reached a loopback server without --allow-private", n)
+	}
+	for u, r := range records(t, cfg.Data) {
+		if r.Outcome != crawl.OutcomeForbiddenAddress || !strings.Contains(r.Error, "allow-private") {
+			t.Errorf("%s: outcome %s, want forbidden-address", u, r.Outcome)
+		}
+	}
+}

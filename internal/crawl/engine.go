@@ -59,6 +59,7 @@ type Engine struct {
 
 	robotsMu      sync.Mutex
 	robotsFetched map[string]time.Time // host:port → time of the last robots.txt fetch
+	robotsErr     map[string]error     // host:port → why its last robots.txt fetch failed
 
 	fetched   atomic.Int64 // completions in this run
 	errs      atomic.Int64
@@ -95,6 +96,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		log:           logger,
 		norm:          &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
 		robotsFetched: map[string]time.Time{},
+		robotsErr:     map[string]error{},
 		hostPages:     map[string]int64{},
 		m:             newMetrics(reg),
 		limit:         newRateLimiter(cfg.MaxRate),
@@ -426,8 +428,14 @@ func (e *Engine) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, erro
 	e.limit.wait(ctx)
 	status, body, err := e.client.RobotsFetch(ctx, u)
 	// The gap is measured from the end of the exchange, as the frontier does.
+	hp := urls.HostPort(u)
 	e.robotsMu.Lock()
-	e.robotsFetched[urls.HostPort(u)] = time.Now()
+	e.robotsFetched[hp] = time.Now()
+	if err != nil {
+		e.robotsErr[hp] = err
+	} else {
+		delete(e.robotsErr, hp)
+	}
 	e.robotsMu.Unlock()
 	return status, body, err
 }

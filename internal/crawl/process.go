@@ -139,8 +139,16 @@ func (e *Engine) visit(ctx context.Context, lease *frontier.Lease) result {
 		e.fr.SetKeyDelay(req.Key, d)
 		hostDelay = max(hostDelay, d)
 	}
-	e.waitAfterRobots(ctx, u, lease, hostDelay)
 	if rb.Kind() == robots.KindUnreachable {
+		e.robotsMu.Lock()
+		cause := e.robotsErr[urls.HostPort(u)]
+		e.robotsMu.Unlock()
+		if cause != nil && errorOutcome(cause) == OutcomeForbiddenAddress {
+			// Not a transient failure: the host resolves to an address the
+			// crawler refuses (no --allow-private). Say so, do not retry.
+			res.rec.Outcome, res.rec.Error = OutcomeForbiddenAddress, cause.Error()
+			return res
+		}
 		// RFC 9309 §2.3.1.4: the server may be down; assume complete
 		// disallow and try again later.
 		if req.Attempt < e.cfg.MaxRetries {
@@ -155,6 +163,7 @@ func (e *Engine) visit(ctx context.Context, lease *frontier.Lease) result {
 		return res
 	}
 
+	e.waitAfterRobots(ctx, u, lease, hostDelay)
 	e.limit.wait(ctx)
 	resp, err := e.client.Fetch(ctx, &fetch.Request{URL: u})
 	if err != nil {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"strings"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// logMetrics are the measurements websim's access log gives about one crawl.
+type logMetrics struct {
+	Requests         int // every request, robots.txt included
+	Pages            int // requests other than robots.txt
+	Covered          int // distinct URLs fetched that are in Truth.MustFetch
+	MustFetch        int // len(Truth.MustFetch)
+	Outside          int // distinct URLs fetched that are not in Truth.MustFetch
+	RobotsViolations int // requests to URLs Truth.MustNotFetch excludes for robots.txt
+	Duplicates       int // repeated requests of a URL after a complete answer below 500
+	Errors           int // answers 0 (reset, abandoned) or 400 and above
+	PolitenessHosts  int // hosts with more than perHost requests in flight at once
+	MaxOpen          int // most requests in flight to one host
+	GapHosts         int // hosts whose smallest gap between arrivals is below delay (delay > 0)
+	Hosts            int // hosts that received a request
+}
+
+// Coverage returns Covered/MustFetch (1 when the truth is empty).
+func (m logMetrics) Coverage() float64 {
+	if m.MustFetch == 0 {
+		return 1
+	}
+	return float64(m.Covered) / float64(m.MustFetch)
+}
+
+// isRobots reports whether a request path (with query) asks for robots.txt.
+func isRobots(pathQuery string) bool {
+	p, _, _ := strings.Cut(pathQuery, "?")
+	return p == "/robots.txt" || p == "/robots-real.txt"
+}
+
+// analyze measures one crawl from its access-log entries (sorted by arrival,
+// as AccessLog.Entries gives them), the log's Duplicates and Retries maps and
+// the ground truth. perHost is the allowed number of requests in flight to
+// one host; delay the smallest allowed gap between arrivals at one host (0:
+// not checked).
+func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.Truth, perHost int, delay time.Duration) logMetrics {
+	must := make(map[string]bool, len(truth.MustFetch))
+	for _, u := range truth.MustFetch {
+		must[u] = true
+	}
+	m := logMetrics{Requests: len(entries), MustFetch: len(truth.MustFetch)}
+	type hostState struct {
+		maxOpen int
+		last    time.Time
+		minGap  time.Duration
+		n       int // requests seen
+	}
+	hosts := map[string]*hostState{}
+	fetched := map[string]bool{}
+	for _, e := range entries {
+		h := hosts[e.Host]
+		if h == nil {
+			h = &hostState{}
+			hosts[e.Host] = h
+		}
+		h.maxOpen = max(h.maxOpen, e.OpenAtArrival)
+		if g := e.Time.Sub(h.last); h.n > 0 && (h.n == 1 || g < h.minGap) {
+			h.minGap = g
+		}
+		h.last = e.Time
+		h.n++
+		if e.Status == 0 || e.Status >= 400 {
+			m.Errors++
+		}
+		if isRobots(e.Path) {
+			continue
+		}
+		m.Pages++
+		key := e.URL
+		if u, ok := websim.Canonical(nil, e.URL); ok {
+			key = u.String()
+		}
+		if truth.MustNotFetch[key] == websim.ReasonRobots {
+			m.RobotsViolations++
+		}
+		if fetched[key] {
+			continue
+		}
+		fetched[key] = true
+		if must[key] {
+			m.Covered++
+		} else {
+			m.Outside++
+		}
+	}
+	for u, n := range dup {
+		m.Duplicates += max(0, n-1-retries[u])
+	}
+	m.Hosts = len(hosts)
+	for _, h := range hosts {
+		m.MaxOpen = max(m.MaxOpen, h.maxOpen)
+		if h.maxOpen > perHost {
+			m.PolitenessHosts++
+		}
+		if delay > 0 && h.n > 1 && h.minGap < delay {
+			m.GapHosts++
+		}
+	}
+	return m
+}

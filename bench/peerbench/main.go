@@ -1,0 +1,179 @@
+// Command peerbench runs the single-node crawler benchmarks of issue 3 side
+// by side: it starts websim in-process (so it has the access log), computes
+// the ground truth for the crawl's rules, builds and runs `spider crawl`, the
+// Colly peer (bench/peers/colly) and the bare loop (bench/bare) one after the
+// other against the same web, and prints for each: pages fetched, coverage of
+// the ground truth, robots.txt violations, duplicate fetches, politeness
+// violations, pages/s, CPU seconds per 1,000 pages and peak RSS, then the
+// pages/s ratios spider/colly and spider/bare.
+//
+// Run it from the repository (it finds the root by its go.mod):
+//
+//	go run ./bench/peerbench                          # CPU-bound: 1,000 hosts × 100 pages
+//	go run ./bench/peerbench --hosts 200 --pages 50 --depth 4 --seeds 5   # quick
+//	go run ./bench/peerbench --latency 50ms --delay 100ms                  # latency-bound
+//
+// Every crawler gets the same seeds, depth, concurrency, suffixes and
+// robots.txt agent; only spider is asked for per-host politeness (the bare
+// loop has none by design, Colly's LimitRule is global).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "peerbench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// config is everything one benchmark run needs; parseFlags fills it.
+type config struct {
+	Root        string // repository root (holds go.mod of module spider)
+	Work        string // directory for binaries, resolve file and spider's data; "" = a temporary one
+	Keep        bool   // keep Work after the run
+	Seed        int64
+	Hosts       int
+	Pages       int
+	Seeds       int
+	Depth       int
+	Concurrency int
+	PerHost     int
+	Delay       time.Duration
+	Latency     time.Duration
+	Robots      bool          // websim's robots.txt menu (FeatureRobots) instead of allow-all
+	CrawlDelay  time.Duration // Crawl-delay written by the menu's crawl-delay kinds
+	Crawlers    []string
+	Repeat      int
+	Timeout     time.Duration // per crawler run
+}
+
+// knownCrawlers are the names accepted by --crawlers, in run order.
+var knownCrawlers = []string{"spider", "colly", "bare"}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("peerbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Root, "root", "", "repository root (default: found from the working directory)")
+	fs.StringVar(&c.Work, "work", "", "work directory for binaries and crawl data (default: a temporary one, removed)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the work directory")
+	fs.Int64Var(&c.Seed, "seed", 1, "websim seed")
+	fs.IntVar(&c.Hosts, "hosts", 1000, "websim hosts")
+	fs.IntVar(&c.Pages, "pages", 100, "websim pages per host")
+	fs.IntVar(&c.Seeds, "seeds", 10, "seed URLs (the index pages of the first hosts)")
+	fs.IntVar(&c.Depth, "depth", 6, "largest link depth fetched (seeds are 0)")
+	fs.IntVar(&c.Concurrency, "concurrency", 32, "spider --concurrency, Colly parallelism, bare goroutines")
+	fs.IntVar(&c.PerHost, "per-host", 1, "spider --per-host; the politeness check counts hosts above it")
+	fs.DurationVar(&c.Delay, "delay", 0, "spider --delay and Colly LimitRule delay; gaps below it are counted when > 0")
+	fs.DurationVar(&c.Latency, "latency", 0, "websim first-byte latency of every answer (latency-bound mode)")
+	fs.BoolVar(&c.Robots, "robots", false, "serve websim's robots.txt menu (disallow rules, agent groups, 5xx…) instead of allow-all")
+	fs.DurationVar(&c.CrawlDelay, "crawl-delay", time.Millisecond, "Crawl-delay of the robots.txt menu's crawl-delay kinds (with --robots)")
+	crawlers := fs.String("crawlers", strings.Join(knownCrawlers, ","), "crawlers to run, in order")
+	fs.IntVar(&c.Repeat, "repeat", 1, "runs of each crawler (interleaved); ratios use the median pages/s")
+	fs.DurationVar(&c.Timeout, "timeout", 15*time.Minute, "longest run of one crawler")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("cannot use arguments %q: peerbench takes flags only", fs.Args())
+	}
+	for name := range strings.SplitSeq(*crawlers, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, k := range knownCrawlers {
+			found = found || k == name
+		}
+		if !found {
+			return c, fmt.Errorf("cannot run crawler %q: want some of %s", name, strings.Join(knownCrawlers, ","))
+		}
+		c.Crawlers = append(c.Crawlers, name)
+	}
+	switch {
+	case len(c.Crawlers) == 0:
+		return c, errors.New("cannot run without crawlers: give --crawlers spider,colly,bare")
+	case c.Hosts < 1 || c.Pages < 1 || c.Seeds < 1:
+		return c, errors.New("cannot use --hosts, --pages or --seeds below 1")
+	case c.Concurrency < 1 || c.PerHost < 1 || c.Repeat < 1:
+		return c, errors.New("cannot use --concurrency, --per-host or --repeat below 1")
+	case c.Depth < 0:
+		return c, errors.New("cannot use a negative --depth: the ground truth needs a bound")
+	}
+	if c.Root == "" {
+		root, err := findRoot()
+		if err != nil {
+			return c, err
+		}
+		c.Root = root
+	}
+	return c, nil
+}
+
+// findRoot walks up from the working directory to the go.mod of module
+// github.com/spider-crawler/spider.
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the repository root: %w", err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/spider-crawler/spider\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repository root: run inside the spider repository or give --root")
+		}
+		dir = parent
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	work := cfg.Work
+	if work == "" {
+		if work, err = os.MkdirTemp("", "peerbench-"); err != nil {
+			return fmt.Errorf("cannot create a work directory: %w", err)
+		}
+		if !cfg.Keep {
+			defer os.RemoveAll(work)
+		}
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return fmt.Errorf("cannot create work directory: %w", err)
+	}
+	fmt.Fprintf(stderr, "building %s into %s\n", strings.Join(cfg.Crawlers, ", "), work)
+	bins, err := build(ctx, cfg.Root, work, cfg.Crawlers)
+	if err != nil {
+		return err
+	}
+	b, err := newBench(ctx, cfg, work, bins, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	results, err := b.runAll(ctx)
+	printReport(stdout, cfg, b, results)
+	return err
+}

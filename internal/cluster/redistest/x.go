@@ -1,3 +1,0 @@
-package redistest
-
-import _ "github.com/redis/go-redis/v9"
