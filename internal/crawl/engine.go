@@ -1,13 +1,15 @@
-// Package crawl is the crawl engine: it ties the frontier, the durable
-// crawl state, the fetcher, robots.txt, the parser and the page store into
-// the loop every worker runs:
+// Package crawl is the crawl engine. It has two roles (../../ARCHITECTURE.md):
 //
-//	lease := frontier.Next()             // politeness: one host, its delay
-//	robots.txt (cached per host)          // disallowed → outcome "robots"
-//	fetch (no redirects followed inline)  // a 3xx queues its target, same depth
-//	parse, filter, normalise the links
-//	store page, record, WARC              // written to the OS before…
-//	state.Complete(req, outcome, links)   // …one atomic transaction
+//   - the fetch role, Fetcher: robots.txt, HTTP, parsing, link filtering,
+//     and local storage of what was fetched;
+//   - the scheduling role: a State (durable pending and seen sets) and a
+//     frontier (priorities and politeness) deciding what to fetch next.
+//
+// Engine runs both in one process, the loop every worker goes through:
+//
+//	lease := frontier.Next()            // politeness: one host, its delay
+//	visit := fetcher.Visit(lease)       // robots, fetch, parse, store locally
+//	state.Complete(req, outcome, links) // one atomic transaction
 //	frontier.PushAll(new URLs); frontier.Done(lease)
 //
 // Because a page's record and body reach the OS before the transaction that
@@ -22,9 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,34 +32,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/spider-crawler/spider/internal/fetch"
 	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/robots"
 	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/store"
-	"github.com/spider-crawler/spider/internal/store/warc"
-	"github.com/spider-crawler/spider/internal/urls"
 )
 
-// Engine runs one crawl on one machine over the embedded back-end.
-type Engine struct {
-	cfg    Config
-	log    *slog.Logger
-	norm   *urls.Normalizer
-	chain  urls.Chain
-	client *fetch.Client
-	robots *robots.Cache
-	fr     *frontier.Frontier
-	st     *state.Store
-	pages  *store.PageFiles
-	recs   *store.Records
-	warc   *warc.Writer
-	limit  *rateLimiter
-	m      *metrics
+// State is the crawl's durable state as the scheduling role uses it: the
+// embedded back-end is package state (bbolt), the distributed one package
+// rstate (Redis). Both pass the same contract tests (state/statetest).
+type State interface {
+	Discover(ctx context.Context, reqs []frontier.Request) ([]frontier.Request, error)
+	Complete(ctx context.Context, r frontier.Request, o state.Outcome, discovered []frontier.Request) (state.Result, error)
+	UpdatePending(ctx context.Context, r frontier.Request) error
+	Current(ctx context.Context, r frontier.Request) (bool, error)
+	LoadPending(ctx context.Context, fn func(frontier.Request) error) error
+	Counters(ctx context.Context) (map[string]int64, error)
+	Sync() error
+	Close() error
+}
 
-	robotsMu      sync.Mutex
-	robotsFetched map[string]time.Time // host:port → time of the last robots.txt fetch
-	robotsErr     map[string]error     // host:port → why its last robots.txt fetch failed
+var _ State = (*state.Store)(nil)
+
+// Engine runs one crawl on one machine: both roles in one process.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	fetcher *Fetcher
+	st      State
+	fr      *frontier.Frontier
+	m       *metrics
 
 	fetched   atomic.Int64 // completions in this run
 	errs      atomic.Int64
@@ -70,77 +70,52 @@ type Engine struct {
 	stop      context.CancelFunc
 }
 
-// New opens the data directory (creating it), the crawl state and the page
-// store, and prepares the fetcher. Close releases them. reg may be nil.
+// New opens the data directory (creating it), the embedded crawl state and
+// the local stores, and prepares the fetcher. Close releases them. reg may
+// be nil.
 func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, error) {
 	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	resolve := append([]string(nil), cfg.Resolve...)
-	if cfg.ResolveFile != "" {
-		extra, err := readResolveFile(cfg.ResolveFile)
-		if err != nil {
-			return nil, err
-		}
-		resolve = append(resolve, extra...)
-	}
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create data directory %s: %w", cfg.Data, err)
-	}
-	e := &Engine{
-		cfg:           cfg,
-		log:           logger,
-		norm:          &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
-		robotsFetched: map[string]time.Time{},
-		robotsErr:     map[string]error{},
-		hostPages:     map[string]int64{},
-		m:             newMetrics(reg),
-		limit:         newRateLimiter(cfg.MaxRate),
-	}
-	var err error
-	e.client, err = fetch.New(fetch.Config{
-		UserAgent:        cfg.UserAgent,
-		Resolve:          resolve,
-		AllowPrivate:     cfg.AllowPrivate,
-		ConnectTimeout:   time.Duration(cfg.ConnectTimeout),
-		FirstByteTimeout: time.Duration(cfg.FirstByteTimeout),
-		TotalTimeout:     time.Duration(cfg.Timeout),
-		MaxBodyBytes:     cfg.MaxBodyBytes,
-	}, logger, reg)
+	fetcher, err := NewFetcher(cfg, logger, reg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot set up the fetcher: %w", err)
+		return nil, err
 	}
-	e.robots = robots.NewCache(e.fetchRobots, robots.CacheOptions{ErrorTTL: time.Duration(cfg.RetryDelay)})
-	e.st, err = state.Open(filepath.Join(cfg.Data, "state"), state.Options{
+	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
 		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
 	})
 	if err != nil {
+		fetcher.Close()
 		return nil, err
 	}
-	cleanup := func() { e.Close() }
-	e.pages, err = store.OpenPageFiles(filepath.Join(cfg.Data, "pages"), store.Options{Logger: logger})
+	e, err := NewEngine(cfg, fetcher, st, logger, reg)
 	if err != nil {
-		cleanup()
+		st.Close()
+		fetcher.Close()
 		return nil, err
 	}
-	e.recs, err = store.OpenRecords(cfg.Data, store.Options{Logger: logger})
+	return e, nil
+}
+
+// NewEngine assembles an engine from a fetcher and a state (embedded or
+// Redis). The engine owns both from then on: Close closes them.
+func NewEngine(cfg Config, fetcher *Fetcher, st State, logger *slog.Logger, reg prometheus.Registerer) (*Engine, error) {
+	cfg.Defaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	fr, err := newFrontier(cfg, logger, reg)
 	if err != nil {
-		cleanup()
 		return nil, err
 	}
-	if cfg.WARC {
-		e.warc, err = warc.NewWriter(filepath.Join(cfg.Data, "warc"), "spider", warc.Options{Logger: logger})
-		if err != nil {
-			cleanup()
-			return nil, err
-		}
-	}
+	return &Engine{
+		cfg: cfg, log: logger, fetcher: fetcher, st: st, fr: fr,
+		m: fetcher.m, hostPages: map[string]int64{},
+	}, nil
+}
+
+// newFrontier makes the frontier a crawl of cfg schedules from.
+func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*frontier.Frontier, error) {
 	fq, strict := frontierLevels(cfg)
-	e.fr, err = frontier.New(frontier.Config{
+	return frontier.New(frontier.Config{
 		FrontQueues:  fq,
 		Strict:       strict,
 		PerKey:       cfg.PerHost,
@@ -150,11 +125,6 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		Logger:       logger,
 		Registerer:   reg,
 	})
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
-	return e, nil
 }
 
 // maxLevels bounds the front queues used for depth levels; deeper pages
@@ -179,41 +149,17 @@ func frontierDelay(d Duration) time.Duration {
 	return time.Duration(d)
 }
 
-func readResolveFile(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read resolve file: %w", err)
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return out, nil
-}
-
-// Close flushes and closes everything New opened. It is safe to call more
-// than once.
+// Close flushes and closes everything the engine owns. It is safe to call
+// more than once.
 func (e *Engine) Close() error {
 	var errs []error
 	if e.fr != nil {
-		e.fr.Close()
+		errs = append(errs, e.fr.Close())
 		e.fr = nil
 	}
-	if e.warc != nil {
-		errs = append(errs, e.warc.Close())
-		e.warc = nil
-	}
-	if e.recs != nil {
-		errs = append(errs, e.recs.Close())
-		e.recs = nil
-	}
-	if e.pages != nil {
-		errs = append(errs, e.pages.Close())
-		e.pages = nil
+	if e.fetcher != nil {
+		errs = append(errs, e.fetcher.Close())
+		e.fetcher = nil
 	}
 	if e.st != nil {
 		errs = append(errs, e.st.Close())
@@ -265,11 +211,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	if resumed > 0 {
 		e.log.Info("resuming crawl", "pending", resumed)
 	}
-	seeds, err := e.seedRequests()
+	seeds, err := e.fetcher.SeedRequests()
 	if err != nil {
-		return err
-	}
-	if err := e.buildFilters(); err != nil {
 		return err
 	}
 	news, err := e.st.Discover(ctx, seeds)
@@ -289,18 +232,41 @@ func (e *Engine) Run(ctx context.Context) error {
 		g.Go(func() error { return e.worker(gctx) })
 	}
 	err = g.Wait()
-	if err == nil || errors.Is(err, context.Canceled) && ctx.Err() != nil && e.limitReached() {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil && e.limitReached() {
 		err = nil
 	}
 	if serr := e.st.Sync(); serr != nil && err == nil {
 		err = serr
 	}
-	if serr := e.pages.Sync(); serr != nil && err == nil {
+	if serr := e.fetcher.Sync(); serr != nil && err == nil {
 		err = serr
 	}
 	return err
 }
 
+func (e *Engine) worker(ctx context.Context) error {
+	for {
+		lease, err := e.fr.Next(ctx)
+		if errors.Is(err, frontier.ErrDrained) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := e.process(ctx, lease); err != nil {
+			return err
+		}
+		if e.cfg.MaxPages > 0 && e.fetched.Load()%16 == 0 && e.limitReached() {
+			e.stopOnce.Do(func() {
+				e.log.Info("page limit reached, stopping", "max_pages", e.cfg.MaxPages)
+				e.stop()
+			})
+			return context.Canceled
+		}
+	}
+}
+
+// limitReached reports whether MaxPages URLs were completed over all runs.
 func (e *Engine) limitReached() bool {
 	if e.cfg.MaxPages <= 0 {
 		return false
@@ -316,126 +282,78 @@ func (e *Engine) limitReached() bool {
 	return total >= e.cfg.MaxPages
 }
 
-func (e *Engine) seedRequests() ([]frontier.Request, error) {
-	var out []frontier.Request
-	var errs []error
-	for _, s := range e.cfg.Seeds {
-		u, err := e.norm.Parse(s)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("seed %q is not a usable http(s) URL: %w", s, err))
-			continue
+// process handles one leased URL end to end. It returns an error only when
+// the crawl cannot go on (the state or a local store failed).
+func (e *Engine) process(ctx context.Context, lease *frontier.Lease) error {
+	req := lease.Request
+	if cur, err := e.st.Current(ctx, req); err != nil || !cur {
+		// A copy left behind when its URL was lowered to a smaller depth
+		// (or completed): drop it unfetched.
+		e.fr.Done(lease, frontier.DoneInfo{})
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		out = append(out, e.request(u, 0, 0))
+		return err
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	v, err := e.fetcher.Visit(ctx, req, lease.Start)
+	if err != nil {
+		e.fr.Done(lease, frontier.DoneInfo{})
+		return err
 	}
-	return out, nil
+	if ctx.Err() != nil {
+		// Cancelled mid-fetch: leave the URL pending for the next run.
+		e.fr.Done(lease, frontier.DoneInfo{})
+		return ctx.Err()
+	}
+	return e.finish(ctx, lease, v)
 }
 
-// buildFilters builds the URL filter chain (SPEC §3: suffix, host, scope,
-// depth; robots is checked at fetch time because it needs I/O). Scope is
-// built from the configured seeds, so a resumed crawl keeps its scope.
-func (e *Engine) buildFilters() error {
-	var seeds []*url.URL
-	for _, s := range e.cfg.Seeds {
-		if u, err := e.norm.Parse(s); err == nil {
-			seeds = append(seeds, u)
+// finish applies a visit to the state and the frontier: a retry is
+// persisted (attempt count) and put back; anything else completes the URL
+// and queues its newly discovered links, before the host is released.
+func (e *Engine) finish(ctx context.Context, lease *frontier.Lease, v Visit) error {
+	req := lease.Request
+	if v.CrawlDelay > 0 {
+		e.fr.SetKeyDelay(req.Key, v.CrawlDelay)
+	}
+	if v.Retry {
+		req.Attempt++
+		if err := e.st.UpdatePending(ctx, req); err != nil && !errors.Is(err, state.ErrNotPending) {
+			e.fr.Done(lease, frontier.DoneInfo{})
+			return fmt.Errorf("cannot record retry of %s: %w", req.URL, err)
 		}
+		e.fr.Done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
+		return nil
 	}
-	if len(seeds) == 0 && e.cfg.Scope != "any" && e.cfg.Scope != "regexp" {
-		return errors.New("no seed URLs: give at least one http(s) URL to start from")
-	}
-	scope, err := urls.NewScope(e.cfg.Scope, seeds, e.cfg.ScopeRegexp)
+	out, err := e.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, v.Discovered)
 	if err != nil {
-		return fmt.Errorf("cannot build scope: %w", err)
+		e.fr.Done(lease, frontier.DoneInfo{})
+		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
 	}
-	suffix := &urls.SuffixFilter{Deny: e.cfg.DenySuffixes} // nil: the default list
-	e.chain = urls.Chain{&urls.LengthFilter{}, suffix, scope, &urls.DepthFilter{Max: e.cfg.MaxDepth}}
-	if len(e.cfg.AllowHosts) > 0 || len(e.cfg.DenyHosts) > 0 {
-		e.chain = append(e.chain, &urls.HostFilter{Allow: e.cfg.AllowHosts, Deny: e.cfg.DenyHosts})
+	if out.DuplicateOf != "" {
+		e.m.duplicates.Inc()
 	}
+	if err := e.fr.PushAll(out.New); err != nil {
+		e.fr.Done(lease, frontier.DoneInfo{})
+		return fmt.Errorf("cannot queue discovered URLs: %w", err)
+	}
+	e.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
+
+	e.fetched.Add(1)
+	if row := Row(v.Outcome); row != Row200 && row != Row30x {
+		e.errs.Add(1)
+	}
+	e.m.discovered.Add(float64(len(out.New)))
+	e.hostMu.Lock()
+	e.hostPages[hostOf(req.URL)]++
+	e.hostMu.Unlock()
 	return nil
 }
 
-// request builds a frontier request for u: politeness key and priority
-// (shallower pages first, SPEC §3 "score priority").
-func (e *Engine) request(u *url.URL, depth, redirects int) frontier.Request {
-	return frontier.Request{
-		URL:       u.String(),
-		Key:       e.key(u),
-		Depth:     depth,
-		Priority:  depth,
-		Redirects: redirects,
-	}
-}
-
-// key is the politeness key: host:port, or the first resolved IP with PerIP.
-func (e *Engine) key(u *url.URL) string {
-	hp := urls.HostPort(u)
-	if !e.cfg.PerIP {
-		return hp
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(e.cfg.ConnectTimeout))
-	defer cancel()
-	ips, err := e.client.Resolver().LookupIP(ctx, u.Hostname(), portOf(u))
-	if err != nil || len(ips) == 0 {
-		return hp
-	}
-	return "ip:" + ips[0].String()
-}
-
-func portOf(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if u.Scheme == "https" {
-		return "443"
-	}
-	return "80"
-}
-
-func (e *Engine) worker(ctx context.Context) error {
-	for {
-		lease, err := e.fr.Next(ctx)
-		if errors.Is(err, frontier.ErrDrained) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := e.process(ctx, lease); err != nil {
-			return err
-		}
-		if e.limitReachedFast() {
-			e.stopOnce.Do(func() {
-				e.log.Info("page limit reached, stopping", "max_pages", e.cfg.MaxPages)
-				e.stop()
-			})
-			return context.Canceled
-		}
-	}
-}
-
-func (e *Engine) limitReachedFast() bool {
-	return e.cfg.MaxPages > 0 && e.fetched.Load()%16 == 0 && e.limitReached()
-}
-
-// fetchRobots is the robots cache's fetch function; it remembers when each
-// host's robots.txt was fetched so the page fetch that follows can keep the
-// host's delay.
-func (e *Engine) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
-	e.limit.wait(ctx)
-	status, body, err := e.client.RobotsFetch(ctx, u)
-	// The gap is measured from the end of the exchange, as the frontier does.
-	hp := urls.HostPort(u)
-	e.robotsMu.Lock()
-	e.robotsFetched[hp] = time.Now()
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
 	if err != nil {
-		e.robotsErr[hp] = err
-	} else {
-		delete(e.robotsErr, hp)
+		return ""
 	}
-	e.robotsMu.Unlock()
-	return status, body, err
+	return u.Host
 }

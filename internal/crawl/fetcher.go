@@ -1,0 +1,555 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spider-crawler/spider/internal/dedup"
+	"github.com/spider-crawler/spider/internal/fetch"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/parse"
+	"github.com/spider-crawler/spider/internal/robots"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/store/warc"
+	"github.com/spider-crawler/spider/internal/urls"
+)
+
+// Visit is what the fetcher role made of one URL: the scheduler role turns
+// it into state changes (Complete or a retry) and frontier updates. In a
+// master–worker crawl it is the packet a worker sends back to the master.
+type Visit struct {
+	// Request is the URL as it was handed out.
+	Request frontier.Request `json:"request"`
+	// Outcome is the class the URL ended with ("200", "robots", "timeout"…).
+	Outcome string `json:"outcome"`
+	// Discovered are the normalised, filtered links (and redirect targets).
+	Discovered []frontier.Request `json:"discovered,omitempty"`
+	// Retry asks for the URL to be put back (Attempt+1) after Delay.
+	Retry bool `json:"retry,omitempty"`
+	// Delay is an extra wait for the URL's host (back-off, Retry-After).
+	Delay time.Duration `json:"delay,omitempty"`
+	// CrawlDelay is the host's robots.txt Crawl-delay (capped), 0 if none.
+	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
+	// Fingerprint is the page text's content fingerprint, 0 if none.
+	Fingerprint uint64 `json:"fingerprint,omitempty"`
+}
+
+// Fetcher is the fetch role: robots.txt, HTTP, parsing, link filtering and
+// local storage of what it fetched (page files, records, WARC). It is safe
+// for concurrent use by many workers.
+type Fetcher struct {
+	cfg    Config
+	log    *slog.Logger
+	norm   *urls.Normalizer
+	chain  urls.Chain
+	client *fetch.Client
+	robots *robots.Cache
+	pages  *store.PageFiles
+	recs   *store.Records
+	warc   *warc.Writer
+	limit  *rateLimiter
+	m      *metrics
+
+	robotsMu      sync.Mutex
+	robotsFetched map[string]time.Time // host:port → end of the last robots.txt fetch
+	robotsErr     map[string]error     // host:port → why its last robots.txt fetch failed
+}
+
+// NewFetcher prepares the fetch role for cfg (validated, with defaults) and
+// opens the local stores in cfg.Data. Close releases them.
+func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fetcher, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	resolve := append([]string(nil), cfg.Resolve...)
+	if cfg.ResolveFile != "" {
+		extra, err := readResolveFile(cfg.ResolveFile)
+		if err != nil {
+			return nil, err
+		}
+		resolve = append(resolve, extra...)
+	}
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create data directory %s: %w", cfg.Data, err)
+	}
+	f := &Fetcher{
+		cfg:           cfg,
+		log:           logger,
+		norm:          &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
+		robotsFetched: map[string]time.Time{},
+		robotsErr:     map[string]error{},
+		m:             newMetrics(reg),
+		limit:         newRateLimiter(cfg.MaxRate),
+	}
+	var err error
+	f.client, err = fetch.New(fetch.Config{
+		UserAgent:        cfg.UserAgent,
+		Resolve:          resolve,
+		AllowPrivate:     cfg.AllowPrivate,
+		ConnectTimeout:   time.Duration(cfg.ConnectTimeout),
+		FirstByteTimeout: time.Duration(cfg.FirstByteTimeout),
+		TotalTimeout:     time.Duration(cfg.Timeout),
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+	}, logger, reg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot set up the fetcher: %w", err)
+	}
+	f.robots = robots.NewCache(f.fetchRobots, robots.CacheOptions{ErrorTTL: time.Duration(cfg.RetryDelay)})
+	if _, err := f.SeedRequests(); err != nil {
+		return nil, err
+	}
+	if err := f.buildFilters(); err != nil {
+		return nil, err
+	}
+	f.pages, err = store.OpenPageFiles(filepath.Join(cfg.Data, "pages"), store.Options{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	f.recs, err = store.OpenRecords(cfg.Data, store.Options{Logger: logger})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if cfg.WARC {
+		f.warc, err = warc.NewWriter(filepath.Join(cfg.Data, "warc"), "spider", warc.Options{Logger: logger})
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Close flushes and closes the local stores; safe to call more than once.
+func (f *Fetcher) Close() error {
+	var errs []error
+	if f.warc != nil {
+		errs = append(errs, f.warc.Close())
+		f.warc = nil
+	}
+	if f.recs != nil {
+		errs = append(errs, f.recs.Close())
+		f.recs = nil
+	}
+	if f.pages != nil {
+		errs = append(errs, f.pages.Close())
+		f.pages = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Sync flushes the page files to disk.
+func (f *Fetcher) Sync() error { return f.pages.Sync() }
+
+// buildFilters builds the URL filter chain (SPEC §3: suffix, host, scope,
+// depth; robots is checked at fetch time because it needs I/O). Scope is
+// built from the configured seeds, so a resumed crawl keeps its scope.
+func (f *Fetcher) buildFilters() error {
+	var seeds []*url.URL
+	for _, s := range f.cfg.Seeds {
+		if u, err := f.norm.Parse(s); err == nil {
+			seeds = append(seeds, u)
+		}
+	}
+	if len(seeds) == 0 && f.cfg.Scope != "any" && f.cfg.Scope != "regexp" {
+		return errors.New("no seed URLs: give at least one http(s) URL to start from")
+	}
+	scope, err := urls.NewScope(f.cfg.Scope, seeds, f.cfg.ScopeRegexp)
+	if err != nil {
+		return fmt.Errorf("cannot build scope: %w", err)
+	}
+	suffix := &urls.SuffixFilter{Deny: f.cfg.DenySuffixes} // nil: the default list
+	f.chain = urls.Chain{&urls.LengthFilter{}, suffix, scope, &urls.DepthFilter{Max: f.cfg.MaxDepth}}
+	if len(f.cfg.AllowHosts) > 0 || len(f.cfg.DenyHosts) > 0 {
+		f.chain = append(f.chain, &urls.HostFilter{Allow: f.cfg.AllowHosts, Deny: f.cfg.DenyHosts})
+	}
+	return nil
+}
+
+// SeedRequests normalises the configured seeds into depth-0 requests.
+func (f *Fetcher) SeedRequests() ([]frontier.Request, error) {
+	var out []frontier.Request
+	var errs []error
+	for _, s := range f.cfg.Seeds {
+		u, err := f.norm.Parse(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seed %q is not a usable http(s) URL: %w", s, err))
+			continue
+		}
+		out = append(out, f.request(u, 0, 0))
+	}
+	return out, errors.Join(errs...)
+}
+
+// request builds a frontier request for u: politeness key and priority
+// (shallower pages first, SPEC §3 "score priority").
+func (f *Fetcher) request(u *url.URL, depth, redirects int) frontier.Request {
+	return frontier.Request{URL: u.String(), Key: f.key(u), Depth: depth, Priority: depth, Redirects: redirects}
+}
+
+// key is the politeness key: host:port, or the first resolved IP with PerIP.
+func (f *Fetcher) key(u *url.URL) string {
+	hp := urls.HostPort(u)
+	if !f.cfg.PerIP {
+		return hp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(f.cfg.ConnectTimeout))
+	defer cancel()
+	ips, err := f.client.Resolver().LookupIP(ctx, u.Hostname(), portOf(u))
+	if err != nil || len(ips) == 0 {
+		return hp
+	}
+	return "ip:" + ips[0].String()
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// fetchRobots is the robots cache's fetch function; it remembers when each
+// host's robots.txt was fetched (so the page fetch that follows keeps the
+// host's delay) and why it failed.
+func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+	f.limit.wait(ctx)
+	status, body, err := f.client.RobotsFetch(ctx, u)
+	// The gap is measured from the end of the exchange, as the frontier does.
+	hp := urls.HostPort(u)
+	f.robotsMu.Lock()
+	f.robotsFetched[hp] = time.Now()
+	if err != nil {
+		f.robotsErr[hp] = err
+	} else {
+		delete(f.robotsErr, hp)
+	}
+	f.robotsMu.Unlock()
+	return status, body, err
+}
+
+// Visit fetches one URL handed out at leaseStart and, unless it is to be
+// retried, stores what it got locally (body, record, WARC) before
+// returning, so the scheduler may complete it. It returns an error only
+// when local storage failed; everything a web server does wrong is an
+// outcome.
+func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart time.Time) (Visit, error) {
+	start := time.Now()
+	res := f.visit(ctx, req, leaseStart)
+	v := Visit{Request: req, Outcome: res.rec.Outcome, Discovered: res.discovered, Retry: res.retry,
+		Delay: res.delay, CrawlDelay: res.crawlDelay, Fingerprint: res.fp}
+	if res.retry || ctx.Err() != nil {
+		if res.retry {
+			f.m.retries.Inc()
+		}
+		return v, nil
+	}
+	rec := &res.rec
+	rec.PageNo = -1
+	if res.body != nil {
+		no, err := f.pages.Append(rec.FinalURL, rec.FetchedAt, res.body)
+		if err != nil {
+			return v, fmt.Errorf("cannot store page %s: %w", rec.URL, err)
+		}
+		rec.PageNo = no
+	}
+	if res.exchange != nil && f.warc != nil {
+		if err := f.warc.WriteExchange(ctx, *res.exchange); err != nil {
+			return v, fmt.Errorf("cannot write WARC records for %s: %w", rec.URL, err)
+		}
+	}
+	if res.fp != 0 {
+		rec.Fingerprint = strconv.FormatUint(res.fp, 16)
+	}
+	rec.DurationMS = time.Since(start).Milliseconds()
+	// The record reaches the OS before the scheduler completes the URL: a
+	// kill between the two refetches the URL and appends a second record
+	// (readers keep the last one), but never loses a record.
+	if err := f.recs.Append(*rec); err != nil {
+		return v, fmt.Errorf("cannot append record for %s: %w", req.URL, err)
+	}
+	f.m.pages.WithLabelValues(Row(rec.Outcome)).Inc()
+	return v, nil
+}
+
+// result is what visiting one URL produced, before it is made durable.
+type result struct {
+	rec        store.Record
+	discovered []frontier.Request
+	retry      bool
+	delay      time.Duration
+	crawlDelay time.Duration
+	body       []byte // stored in the page files when non-nil
+	fp         uint64
+	exchange   *warc.Exchange
+}
+
+// visit checks robots.txt, fetches and parses one URL.
+func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart time.Time) result {
+	res := result{rec: store.Record{URL: req.URL, FinalURL: req.URL, Depth: req.Depth, FetchedAt: time.Now().UTC()}}
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		res.rec.Outcome, res.rec.Error = OutcomeError, "stored URL does not parse: "+err.Error()
+		return res
+	}
+
+	// robots.txt (SPEC §3 robots module), fetched under this host's lease.
+	rb, err := f.robots.Get(ctx, u)
+	if err != nil {
+		res.rec.Outcome, res.rec.Error = OutcomeError, err.Error()
+		return res
+	}
+	group := rb.Group(f.cfg.RobotsAgent)
+	hostDelay := time.Duration(f.cfg.Delay)
+	if d, ok := group.CrawlDelay(); ok {
+		res.crawlDelay = min(d, time.Duration(f.cfg.MaxCrawlDelay))
+		hostDelay = max(hostDelay, res.crawlDelay)
+	}
+	if rb.Kind() == robots.KindUnreachable {
+		f.robotsMu.Lock()
+		cause := f.robotsErr[urls.HostPort(u)]
+		f.robotsMu.Unlock()
+		if cause != nil && errorOutcome(cause) == OutcomeForbiddenAddress {
+			// Not a transient failure: the host resolves to an address the
+			// crawler refuses (no --allow-private). Say so, do not retry.
+			res.rec.Outcome, res.rec.Error = OutcomeForbiddenAddress, cause.Error()
+			return res
+		}
+		// RFC 9309 §2.3.1.4: the server may be down; assume complete
+		// disallow and try again later.
+		if req.Attempt < f.cfg.MaxRetries {
+			res.retry, res.delay = true, f.backoff(req.Attempt, 0)
+			return res
+		}
+		res.rec.Outcome, res.rec.Error = OutcomeRobotsUnavailable, "robots.txt unavailable (5xx or unreachable) after retries"
+		return res
+	}
+	if !group.Allowed(u.RequestURI()) {
+		res.rec.Outcome = OutcomeRobots
+		return res
+	}
+
+	f.waitAfterRobots(ctx, u, leaseStart, hostDelay)
+	f.limit.wait(ctx)
+	resp, err := f.client.Fetch(ctx, &fetch.Request{URL: u})
+	if err != nil {
+		res.rec.Outcome, res.rec.Error = errorOutcome(err), err.Error()
+		if ctx.Err() == nil && retryable(res.rec.Outcome) && req.Attempt < f.cfg.MaxRetries {
+			res.retry, res.delay = true, f.backoff(req.Attempt, 0)
+		}
+		f.m.fetchErrors.WithLabelValues(res.rec.Outcome).Inc()
+		return res
+	}
+	rec := &res.rec
+	rec.Status = resp.Status
+	rec.Outcome = strconv.Itoa(resp.Status)
+	rec.ContentType = resp.ContentType
+	rec.Charset = resp.Charset
+	rec.IP = resp.RemoteAddr
+	rec.Size = len(resp.Body)
+	if resp.FinalURL != nil {
+		rec.FinalURL = resp.FinalURL.String()
+	}
+	if resp.Truncated {
+		rec.Error = fmt.Sprintf("body truncated at %d bytes", f.cfg.MaxBodyBytes)
+	}
+
+	switch {
+	case resp.Status == 429 || resp.Status >= 500:
+		if req.Attempt < f.cfg.MaxRetries {
+			res.retry, res.delay = true, f.backoff(req.Attempt, resp.RetryAfter)
+			return res
+		}
+	case resp.Status >= 300 && resp.Status < 400:
+		f.redirect(&res, resp, req)
+	}
+	res.exchange = &warc.Exchange{
+		URL: req.URL, Method: "GET", RequestHeader: resp.RequestHeader, Status: resp.Status, Proto: resp.Proto,
+		RawResponseHeader: resp.RawHeader, ResponseHeader: resp.Header, Body: resp.Body,
+		IP: ipOnly(resp.RemoteAddr), Fetched: rec.FetchedAt, Decoded: true, Truncated: resp.Truncated, Duration: resp.Duration,
+	}
+	if resp.Status < 200 || resp.Status >= 300 {
+		return res
+	}
+	if !resp.IsHTML() {
+		res.body = resp.Body
+		return res
+	}
+	body, err := resp.UTF8()
+	if err != nil {
+		rec.Error = "cannot convert to UTF-8: " + err.Error()
+		res.body = resp.Body
+		return res
+	}
+	res.body = body
+	base := u
+	if resp.FinalURL != nil {
+		base = resp.FinalURL
+	}
+	page, err := parse.Parse(base, body, parse.Options{})
+	if err != nil {
+		rec.Error = "cannot parse HTML: " + err.Error()
+		return res
+	}
+	rec.Title = page.Title
+	if len(page.Text) > 0 {
+		res.fp = dedup.Fingerprint([]byte(page.Text))
+	}
+	f.links(&res, base, page, req.Depth)
+	res.exchange.OutLinks = rec.OutLinks
+	return res
+}
+
+// links normalises the page's links into the record's out-links and keeps
+// the followable ones that pass the filter chain as discovered requests.
+func (f *Fetcher) links(res *result, base *url.URL, page *parse.Page, depth int) {
+	nofollowPage := page.MetaRobots.NoFollow && !f.cfg.FollowNofollow
+	seen := make(map[string]bool, len(page.Links)+1)
+	add := func(ref string, nofollow bool) {
+		n, err := f.norm.Resolve(base, ref)
+		if err != nil {
+			return
+		}
+		s := n.String()
+		if seen[s] {
+			return
+		}
+		seen[s] = true
+		res.rec.OutLinks = append(res.rec.OutLinks, s)
+		if nofollowPage || nofollow && !f.cfg.FollowNofollow || f.chain.Check(n, depth+1) != nil {
+			return
+		}
+		res.discovered = append(res.discovered, f.request(n, depth+1, 0))
+	}
+	for _, l := range page.Links {
+		if l.URL != nil {
+			add(l.URL.String(), l.NoFollow)
+		}
+	}
+	if page.Refresh != nil {
+		add(page.Refresh.String(), false)
+	}
+}
+
+// ipOnly drops a port from a remote address, if it has one.
+func ipOnly(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return strings.Trim(addr, "[]")
+}
+
+// redirect queues a 3xx's target as a new URL at the same depth (it is
+// fetched under its own host's politeness), or records too-many-redirects.
+func (f *Fetcher) redirect(res *result, resp *fetch.Response, req frontier.Request) {
+	if resp.Location == nil {
+		res.rec.Error = "redirect without a usable Location header"
+		return
+	}
+	n, err := f.norm.Resolve(resp.URL, resp.Location.String())
+	if err != nil {
+		res.rec.Error = "redirect to an unusable URL: " + err.Error()
+		return
+	}
+	res.rec.OutLinks = []string{n.String()}
+	if req.Redirects+1 > f.cfg.MaxRedirects {
+		res.rec.Outcome = OutcomeTooManyRedirects
+		return
+	}
+	// Depth is kept, so the depth filter passes; scope and suffix apply.
+	if err := f.chain.Check(n, req.Depth); err != nil {
+		if rej, ok := urls.AsRejection(err); ok {
+			res.rec.Error = "redirect target rejected by " + rej.Filter + " filter: " + rej.Reason
+		}
+		return
+	}
+	res.discovered = append(res.discovered, f.request(n, req.Depth, req.Redirects+1))
+}
+
+// waitAfterRobots keeps the host's delay between a robots.txt fetch made
+// under this lease and the page fetch that follows it.
+func (f *Fetcher) waitAfterRobots(ctx context.Context, u *url.URL, leaseStart time.Time, delay time.Duration) {
+	f.robotsMu.Lock()
+	t, ok := f.robotsFetched[urls.HostPort(u)]
+	f.robotsMu.Unlock()
+	if !ok || t.Before(leaseStart) {
+		return
+	}
+	wait := time.Until(t.Add(delay))
+	if wait <= 0 {
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+}
+
+// backoff is the wait before retry number attempt+1: RetryDelay doubled per
+// attempt, or the server's Retry-After if longer (capped at 10 minutes).
+func (f *Fetcher) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := time.Duration(f.cfg.RetryDelay) << attempt
+	if retryAfter > d {
+		d = retryAfter
+	}
+	return min(d, 10*time.Minute)
+}
+
+func errorOutcome(err error) string {
+	switch fetch.Classify(err) {
+	case fetch.OutcomeTimeout:
+		return OutcomeTimeout
+	case fetch.OutcomeReset:
+		return OutcomeReset
+	case fetch.OutcomeDNS:
+		return OutcomeDNS
+	case fetch.OutcomeRefused:
+		return OutcomeRefused
+	case fetch.OutcomeForbiddenAddress:
+		return OutcomeForbiddenAddress
+	}
+	return OutcomeError
+}
+
+// retryable outcomes are transient failures worth another try. Time-outs
+// are not retried: a server that hangs would cost a worker each time.
+func retryable(outcome string) bool {
+	return outcome == OutcomeReset || outcome == OutcomeRefused
+}
+
+func readResolveFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read resolve file: %w", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return out, nil
+}
