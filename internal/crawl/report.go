@@ -20,15 +20,15 @@ import (
 // Summary describes a data directory's crawl: URLs by SPEC §3 result row
 // and by exact outcome, top hosts by pages, duplicate content.
 type Summary struct {
-	URLs       int64            `json:"urls"`        // distinct URLs completed
-	Rows       map[string]int64 `json:"rows"`        // SPEC §3 table rows
-	Outcomes   map[string]int64 `json:"outcomes"`    // exact outcome classes
-	Hosts      map[string]int64 `json:"-"`           // completed URLs per host
-	TopHosts   []HostCount      `json:"top_hosts"`   // the 10 busiest hosts
-	Bytes      int64            `json:"bytes"`       // body bytes stored
-	Duplicates int64            `json:"duplicates"`  // 2xx pages whose text an earlier page had
-	Corrupt    int              `json:"corrupt"`     // record lines that could not be read
-	Rerecorded int64            `json:"rerecorded"`  // URLs with more than one record (refetched after a kill)
+	URLs       int64            `json:"urls"`       // distinct URLs completed
+	Rows       map[string]int64 `json:"rows"`       // SPEC §3 table rows
+	Outcomes   map[string]int64 `json:"outcomes"`   // exact outcome classes
+	Hosts      map[string]int64 `json:"-"`          // completed URLs per host
+	TopHosts   []HostCount      `json:"top_hosts"`  // the 10 busiest hosts
+	Bytes      int64            `json:"bytes"`      // body bytes stored
+	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
+	Corrupt    int              `json:"corrupt"`    // record lines that could not be read
+	Rerecorded int64            `json:"rerecorded"` // URLs with more than one record (refetched after a kill)
 }
 
 // latestRecords reads a data directory's records, keeping the last record
