@@ -54,20 +54,11 @@ var _ State = (*state.Store)(nil)
 
 // Engine runs one crawl on one machine: both roles in one process.
 type Engine struct {
-	cfg     Config
-	log     *slog.Logger
-	fetcher *Fetcher
-	st      State
-	fr      *frontier.Frontier
-	m       *metrics
-
-	fetched   atomic.Int64 // completions in this run
-	errs      atomic.Int64
-	started   time.Time
-	hostMu    sync.Mutex
-	hostPages map[string]int64 // this run's completions per host
-	stopOnce  sync.Once
-	stop      context.CancelFunc
+	*Scheduler
+	cfg      Config
+	fetcher  *Fetcher
+	stopOnce sync.Once
+	stop     context.CancelFunc
 }
 
 // New opens the data directory (creating it), the embedded crawl state and
@@ -86,18 +77,35 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		fetcher.Close()
 		return nil, err
 	}
-	e, err := NewEngine(cfg, fetcher, st, logger, reg)
+	sched, err := NewScheduler(cfg, st, logger, reg)
 	if err != nil {
 		st.Close()
 		fetcher.Close()
 		return nil, err
 	}
-	return e, nil
+	return &Engine{Scheduler: sched, cfg: cfg, fetcher: fetcher}, nil
 }
 
-// NewEngine assembles an engine from a fetcher and a state (embedded or
-// Redis). The engine owns both from then on: Close closes them.
-func NewEngine(cfg Config, fetcher *Fetcher, st State, logger *slog.Logger, reg prometheus.Registerer) (*Engine, error) {
+// Scheduler is the scheduling role: the durable State and the in-memory
+// frontier. It hands out URLs (Next) and applies what a fetcher made of
+// them (Finish). It is safe for concurrent use.
+type Scheduler struct {
+	cfg Config
+	log *slog.Logger
+	st  State
+	fr  *frontier.Frontier
+	m   *schedMetrics
+
+	fetched   atomic.Int64 // completions in this run
+	errs      atomic.Int64
+	started   time.Time
+	hostMu    sync.Mutex
+	hostPages map[string]int64 // this run's completions per host
+}
+
+// NewScheduler schedules a crawl of cfg from st (embedded or Redis). The
+// scheduler owns st from then on: Close closes it.
+func NewScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
 	cfg.Defaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -106,11 +114,74 @@ func NewEngine(cfg Config, fetcher *Fetcher, st State, logger *slog.Logger, reg 
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{
-		cfg: cfg, log: logger, fetcher: fetcher, st: st, fr: fr,
-		m: fetcher.m, hostPages: map[string]int64{},
-	}, nil
+	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), hostPages: map[string]int64{}}, nil
 }
+
+// Start loads what a previous run left pending into the frontier and
+// records the seeds (URLs already seen are not queued again).
+func (s *Scheduler) Start(ctx context.Context, seeds []frontier.Request) error {
+	s.started = time.Now()
+	resumed := 0
+	if err := s.st.LoadPending(ctx, func(r frontier.Request) error {
+		resumed++
+		return s.fr.Push(r)
+	}); err != nil {
+		return fmt.Errorf("cannot resume pending URLs: %w", err)
+	}
+	if resumed > 0 {
+		s.log.Info("resuming crawl", "pending", resumed)
+	}
+	news, err := s.st.Discover(ctx, seeds)
+	if err != nil {
+		return fmt.Errorf("cannot record seeds: %w", err)
+	}
+	return s.fr.PushAll(news)
+}
+
+// Next blocks until a URL may be fetched (politeness) and returns its lease;
+// frontier.ErrDrained means nothing is queued and nothing is leased: the
+// crawl is over. Copies left stale by depth lowering are skipped.
+func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
+	for {
+		lease, err := s.fr.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cur, err := s.st.Current(ctx, lease.Request)
+		if err == nil && cur {
+			return lease, nil
+		}
+		// A copy left behind when its URL was lowered to a smaller depth
+		// (or already completed): drop it unfetched.
+		s.fr.Done(lease, frontier.DoneInfo{})
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Release gives a lease back without a result (cancelled, or its worker
+// died): with retry the URL is queued again with Attempt+1.
+func (s *Scheduler) Release(lease *frontier.Lease, retry bool) {
+	s.fr.Done(lease, frontier.DoneInfo{Retry: retry})
+}
+
+// Close closes the frontier and the state; safe to call more than once.
+func (s *Scheduler) Close() error {
+	var errs []error
+	if s.fr != nil {
+		errs = append(errs, s.fr.Close())
+		s.fr = nil
+	}
+	if s.st != nil {
+		errs = append(errs, s.st.Close())
+		s.st = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Sync makes the state durable.
+func (s *Scheduler) Sync() error { return s.st.Sync() }
 
 // newFrontier makes the frontier a crawl of cfg schedules from.
 func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*frontier.Frontier, error) {
@@ -153,17 +224,12 @@ func frontierDelay(d Duration) time.Duration {
 // more than once.
 func (e *Engine) Close() error {
 	var errs []error
-	if e.fr != nil {
-		errs = append(errs, e.fr.Close())
-		e.fr = nil
+	if e.Scheduler != nil {
+		errs = append(errs, e.Scheduler.Close())
 	}
 	if e.fetcher != nil {
 		errs = append(errs, e.fetcher.Close())
 		e.fetcher = nil
-	}
-	if e.st != nil {
-		errs = append(errs, e.st.Close())
-		e.st = nil
 	}
 	return errors.Join(errs...)
 }
@@ -178,16 +244,16 @@ type Progress struct {
 	Elapsed  time.Duration // since Run started
 }
 
-// Progress reports the crawl's state; it is safe to call during Run.
-func (e *Engine) Progress() Progress {
-	st := e.fr.Stats()
+// Progress reports the crawl's state; it is safe to call during a crawl.
+func (s *Scheduler) Progress() Progress {
+	st := s.fr.Stats()
 	return Progress{
-		Fetched:  e.fetched.Load(),
-		Errors:   e.errs.Load(),
+		Fetched:  s.fetched.Load(),
+		Errors:   s.errs.Load(),
 		Queued:   st.Queued + int(st.Spilled),
 		InFlight: st.Leased,
 		Hosts:    st.Keys,
-		Elapsed:  time.Since(e.started),
+		Elapsed:  time.Since(s.started),
 	}
 }
 
@@ -196,46 +262,29 @@ func (e *Engine) Progress() Progress {
 // On ctx cancellation it returns ctx's error after the workers stopped; the
 // state stays consistent and a later Run continues.
 func (e *Engine) Run(ctx context.Context) error {
-	e.started = time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.stop = cancel
-
-	resumed := 0
-	if err := e.st.LoadPending(ctx, func(r frontier.Request) error {
-		resumed++
-		return e.fr.Push(r)
-	}); err != nil {
-		return fmt.Errorf("cannot resume pending URLs: %w", err)
-	}
-	if resumed > 0 {
-		e.log.Info("resuming crawl", "pending", resumed)
-	}
 	seeds, err := e.fetcher.SeedRequests()
 	if err != nil {
 		return err
 	}
-	news, err := e.st.Discover(ctx, seeds)
-	if err != nil {
-		return fmt.Errorf("cannot record seeds: %w", err)
-	}
-	if err := e.fr.PushAll(news); err != nil {
+	if err := e.Start(ctx, seeds); err != nil {
 		return err
 	}
-	if e.limitReached() {
+	if e.LimitReached() {
 		e.log.Info("page limit already reached", "max_pages", e.cfg.MaxPages)
 		return nil
 	}
-
 	g, gctx := errgroup.WithContext(ctx)
 	for i := 0; i < e.cfg.Concurrency; i++ {
 		g.Go(func() error { return e.worker(gctx) })
 	}
 	err = g.Wait()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil && e.limitReached() {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil && e.LimitReached() {
 		err = nil
 	}
-	if serr := e.st.Sync(); serr != nil && err == nil {
+	if serr := e.Sync(); serr != nil && err == nil {
 		err = serr
 	}
 	if serr := e.fetcher.Sync(); serr != nil && err == nil {
@@ -246,17 +295,27 @@ func (e *Engine) Run(ctx context.Context) error {
 
 func (e *Engine) worker(ctx context.Context) error {
 	for {
-		lease, err := e.fr.Next(ctx)
+		lease, err := e.Next(ctx)
 		if errors.Is(err, frontier.ErrDrained) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := e.process(ctx, lease); err != nil {
+		v, err := e.fetcher.Visit(ctx, lease.Request, lease.Start)
+		if err != nil || ctx.Err() != nil {
+			// A local store failed, or the crawl is stopping: the URL stays
+			// pending for the next run.
+			e.Release(lease, false)
+			if err == nil {
+				err = ctx.Err()
+			}
 			return err
 		}
-		if e.cfg.MaxPages > 0 && e.fetched.Load()%16 == 0 && e.limitReached() {
+		if err := e.Finish(ctx, lease, v); err != nil {
+			return err
+		}
+		if e.cfg.MaxPages > 0 && e.fetched.Load()%16 == 0 && e.LimitReached() {
 			e.stopOnce.Do(func() {
 				e.log.Info("page limit reached, stopping", "max_pages", e.cfg.MaxPages)
 				e.stop()
@@ -266,12 +325,12 @@ func (e *Engine) worker(ctx context.Context) error {
 	}
 }
 
-// limitReached reports whether MaxPages URLs were completed over all runs.
-func (e *Engine) limitReached() bool {
-	if e.cfg.MaxPages <= 0 {
+// LimitReached reports whether MaxPages URLs were completed over all runs.
+func (s *Scheduler) LimitReached() bool {
+	if s.cfg.MaxPages <= 0 {
 		return false
 	}
-	c, err := e.st.Counters(context.Background())
+	c, err := s.st.Counters(context.Background())
 	if err != nil {
 		return false
 	}
@@ -279,74 +338,52 @@ func (e *Engine) limitReached() bool {
 	for _, n := range c {
 		total += n
 	}
-	return total >= e.cfg.MaxPages
+	return total >= s.cfg.MaxPages
 }
 
-// process handles one leased URL end to end. It returns an error only when
-// the crawl cannot go on (the state or a local store failed).
-func (e *Engine) process(ctx context.Context, lease *frontier.Lease) error {
-	req := lease.Request
-	if cur, err := e.st.Current(ctx, req); err != nil || !cur {
-		// A copy left behind when its URL was lowered to a smaller depth
-		// (or completed): drop it unfetched.
-		e.fr.Done(lease, frontier.DoneInfo{})
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
-	v, err := e.fetcher.Visit(ctx, req, lease.Start)
-	if err != nil {
-		e.fr.Done(lease, frontier.DoneInfo{})
-		return err
-	}
-	if ctx.Err() != nil {
-		// Cancelled mid-fetch: leave the URL pending for the next run.
-		e.fr.Done(lease, frontier.DoneInfo{})
-		return ctx.Err()
-	}
-	return e.finish(ctx, lease, v)
-}
-
-// finish applies a visit to the state and the frontier: a retry is
+// Finish applies a visit to the state and the frontier: a retry is
 // persisted (attempt count) and put back; anything else completes the URL
-// and queues its newly discovered links, before the host is released.
-func (e *Engine) finish(ctx context.Context, lease *frontier.Lease, v Visit) error {
+// and queues its newly discovered links, before the host is released. An
+// error means the state failed and the crawl cannot go on.
+func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) error {
 	req := lease.Request
 	if v.CrawlDelay > 0 {
-		e.fr.SetKeyDelay(req.Key, v.CrawlDelay)
+		s.fr.SetKeyDelay(req.Key, v.CrawlDelay)
 	}
 	if v.Retry {
 		req.Attempt++
-		if err := e.st.UpdatePending(ctx, req); err != nil && !errors.Is(err, state.ErrNotPending) {
-			e.fr.Done(lease, frontier.DoneInfo{})
+		if err := s.st.UpdatePending(ctx, req); err != nil && !errors.Is(err, state.ErrNotPending) {
+			s.fr.Done(lease, frontier.DoneInfo{})
 			return fmt.Errorf("cannot record retry of %s: %w", req.URL, err)
 		}
-		e.fr.Done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
+		s.m.retries.Inc()
+		s.fr.Done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
 		return nil
 	}
-	out, err := e.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, v.Discovered)
+	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, v.Discovered)
 	if err != nil {
-		e.fr.Done(lease, frontier.DoneInfo{})
+		s.fr.Done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
 	}
 	if out.DuplicateOf != "" {
-		e.m.duplicates.Inc()
+		s.m.duplicates.Inc()
 	}
-	if err := e.fr.PushAll(out.New); err != nil {
-		e.fr.Done(lease, frontier.DoneInfo{})
+	if err := s.fr.PushAll(out.New); err != nil {
+		s.fr.Done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot queue discovered URLs: %w", err)
 	}
-	e.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
+	s.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
 
-	e.fetched.Add(1)
-	if row := Row(v.Outcome); row != Row200 && row != Row30x {
-		e.errs.Add(1)
+	s.fetched.Add(1)
+	row := Row(v.Outcome)
+	if row != Row200 && row != Row30x {
+		s.errs.Add(1)
 	}
-	e.m.discovered.Add(float64(len(out.New)))
-	e.hostMu.Lock()
-	e.hostPages[hostOf(req.URL)]++
-	e.hostMu.Unlock()
+	s.m.pages.WithLabelValues(row).Inc()
+	s.m.discovered.Add(float64(len(out.New)))
+	s.hostMu.Lock()
+	s.hostPages[hostOf(req.URL)]++
+	s.hostMu.Unlock()
 	return nil
 }
 

@@ -258,9 +258,6 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 	v := Visit{Request: req, Outcome: res.rec.Outcome, Discovered: res.discovered, Retry: res.retry,
 		Delay: res.delay, CrawlDelay: res.crawlDelay, Fingerprint: res.fp}
 	if res.retry || ctx.Err() != nil {
-		if res.retry {
-			f.m.retries.Inc()
-		}
 		return v, nil
 	}
 	rec := &res.rec
@@ -287,7 +284,6 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 	if err := f.recs.Append(*rec); err != nil {
 		return v, fmt.Errorf("cannot append record for %s: %w", req.URL, err)
 	}
-	f.m.pages.WithLabelValues(Row(rec.Outcome)).Inc()
 	return v, nil
 }
 

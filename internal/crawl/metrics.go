@@ -8,36 +8,49 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the engine's Prometheus series, registered on the registry
-// passed to New (nil: created but not registered).
+// metrics are the fetch role's Prometheus series, registered on the
+// registry passed to NewFetcher (nil: created but not registered).
 type metrics struct {
-	pages       *prometheus.CounterVec
 	fetchErrors *prometheus.CounterVec
-	discovered  prometheus.Counter
-	retries     prometheus.Counter
-	duplicates  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spider_pages_total", Help: "URLs completed, by SPEC §3 result row.",
-		}, []string{"result"}),
 		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spider_fetch_errors_total", Help: "Fetches that failed without an HTTP response, by cause.",
 		}, []string{"cause"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.fetchErrors)
+	}
+	return m
+}
+
+// schedMetrics are the scheduling role's series.
+type schedMetrics struct {
+	pages      *prometheus.CounterVec
+	discovered prometheus.Counter
+	retries    prometheus.Counter
+	duplicates prometheus.Counter
+}
+
+func newSchedMetrics(reg prometheus.Registerer) *schedMetrics {
+	m := &schedMetrics{
+		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spider_pages_total", Help: "URLs completed, by SPEC §3 result row.",
+		}, []string{"result"}),
 		discovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_discovered_urls_total", Help: "New URLs added to the frontier.",
 		}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "spider_retries_total", Help: "Fetches put back for a retry (5xx, 429, reset, refused, robots unavailable).",
+			Name: "spider_retries_total", Help: "URLs put back for a retry (5xx, 429, reset, refused, robots unavailable).",
 		}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_duplicate_content_total", Help: "Pages whose text was identical to an earlier page's.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pages, m.fetchErrors, m.discovered, m.retries, m.duplicates)
+		reg.MustRegister(m.pages, m.discovered, m.retries, m.duplicates)
 	}
 	return m
 }

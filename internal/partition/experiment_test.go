@@ -25,7 +25,6 @@ type tableFunc struct {
 var tables = []tableFunc{
 	{"Owners", func(r *Ring, m int) []string { return r.Owners(m) }},
 	{"Balanced(0)", func(r *Ring, m int) []string { return r.Balanced(m, 0) }},
-	{"Balanced(0.02)", func(r *Ring, m int) []string { return r.Balanced(m, 0.02) }},
 }
 
 // websimHosts names n hosts the way internal/websim does (www.dD.test, dD.test,

@@ -1,0 +1,265 @@
+package rstate
+
+import "github.com/redis/go-redis/v9"
+
+// Positions of the keys in every script's KEYS (Lua indexes from 1).
+const (
+	kMeta = iota
+	kPending
+	kSeq
+	kSeen
+	kBloom
+	kLive
+	kCounters
+	kFP
+	kFence // the fence key, or kMeta's key when there is no fence
+	kCall  // the reply-cache key of this call (Discover and Complete)
+	numKeys
+)
+
+// luaLib is the code shared by the write scripts. Its key indexes must match
+// the constants above.
+//
+// uv and fields parse the binary encoding of frontier.Request (see
+// frontier.Request.AppendBinary) as strictly as UnmarshalBinary does and
+// never raise an error: a malformed record gives nil. Lua numbers are
+// doubles, so varints are exact up to 2^53; Seqs and depths stay far below.
+const luaLib = `
+local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+
+-- fence returns an error reply when the fence key does not hold v ('' = no fence).
+local function fence(v)
+  if v == '' then return nil end
+  local cur = redis.call('GET', KEYS[K_FENCE])
+  if cur ~= v then
+    local who = 'nobody'
+    if cur then who = cur end
+    return redis.error_reply('FENCED the bucket is owned by ' .. who)
+  end
+  return nil
+end
+
+-- uv decodes the uvarint at s[p]; it returns the value and the position after it.
+local function uv(s, p)
+  local v, m = 0, 1
+  for i = 0, 9 do
+    local b = string.byte(s, p + i)
+    if not b then return nil end
+    if b < 128 then
+      if i == 9 and b > 1 then return nil end
+      return v + b * m, p + i + 1
+    end
+    v = v + (b - 128) * m
+    m = m * 128
+  end
+  return nil
+end
+
+local function putuv(v)
+  local t = {}
+  while v >= 128 do
+    t[#t + 1] = string.char(v % 128 + 128)
+    v = math.floor(v / 128)
+  end
+  t[#t + 1] = string.char(v)
+  return table.concat(t)
+end
+
+-- fields parses a request record: its URL and Depth and where its Depth (ds),
+-- Seq (ss), Redirects (rs) and Topic (ts) start.
+local function fields(s)
+  if string.byte(s, 1) ~= 1 then return nil end
+  local n, p = uv(s, 2)
+  if not n or p + n - 1 > #s then return nil end
+  local f = {url = string.sub(s, p, p + n - 1)}
+  n, p = uv(s, p + n)
+  if not n or p + n - 1 > #s then return nil end
+  p = p + n
+  f.ds = p
+  local z
+  z, p = uv(s, p)
+  if not z then return nil end
+  if z % 2 == 0 then f.depth = z / 2 else f.depth = -(z + 1) / 2 end
+  z, p = uv(s, p)
+  if not z then return nil end
+  f.ss = p
+  z, p = uv(s, p)
+  if not z then return nil end
+  z, p = uv(s, p)
+  if not z then return nil end
+  f.rs = p
+  z, p = uv(s, p)
+  if not z then return nil end
+  f.ts = p
+  n, p = uv(s, p)
+  if not n or p + n - 1 ~= #s then return nil end
+  return f
+end
+
+-- bits builds a BITFIELD argument list over the k positions ARGV[at..at+k-1].
+local function bits(op, at, k)
+  local a = {}
+  for i = at, at + k - 1 do
+    a[#a + 1] = op
+    a[#a + 1] = 'u1'
+    a[#a + 1] = ARGV[i]
+    if op == 'SET' then a[#a + 1] = 1 end
+  end
+  return a
+end
+
+-- discover handles n requests whose arguments start at ARGV[at], each as
+--   urlkey, head, tail, depth, dp, rd, then k bit positions (bloom mode)
+-- where the record with Seq s is head .. uvarint(s) .. tail, dp is the
+-- encoded Depth and Priority and rd the encoded Redirects. It appends one
+-- item per request to out: 0 (already seen), the new Seq, or the lowered
+-- record. It returns how many damaged pending records it skipped.
+local function discover(at, n, bloom, k, out)
+  local seenKey = KEYS[K_SEEN]
+  if bloom then seenKey = KEYS[K_LIVE] end
+  local added, damaged = 0, 0
+  for _ = 1, n do
+    local key, depth = ARGV[at], ARGV[at + 3]
+    local pos = at + 6
+    local v
+    local known = true
+    if bloom then
+      local got = redis.call('BITFIELD', KEYS[K_BLOOM], unpack(bits('GET', pos, k)))
+      for i = 1, k do
+        if got[i] == 0 then known = false break end
+      end
+      if known then v = redis.call('HGET', seenKey, key) end
+    else
+      v = redis.call('HGET', seenKey, key)
+      known = v ~= false
+    end
+    if not known then
+      local seq = redis.call('INCR', KEYS[K_SEQ])
+      local sf = string.format('%.0f', seq)
+      redis.call('HSET', KEYS[K_PENDING], sf, ARGV[at + 1] .. putuv(seq) .. ARGV[at + 2])
+      redis.call('HSET', seenKey, key, sf .. ',' .. depth)
+      if bloom then redis.call('BITFIELD', KEYS[K_BLOOM], unpack(bits('SET', pos, k))) end
+      added = added + 1
+      out[#out + 1] = seq
+    else
+      local item = 0
+      if v then
+        local c = string.find(v, ',', 1, true)
+        if c and tonumber(depth) < tonumber(string.sub(v, c + 1)) then
+          local sf = string.sub(v, 1, c - 1)
+          local rec = redis.call('HGET', KEYS[K_PENDING], sf)
+          if rec then
+            local f = fields(rec)
+            if f then
+              item = string.sub(rec, 1, f.ds - 1) .. ARGV[at + 4] .. string.sub(rec, f.ss, f.rs - 1) .. ARGV[at + 5] .. string.sub(rec, f.ts)
+              redis.call('HSET', KEYS[K_PENDING], sf, item)
+              redis.call('HSET', seenKey, key, sf .. ',' .. depth)
+            else
+              damaged = damaged + 1
+            end
+          end
+        end
+      end
+      out[#out + 1] = item
+    end
+    at = pos + k
+  end
+  if added > 0 then redis.call('HINCRBY', KEYS[K_META], 'seen', added) end
+  return damaged
+end
+
+-- replay returns the stored reply of a call that already ran (a client
+-- retry after a lost reply), or nil.
+local function replay()
+  local prev = redis.call('GET', KEYS[K_CALL])
+  if prev then return cmsgpack.unpack(prev) end
+  return nil
+end
+
+-- remember stores the reply of this call for replay, for ttl seconds.
+local function remember(out, ttl)
+  redis.call('SET', KEYS[K_CALL], cmsgpack.pack(out), 'EX', ttl)
+end
+`
+
+// initScript creates the bucket's meta hash if it is new and returns the
+// stored mode, filter shape and creation time.
+//
+//	ARGV: fence value, mode, bloom m, bloom k, creation time
+var initScript = redis.NewScript("#!lua\n" + luaLib + `
+local e = fence(ARGV[1])
+if e then return e end
+if redis.call('HSETNX', KEYS[K_META], 'mode', ARGV[2]) == 1 then
+  redis.call('HSET', KEYS[K_META], 'bloom_m', ARGV[3], 'bloom_k', ARGV[4], 'created', ARGV[5], 'seen', 0, 'pages', 0)
+end
+return redis.call('HMGET', KEYS[K_META], 'mode', 'bloom_m', 'bloom_k', 'created')
+`)
+
+// discoverScript: ARGV: fence value, mode, k, reply ttl, n, then n request
+// groups (see discover). Reply: {damaged, item...}.
+var discoverScript = redis.NewScript("#!lua\n" + luaLib + `
+local prev = replay()
+if prev then return prev end
+local e = fence(ARGV[1])
+if e then return e end
+local out = {0}
+out[1] = discover(6, tonumber(ARGV[5]), ARGV[2] == 'bloom', tonumber(ARGV[3]), out)
+for i = 2, #out do
+  if out[i] ~= 0 then remember(out, ARGV[4]) break end
+end
+return out
+`)
+
+// completeScript: ARGV: fence value, mode, k, reply ttl, Seq, URL, depth,
+// class, stored ("1"/"0"), fingerprint (8 bytes or ""), fingerprint owner,
+// urlkey, n, then n request groups. Reply: {done (0 = not pending or stale),
+// duplicate-of, damaged, item...}.
+var completeScript = redis.NewScript("#!lua\n" + luaLib + `
+local prev = replay()
+if prev then return prev end
+local e = fence(ARGV[1])
+if e then return e end
+local sf = ARGV[5]
+local rec = redis.call('HGET', KEYS[K_PENDING], sf)
+if not rec then return {0, '', 0} end
+local f = fields(rec)
+if not f then return redis.error_reply('DAMAGED pending record ' .. sf .. ' cannot be decoded') end
+if f.url ~= ARGV[6] then return redis.error_reply('MISMATCH pending record ' .. sf .. ' holds another URL') end
+if f.depth < tonumber(ARGV[7]) then return {0, '', 0} end
+local bloom = ARGV[2] == 'bloom'
+redis.call('HDEL', KEYS[K_PENDING], sf)
+if bloom then redis.call('HDEL', KEYS[K_LIVE], ARGV[12]) end
+redis.call('HINCRBY', KEYS[K_COUNTERS], ARGV[8], 1)
+if ARGV[9] == '1' then redis.call('HINCRBY', KEYS[K_META], 'pages', 1) end
+local dup = ''
+if ARGV[10] ~= '' then
+  local owner = redis.call('HGET', KEYS[K_FP], ARGV[10])
+  if not owner then
+    redis.call('HSET', KEYS[K_FP], ARGV[10], ARGV[11])
+  elseif owner ~= ARGV[11] then
+    dup = owner
+  end
+end
+local out = {1, dup, 0}
+out[3] = discover(14, tonumber(ARGV[13]), bloom, tonumber(ARGV[3]), out)
+local keep = dup ~= ''
+for i = 4, #out do
+  if out[i] ~= 0 then keep = true break end
+end
+if keep then remember(out, ARGV[4]) end
+return out
+`)
+
+// updateScript: ARGV: fence value, Seq, URL, record. Reply: 1 updated, 0
+// not pending.
+var updateScript = redis.NewScript("#!lua\n" + luaLib + `
+local e = fence(ARGV[1])
+if e then return e end
+local rec = redis.call('HGET', KEYS[K_PENDING], ARGV[2])
+if not rec then return 0 end
+local f = fields(rec)
+if not f then return redis.error_reply('DAMAGED pending record ' .. ARGV[2] .. ' cannot be decoded') end
+if f.url ~= ARGV[3] then return redis.error_reply('MISMATCH pending record ' .. ARGV[2] .. ' holds another URL') end
+redis.call('HSET', KEYS[K_PENDING], ARGV[2], ARGV[4])
+return 1
+`)
