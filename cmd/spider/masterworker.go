@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/state"
+)
+
+const masterSynopsis = `master --redis URL [--crawl NAME] [crawl flags] SEED_URL...
+
+The scheduling node of a master–worker crawl (SPEC §1): de-duplicates,
+keeps the frontier and politeness for all workers, hands URLs out on the
+Redis list srq and takes results from nrq. Start workers with
+"spider worker --redis URL --crawl NAME". Returns when the crawl is done;
+run it again to resume.`
+
+func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := crawl.NewConfig()
+	if path := findConfigFlag(args); path != "" {
+		if err := crawl.LoadFile(path, &cfg); err != nil {
+			return err
+		}
+		cfg.Defaults()
+	}
+	fs := newFlagSet("master", masterSynopsis, stderr)
+	fs.String("config", "", "YAML configuration file (flags override it)")
+	crawlFlags(fs, &cfg)
+	var rf redisFlags
+	rf.register(fs)
+	maxInFlight := fs.Int("max-inflight", 0, "tasks handed out and not yet answered (default 4 × concurrency)")
+	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	quiet := fs.Bool("quiet", false, "no summary")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
+	if len(cfg.Seeds) == 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: give at least one seed URL", errUsage)
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	reg := prometheus.NewRegistry()
+	// The master fetches nothing; its fetcher only normalises the seeds.
+	fetcher, err := crawl.NewFetcher(cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	seeds, err := fetcher.SeedRequests()
+	fetcher.Close()
+	if err != nil {
+		return err
+	}
+	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
+		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	sched, err := crawl.NewScheduler(cfg, st, logger, reg)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	m, err := masterworker.NewMaster(cfg, sched, seeds, rdb, masterworker.Options{Crawl: rf.crawl, WorkerTTL: *workerTTL}, *maxInFlight, logger)
+	if err != nil {
+		sched.Close()
+		return err
+	}
+	defer m.Close()
+	start := time.Now()
+	if err := m.Run(ctx); err != nil {
+		return err
+	}
+	if *quiet {
+		return nil
+	}
+	s := m.Stats()
+	p := m.Progress()
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "crawl %q done: %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d\n",
+		rf.crawl, p.Fetched, el.Round(time.Millisecond), float64(p.Fetched)/max(el.Seconds(), 1e-9), s.Handed, s.Results, s.Stale, s.Requeued)
+	counters, err := st.Counters(ctx)
+	if err == nil {
+		rows := map[string]int64{}
+		for o, n := range counters {
+			rows[crawl.Row(o)] += n
+		}
+		names := make([]string, 0, len(rows))
+		for r := range rows {
+			names = append(names, r)
+		}
+		sort.Strings(names)
+		for _, r := range names {
+			fmt.Fprintf(stdout, "  %-20s %d\n", r, rows[r])
+		}
+	}
+	return nil
+}
+
+const workerSynopsis = `worker --redis URL [--crawl NAME] [--data DIR] [--concurrency N]
+
+A fetching node of a master–worker crawl: takes a work number from trq,
+URLs from srq, fetches them, stores pages in its own --data directory and
+answers on nrq. The crawl's rules come from the master; only local settings
+(data directory, concurrency, name resolution) are given here. Exits when
+the master marks the crawl done.`
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worker", workerSynopsis, stderr)
+	var rf redisFlags
+	rf.register(fs)
+	data := fs.String("data", "spider-data", "this worker's data directory (pages, records, WARC)")
+	concurrency := fs.Int("concurrency", 32, "fetch goroutines")
+	var resolve []string
+	fs.Var(listFlag{&resolve}, "resolve", "HOST:PORT:ADDR like curl's --resolve (repeatable)")
+	resolveFile := fs.String("resolve-file", "", "file of --resolve entries")
+	allowPrivate := fs.Bool("allow-private", false, "allow loopback, private and link-local targets")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	cfg, err := masterworker.LoadConfig(ctx, rdb, rf.crawl, logger)
+	if err != nil {
+		return err
+	}
+	cfg.Data = *data
+	cfg.Concurrency = *concurrency
+	cfg.Resolve = append(cfg.Resolve, resolve...)
+	if *resolveFile != "" {
+		cfg.ResolveFile = *resolveFile
+	}
+	cfg.AllowPrivate = cfg.AllowPrivate || *allowPrivate
+	fetcher, err := crawl.NewFetcher(cfg, logger, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	w, err := masterworker.NewWorker(fetcher, rdb, masterworker.Options{Crawl: rf.crawl}, *concurrency, logger)
+	if err != nil {
+		fetcher.Close()
+		return err
+	}
+	defer w.Close()
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "worker %d: %d URLs fetched into %s\n", w.ID(), w.Fetched(), cfg.Data)
+	return nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisFlags are the connection flags shared by the distributed commands.
+type redisFlags struct {
+	url     string
+	cluster bool
+	crawl   string
+}
+
+func (r *redisFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.url, "redis", os.Getenv("SPIDER_REDIS"), "Redis URL: redis://[user:password@]host:port/db, rediss:// for TLS (default $SPIDER_REDIS)")
+	fs.BoolVar(&r.cluster, "redis-cluster", false, "the URL names Redis Cluster nodes (redis://host1:port1?addr=host2:port2)")
+	fs.StringVar(&r.crawl, "crawl", "default", "crawl name: crawls with different names share one Redis without touching each other")
+}
+
+// open connects and pings. Errors never contain the password.
+func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
+	if r.url == "" {
+		return nil, fmt.Errorf("%w: no Redis given: pass --redis redis://host:port or set SPIDER_REDIS", errUsage)
+	}
+	var rdb redis.UniversalClient
+	if r.cluster {
+		opt, err := redis.ParseClusterURL(r.url)
+		if err != nil {
+			return nil, fmt.Errorf("bad --redis URL %s: %w", redact(r.url), errors.New(redactErr(err, r.url)))
+		}
+		rdb = redis.NewClusterClient(opt)
+	} else {
+		opt, err := redis.ParseURL(r.url)
+		if err != nil {
+			return nil, fmt.Errorf("bad --redis URL %s: %w", redact(r.url), errors.New(redactErr(err, r.url)))
+		}
+		rdb = redis.NewClient(opt)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("cannot reach Redis at %s (is redis-server running? is the password right?): %s", redact(r.url), redactErr(err, r.url))
+	}
+	return rdb, nil
+}
+
+// redact hides the password of a Redis URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// redactErr removes the password from an error text, in case a library
+// quoted the URL.
+func redactErr(err error, raw string) string {
+	s := err.Error()
+	if u, perr := url.Parse(raw); perr == nil {
+		if pw, has := u.User.Password(); has && pw != "" {
+			s = strings.ReplaceAll(s, pw, "xxxxx")
+		}
+	}
+	return s
+}

@@ -1,0 +1,43 @@
+// Package masterworker is the master–worker topology of SPEC §1: one master
+// schedules (de-duplication, frontier, politeness across all workers) and
+// any number of workers fetch. They talk only through Redis lists used as
+// queues, with the roles the document gives them:
+//
+//	srq  scheduled URLs: the master appends at the tail, workers take from
+//	     the head (LMOVE into their own processing list, so a URL a dead
+//	     worker took is not lost: the master's reaper puts it back);
+//	nrq  newly found data: each worker's result packet (outcome and the
+//	     links it found), which the master pops, de-duplicates and
+//	     schedules;
+//	trq  the shared tag queue: a worker takes a unique work number from it,
+//	     so no two workers ever share a processing list.
+//
+// What a real system needs beyond the document: every task carries a lease
+// id and the master's epoch (results of a previous master run are
+// ignored), workers heart-beat, and the master ends the crawl (key "done")
+// when its frontier is drained: nothing queued and no task out.
+//
+// All keys of one crawl share the hash tag {spider:NAME}, so the topology
+// runs unchanged on Redis Cluster (every key in one slot).
+package masterworker
+
+import "fmt"
+
+// keys names the Redis keys of one master–worker crawl.
+type keys struct {
+	prefix string
+}
+
+func newKeys(crawl string) keys { return keys{prefix: "{spider:" + crawl + "}:mw:"} }
+
+func (k keys) srq() string              { return k.prefix + "srq" }
+func (k keys) nrq() string              { return k.prefix + "nrq" }
+func (k keys) trq() string              { return k.prefix + "trq" }
+func (k keys) trqInit() string          { return k.prefix + "trq-init" }
+func (k keys) config() string           { return k.prefix + "config" }
+func (k keys) epoch() string            { return k.prefix + "epoch" }
+func (k keys) done() string             { return k.prefix + "done" }
+func (k keys) workers() string          { return k.prefix + "workers" }
+func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.prefix, w) }
+func (k keys) stats() string            { return k.prefix + "stats" }
+func (k keys) workerStats(w int) string { return fmt.Sprintf("%swstats:%d", k.prefix, w) }

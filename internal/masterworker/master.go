@@ -1,0 +1,321 @@
+package masterworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// MasterStats counts the master's traffic.
+type MasterStats struct {
+	Handed   int64 // tasks put on srq
+	Results  int64 // results applied
+	Stale    int64 // results ignored (old epoch, unknown lease, worker declared dead)
+	Requeued int64 // tasks taken back from dead workers
+	Bad      int64 // malformed packets dropped
+}
+
+// Master is the scheduling node of a master–worker crawl.
+type Master struct {
+	opt   Options
+	cfg   crawl.Config
+	rdb   redis.UniversalClient
+	sched *crawl.Scheduler
+	seeds []frontier.Request
+	log   *slog.Logger
+	k     keys
+
+	maxInFlight int
+	sem         chan struct{} // one slot per task out
+	epoch       int64
+
+	mu     sync.Mutex
+	leases map[uint64]*frontier.Lease
+	nextID uint64
+
+	handed, results, stale, requeued, bad atomic.Int64
+}
+
+// NewMaster prepares a master for cfg that schedules from sched (which it
+// owns from then on) with the given seeds. maxInFlight bounds the tasks
+// handed out and not yet answered (0: 4 × cfg.Concurrency).
+func NewMaster(cfg crawl.Config, sched *crawl.Scheduler, seeds []frontier.Request, rdb redis.UniversalClient, opt Options, maxInFlight int, logger *slog.Logger) (*Master, error) {
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if maxInFlight <= 0 {
+		maxInFlight = 4 * max(cfg.Concurrency, 1)
+	}
+	return &Master{
+		opt: opt, cfg: cfg, rdb: rdb, sched: sched, seeds: seeds, log: logger, k: newKeys(opt.Crawl),
+		maxInFlight: maxInFlight, sem: make(chan struct{}, maxInFlight), leases: map[uint64]*frontier.Lease{},
+	}, nil
+}
+
+// Stats returns the master's counters.
+func (m *Master) Stats() MasterStats {
+	return MasterStats{Handed: m.handed.Load(), Results: m.results.Load(), Stale: m.stale.Load(),
+		Requeued: m.requeued.Load(), Bad: m.bad.Load()}
+}
+
+// Progress reports the crawl's progress as the scheduler sees it.
+func (m *Master) Progress() crawl.Progress { return m.sched.Progress() }
+
+// errDone ends the master's loops when the crawl is over.
+var errDone = errors.New("crawl done")
+
+// Run schedules the crawl until the frontier is drained (or MaxPages is
+// reached), then marks it done so the workers exit. A master started again
+// on the same state resumes: a new epoch makes workers drop tasks of the
+// previous run, and whatever that run had out is pending again.
+func (m *Master) Run(ctx context.Context) error {
+	if err := m.prepare(ctx); err != nil {
+		return err
+	}
+	if err := m.sched.Start(ctx, m.seeds); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.dispatch(gctx) })
+	g.Go(func() error { return m.collect(gctx) })
+	g.Go(func() error { return m.reap(gctx) })
+	err := g.Wait()
+	if !errors.Is(err, errDone) {
+		return err
+	}
+	if err := m.rdb.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0).Err(); err != nil {
+		return fmt.Errorf("cannot mark the crawl done: %w", err)
+	}
+	m.log.Info("crawl done", "handed", m.handed.Load(), "results", m.results.Load())
+	return m.sched.Sync()
+}
+
+// prepare starts a new epoch: the queues of an earlier master run are
+// cleared (their URLs are still pending in the state), the configuration
+// is published for workers, and trq is filled once per crawl.
+func (m *Master) prepare(ctx context.Context) error {
+	epoch, err := m.rdb.Incr(ctx, m.k.epoch()).Result()
+	if err != nil {
+		return fmt.Errorf("cannot reach Redis to start the master (is redis-server running and the URL right?): %w", err)
+	}
+	m.epoch = epoch
+	cfgJSON, err := json.Marshal(m.cfg)
+	if err != nil {
+		return err
+	}
+	pipe := m.rdb.TxPipeline()
+	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.done())
+	pipe.Set(ctx, m.k.config(), cfgJSON, 0)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("cannot prepare the crawl's queues: %w", err)
+	}
+	first, err := m.rdb.SetNX(ctx, m.k.trqInit(), "1", 0).Result()
+	if err != nil {
+		return fmt.Errorf("cannot prepare trq: %w", err)
+	}
+	if first {
+		tags := make([]any, m.opt.MaxWorkers)
+		for i := range tags {
+			tags[i] = i + 1
+		}
+		if err := m.rdb.RPush(ctx, m.k.trq(), tags...).Err(); err != nil {
+			return fmt.Errorf("cannot fill trq: %w", err)
+		}
+	}
+	return nil
+}
+
+// dispatch hands URLs to workers as the frontier releases them: politeness
+// across all workers is the frontier's, because a host's next URL is only
+// released after the result of its previous one came back.
+func (m *Master) dispatch(ctx context.Context) error {
+	for {
+		select {
+		case m.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if m.sched.LimitReached() {
+			return m.drainThenDone(ctx)
+		}
+		lease, err := m.sched.Next(ctx)
+		if errors.Is(err, frontier.ErrDrained) {
+			return errDone
+		}
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.nextID++
+		id := m.nextID
+		m.leases[id] = lease
+		m.mu.Unlock()
+		b, err := json.Marshal(Task{Epoch: m.epoch, ID: id, Request: lease.Request})
+		if err == nil {
+			err = m.rdb.RPush(ctx, m.k.srq(), b).Err()
+		}
+		if err != nil {
+			m.take(id)
+			m.sched.Release(lease, false)
+			return fmt.Errorf("cannot hand out %s: %w", lease.Request.URL, err)
+		}
+		m.handed.Add(1)
+	}
+}
+
+// drainThenDone waits for the tasks already out (MaxPages reached).
+func (m *Master) drainThenDone(ctx context.Context) error {
+	<-m.sem // the slot taken for the task not handed out
+	for {
+		m.mu.Lock()
+		n := len(m.leases)
+		m.mu.Unlock()
+		if n == 0 {
+			return errDone
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (m *Master) take(id uint64) *frontier.Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.leases[id]
+	delete(m.leases, id)
+	return l
+}
+
+// collect pops results from nrq and applies them to the state.
+func (m *Master) collect(ctx context.Context) error {
+	for {
+		vals, err := m.rdb.BLPop(ctx, time.Second, m.k.nrq()).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("cannot read nrq: %w", err)
+		}
+		r, err := decodeResult([]byte(vals[1]))
+		if err != nil {
+			m.bad.Add(1)
+			m.log.Warn("dropping malformed result", "err", err)
+			continue
+		}
+		if r.Epoch != m.epoch {
+			m.stale.Add(1)
+			continue
+		}
+		lease := m.take(r.ID)
+		if lease == nil {
+			m.stale.Add(1) // its worker was declared dead and the URL re-queued
+			continue
+		}
+		if lease.Request.URL != r.Visit.Request.URL {
+			m.bad.Add(1)
+			m.log.Warn("result does not match its task", "id", r.ID, "task", lease.Request.URL, "result", r.Visit.Request.URL)
+			m.sched.Release(lease, true)
+			<-m.sem
+			continue
+		}
+		if err := m.sched.Finish(ctx, lease, r.Visit); err != nil {
+			return err
+		}
+		m.results.Add(1)
+		<-m.sem
+	}
+}
+
+// reap takes back the tasks of workers whose heartbeat is older than
+// WorkerTTL: their URLs are queued again (Attempt+1) and their work number
+// returns to trq.
+func (m *Master) reap(ctx context.Context) error {
+	t := time.NewTicker(m.opt.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		now, err := m.rdb.Time(ctx).Result()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			m.log.Warn("cannot read Redis time", "err", err)
+			continue
+		}
+		beats, err := m.rdb.HGetAll(ctx, m.k.workers()).Result()
+		if err != nil {
+			m.log.Warn("cannot read worker heartbeats", "err", err)
+			continue
+		}
+		for w, ms := range beats {
+			last, err := strconv.ParseInt(ms, 10, 64)
+			id, err2 := strconv.Atoi(w)
+			if err != nil || err2 != nil {
+				m.rdb.HDel(ctx, m.k.workers(), w)
+				continue
+			}
+			if now.Sub(time.UnixMilli(last)) > m.opt.WorkerTTL {
+				if err := m.requeue(ctx, id); err != nil {
+					m.log.Warn("cannot requeue a dead worker's tasks", "worker", id, "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (m *Master) requeue(ctx context.Context, worker int) error {
+	items, err := m.rdb.LRange(ctx, m.k.processing(worker), 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, raw := range items {
+		t, err := decodeTask([]byte(raw))
+		if err != nil || t.Epoch != m.epoch {
+			continue
+		}
+		if lease := m.take(t.ID); lease != nil {
+			m.sched.Release(lease, true)
+			<-m.sem
+			n++
+		}
+	}
+	pipe := m.rdb.TxPipeline()
+	pipe.Del(ctx, m.k.processing(worker))
+	pipe.HDel(ctx, m.k.workers(), strconv.Itoa(worker))
+	pipe.RPush(ctx, m.k.trq(), worker)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	m.requeued.Add(int64(n))
+	m.log.Warn("worker declared dead; its tasks are queued again", "worker", worker, "tasks", n)
+	return nil
+}
+
+// Close closes the scheduler (frontier and state).
+func (m *Master) Close() error { return m.sched.Close() }

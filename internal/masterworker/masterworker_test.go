@@ -1,0 +1,292 @@
+package masterworker_test
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+type fixture struct {
+	srv   *websim.Server
+	truth *websim.Truth
+	cfg   crawl.Config
+	rdb   redis.UniversalClient
+}
+
+func newFixture(t *testing.T, web websim.Config, rules websim.TruthRules) *fixture {
+	t.Helper()
+	srv, err := websim.Start(context.Background(), web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if rules.Seeds == nil {
+		rules.Seeds = srv.SeedURLs(2)
+	}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawl.NewConfig()
+	cfg.Seeds = rules.Seeds
+	cfg.MaxDepth = rules.MaxDepth
+	cfg.Scope = rules.Scope
+	cfg.Resolve = srv.Resolve()
+	cfg.AllowPrivate = true
+	cfg.Delay = crawl.Duration(5 * time.Millisecond)
+	cfg.RetryDelay = crawl.Duration(50 * time.Millisecond)
+	cfg.Timeout = crawl.Duration(3 * time.Second)
+	cfg.FirstByteTimeout = crawl.Duration(2 * time.Second)
+	rs := redistest.Start(t)
+	return &fixture{srv: srv, truth: truth, cfg: cfg, rdb: rs.Client()}
+}
+
+func (f *fixture) master(t *testing.T, name string) *masterworker.Master {
+	t.Helper()
+	cfg := f.cfg
+	cfg.Data = t.TempDir()
+	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds, err := fetcher.SeedRequests()
+	fetcher.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := crawl.NewScheduler(cfg, st, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := masterworker.NewMaster(cfg, sched, seeds, f.rdb, opts(name), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func opts(name string) masterworker.Options {
+	return masterworker.Options{Crawl: name, Heartbeat: 100 * time.Millisecond, WorkerTTL: 600 * time.Millisecond}
+}
+
+func (f *fixture) worker(t *testing.T, name string, concurrency int) (*masterworker.Worker, string) {
+	t.Helper()
+	cfg, err := masterworker.LoadConfig(context.Background(), f.rdb, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data = t.TempDir()
+	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := masterworker.NewWorker(fetcher, f.rdb, opts(name), concurrency, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, cfg.Data
+}
+
+// fetched reads the URLs recorded in the workers' data directories.
+func fetched(t *testing.T, dirs []string) map[string]store.Record {
+	t.Helper()
+	out := map[string]store.Record{}
+	for _, d := range dirs {
+		rs, err := store.OpenRecords(d, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.Iterate(func(r store.Record) error { out[r.URL] = r; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		rs.Close()
+	}
+	return out
+}
+
+func (f *fixture) check(t *testing.T, dirs []string, allowedRepeats int) {
+	t.Helper()
+	recs := fetched(t, dirs)
+	var missing []string
+	for _, u := range f.truth.MustFetch {
+		if _, ok := recs[u]; !ok {
+			missing = append(missing, u)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("%d of %d URLs never fetched, e.g. %s", len(missing), len(f.truth.MustFetch), strings.Join(missing[:min(5, len(missing))], " "))
+	}
+	for _, e := range f.srv.Log().Entries() {
+		if reason, ok := f.truth.MustNotFetch["http://"+e.Host+e.Path]; ok {
+			t.Errorf("requested %s%s, which must not be fetched (%s)", e.Host, e.Path, reason)
+		}
+	}
+	repeats := 0
+	retries := f.srv.Log().Retries()
+	for u, n := range f.srv.Log().Duplicates() {
+		if retries[u] == 0 {
+			repeats += n - 1
+		}
+	}
+	if repeats > allowedRepeats {
+		t.Errorf("%d repeated requests, want at most %d", repeats, allowedRepeats)
+	}
+}
+
+// TestMasterWorkers: one master, three workers, ground truth, politeness
+// kept across workers (one connection per host, delay between requests).
+func TestMasterWorkers(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 31, Hosts: 10, PagesPerHost: 30, Latency: 2 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw1")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	var dirs []string
+	var workers []*masterworker.Worker
+	for i := 0; i < 3; i++ {
+		w, dir := f.worker(t, "mw1", 4)
+		dirs = append(dirs, dir)
+		workers = append(workers, w)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+	busy := 0
+	for _, w := range workers {
+		if w.Fetched() > 0 {
+			busy++
+		}
+	}
+	if busy < 2 {
+		t.Errorf("only %d of 3 workers fetched anything", busy)
+	}
+	log := f.srv.Log()
+	for _, h := range log.Hosts() {
+		if n := log.MaxOpen(h); n > 1 {
+			t.Errorf("%s: %d requests open at once across workers, want 1", h, n)
+		}
+		if gap, ok := log.MinGap(h); ok && gap < 5*time.Millisecond {
+			t.Errorf("%s: requests %v apart, want at least 5ms", h, gap)
+		}
+	}
+	s := m.Stats()
+	if s.Stale != 0 || s.Bad != 0 || s.Requeued != 0 {
+		t.Errorf("clean run with stale/bad/requeued tasks: %+v", s)
+	}
+	t.Logf("master: %+v; %d URLs", s, len(f.truth.MustFetch))
+}
+
+// TestWorkerDies: a worker that took tasks and then went silent (what
+// kill -9 leaves behind: tasks in its processing list, a stale heartbeat)
+// has its tasks re-queued; the crawl completes with every URL fetched.
+func TestWorkerDies(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 32, Hosts: 8, PagesPerHost: 30, Latency: 5 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw2")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+
+	// The victim: a work number, a heartbeat, a task taken — then silence.
+	victim := masterworker.Victim(t, f.rdb, "mw2")
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		w, dir := f.worker(t, "mw2", 4)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+	s := m.Stats()
+	if s.Requeued < 1 {
+		t.Errorf("the dead worker's task was not re-queued: %+v", s)
+	}
+	if n, _ := f.rdb.LLen(ctx, victim).Result(); n != 0 {
+		t.Errorf("the dead worker's processing list still holds %d tasks", n)
+	}
+	t.Logf("master: %+v", s)
+}
+
+// TestMasterRestart: the master is stopped mid-crawl and started again on
+// the same state; a new epoch makes workers drop old tasks and the crawl
+// completes with nothing lost.
+func TestMasterRestart(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 33, Hosts: 8, PagesPerHost: 30, Latency: 10 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := f.cfg
+	cfg.Data = t.TempDir()
+	newMaster := func() *masterworker.Master {
+		fetcher, err := crawl.NewFetcher(cfg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds, _ := fetcher.SeedRequests()
+		fetcher.Close()
+		st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched, err := crawl.NewScheduler(cfg, st, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := masterworker.NewMaster(cfg, sched, seeds, f.rdb, opts("mw3"), 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m1 := newMaster()
+	m1ctx, stop1 := context.WithCancel(ctx)
+	m1done := make(chan error, 1)
+	go func() { m1done <- m1.Run(m1ctx) }()
+	g, gctx := errgroup.WithContext(ctx)
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		w, dir := f.worker(t, "mw3", 4)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	for m1.Progress().Fetched < 30 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop1()
+	<-m1done
+	m1.Close()
+	m2 := newMaster()
+	defer m2.Close()
+	g.Go(func() error { return m2.Run(gctx) })
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 2*4*2)
+}

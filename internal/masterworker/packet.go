@@ -1,0 +1,98 @@
+package masterworker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// Task is a packet on srq: one URL leased to whichever worker takes it.
+type Task struct {
+	Epoch   int64            `json:"epoch"`
+	ID      uint64           `json:"id"` // lease id, unique within an epoch
+	Request frontier.Request `json:"request"`
+}
+
+// Result is a packet on nrq: what a worker made of a task.
+type Result struct {
+	Epoch  int64       `json:"epoch"`
+	ID     uint64      `json:"id"`
+	Worker int         `json:"worker"`
+	Visit  crawl.Visit `json:"visit"`
+}
+
+// maxPacket bounds a packet read from Redis, so a corrupt or hostile entry
+// cannot make the master or a worker allocate without limit.
+const maxPacket = 8 << 20
+
+var errPacket = errors.New("malformed packet")
+
+func decodeTask(b []byte) (Task, error) {
+	var t Task
+	if len(b) > maxPacket {
+		return t, fmt.Errorf("%w: task of %d bytes", errPacket, len(b))
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, fmt.Errorf("%w: %v", errPacket, err)
+	}
+	if t.Request.URL == "" || t.ID == 0 {
+		return t, fmt.Errorf("%w: task without URL or id", errPacket)
+	}
+	return t, nil
+}
+
+func decodeResult(b []byte) (Result, error) {
+	var r Result
+	if len(b) > maxPacket {
+		return r, fmt.Errorf("%w: result of %d bytes", errPacket, len(b))
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%w: %v", errPacket, err)
+	}
+	if r.ID == 0 || r.Visit.Outcome == "" && !r.Visit.Retry {
+		return r, fmt.Errorf("%w: result without id or outcome", errPacket)
+	}
+	for _, d := range r.Visit.Discovered {
+		if d.URL == "" {
+			return r, fmt.Errorf("%w: discovered link without URL", errPacket)
+		}
+	}
+	return r, nil
+}
+
+// Options are the settings shared by master and workers.
+type Options struct {
+	// Crawl names the crawl; several crawls share one Redis by name.
+	Crawl string
+	// Heartbeat is how often a worker reports it is alive. Default 1s.
+	Heartbeat time.Duration
+	// WorkerTTL is how long a silent worker is trusted before the master
+	// puts its tasks back. Default 5s.
+	WorkerTTL time.Duration
+	// MaxWorkers is the number of work numbers the master puts in trq.
+	// Default 1024.
+	MaxWorkers int
+}
+
+func (o *Options) defaults() error {
+	if o.Crawl == "" {
+		return errors.New("no crawl name: pass --crawl NAME (the same on the master and every worker)")
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = time.Second
+	}
+	if o.WorkerTTL == 0 {
+		o.WorkerTTL = 5 * time.Second
+	}
+	if o.WorkerTTL <= o.Heartbeat {
+		return fmt.Errorf("worker TTL %v must be longer than the heartbeat %v", o.WorkerTTL, o.Heartbeat)
+	}
+	if o.MaxWorkers == 0 {
+		o.MaxWorkers = 1024
+	}
+	return nil
+}

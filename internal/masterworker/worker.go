@@ -1,0 +1,279 @@
+package masterworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+)
+
+// LoadConfig waits until the master of crawl has published its
+// configuration and returns it. Workers take the crawl's rules (scope,
+// depth, filters, robots agent) from it; what is local to a worker (data
+// directory, concurrency, name resolution) they set themselves.
+func LoadConfig(ctx context.Context, rdb redis.UniversalClient, crawlName string, logger *slog.Logger) (crawl.Config, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	k := newKeys(crawlName)
+	var cfg crawl.Config
+	warned := false
+	for {
+		b, err := rdb.Get(ctx, k.config()).Bytes()
+		if err == nil {
+			if err := json.Unmarshal(b, &cfg); err != nil {
+				return cfg, fmt.Errorf("the master's configuration in Redis is unreadable: %w", err)
+			}
+			return cfg, nil
+		}
+		if !errors.Is(err, redis.Nil) {
+			return cfg, fmt.Errorf("cannot reach Redis to read the crawl's configuration: %w", err)
+		}
+		if !warned {
+			logger.Info("waiting for the master of the crawl to start", "crawl", crawlName)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return cfg, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Worker is a fetching node of a master–worker crawl.
+type Worker struct {
+	opt         Options
+	rdb         redis.UniversalClient
+	fetcher     *crawl.Fetcher
+	concurrency int
+	log         *slog.Logger
+	k           keys
+
+	id      int
+	epoch   atomic.Int64
+	fetched atomic.Int64
+}
+
+// NewWorker makes a worker that fetches with fetcher (which it owns from
+// then on) using concurrency goroutines.
+func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, concurrency int, logger *slog.Logger) (*Worker, error) {
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl)}, nil
+}
+
+// Fetched is the number of tasks this worker answered.
+func (w *Worker) Fetched() int64 { return w.fetched.Load() }
+
+// ID is the work number taken from trq (0 before Run took one).
+func (w *Worker) ID() int { return w.id }
+
+var errDeclaredDead = errors.New("declared dead by the master")
+
+// Run takes a work number from trq and fetches tasks until the master marks
+// the crawl done or ctx ends. If the master declares it dead (a heartbeat
+// came too late), it takes a new number and goes on. On ctx cancellation it
+// puts the tasks it had not finished back at the head of srq.
+func (w *Worker) Run(ctx context.Context) error {
+	for {
+		err := w.runOnce(ctx)
+		if !errors.Is(err, errDeclaredDead) {
+			return err
+		}
+		w.log.Warn("this worker was declared dead (late heartbeat); taking a new work number")
+	}
+}
+
+func (w *Worker) runOnce(ctx context.Context) error {
+	id, err := w.takeNumber(ctx)
+	if err != nil || id == 0 {
+		return err
+	}
+	w.id = id
+	if err := w.beat(ctx, true); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.heartbeat(gctx) })
+	for i := 0; i < w.concurrency; i++ {
+		g.Go(func() error { return w.loop(gctx) })
+	}
+	err = g.Wait()
+	if errors.Is(err, errDeclaredDead) {
+		return err
+	}
+	// Leaving (done, or cancelled): give unfinished tasks and the number back.
+	bg := context.WithoutCancel(ctx)
+	for {
+		if err := w.rdb.LMove(bg, w.k.processing(id), w.k.srq(), "RIGHT", "LEFT").Err(); err != nil {
+			break
+		}
+	}
+	pipe := w.rdb.TxPipeline()
+	pipe.HDel(bg, w.k.workers(), strconv.Itoa(id))
+	pipe.RPush(bg, w.k.trq(), id)
+	if _, perr := pipe.Exec(bg); perr != nil && err == nil {
+		err = perr
+	}
+	if errors.Is(err, errDone) {
+		err = nil
+	}
+	return err
+}
+
+// takeNumber pops a unique work number from trq, waiting for one (or for
+// the crawl to end: then it returns 0).
+func (w *Worker) takeNumber(ctx context.Context) (int, error) {
+	for {
+		v, err := w.rdb.LPop(ctx, w.k.trq()).Result()
+		if err == nil {
+			id, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("trq holds %q, not a work number", v)
+			}
+			return id, nil
+		}
+		if !errors.Is(err, redis.Nil) {
+			return 0, fmt.Errorf("cannot take a work number from trq: %w", err)
+		}
+		if done, err := w.isDone(ctx); err != nil || done {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// beatScript refreshes a heartbeat only while the master still lists the
+// worker (first: register unconditionally).
+var beatScript = redis.NewScript(`
+local t = redis.call('TIME')
+local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+if ARGV[2] == '1' or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ms)
+  return 1
+end
+return 0`)
+
+func (w *Worker) beat(ctx context.Context, first bool) error {
+	f := "0"
+	if first {
+		f = "1"
+	}
+	ok, err := beatScript.Run(ctx, w.rdb, []string{w.k.workers()}, w.id, f).Int()
+	if err != nil {
+		return fmt.Errorf("cannot send heartbeat: %w", err)
+	}
+	if ok == 0 {
+		return errDeclaredDead
+	}
+	epoch, err := w.rdb.Get(ctx, w.k.epoch()).Int64()
+	if err == nil {
+		w.epoch.Store(epoch)
+	}
+	return nil
+}
+
+func (w *Worker) heartbeat(ctx context.Context) error {
+	t := time.NewTicker(w.opt.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := w.beat(ctx, false); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, errDeclaredDead) {
+				return err
+			}
+			w.log.Warn("heartbeat failed", "err", err)
+		}
+		if done, err := w.isDone(ctx); err == nil && done {
+			return errDone
+		}
+	}
+}
+
+func (w *Worker) isDone(ctx context.Context) (bool, error) {
+	n, err := w.rdb.Exists(ctx, w.k.done()).Result()
+	if err != nil {
+		return false, fmt.Errorf("cannot read the crawl's state: %w", err)
+	}
+	return n > 0, nil
+}
+
+// loop takes tasks from srq into this worker's processing list, fetches
+// them and answers on nrq.
+func (w *Worker) loop(ctx context.Context) error {
+	proc := w.k.processing(w.id)
+	for {
+		raw, err := w.rdb.BLMove(ctx, w.k.srq(), proc, "LEFT", "RIGHT", time.Second).Result()
+		if errors.Is(err, redis.Nil) {
+			if done, err := w.isDone(ctx); err != nil || done {
+				if done {
+					return errDone
+				}
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("cannot take a task from srq: %w", err)
+		}
+		t, err := decodeTask([]byte(raw))
+		if err != nil {
+			w.log.Warn("dropping malformed task", "err", err)
+			w.rdb.LRem(ctx, proc, 1, raw)
+			continue
+		}
+		if t.Epoch < w.epoch.Load() {
+			w.rdb.LRem(ctx, proc, 1, raw) // from an earlier master run
+			continue
+		}
+		v, err := w.fetcher.Visit(ctx, t.Request, time.Now())
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err() // the task stays in the processing list
+		}
+		b, err := json.Marshal(Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: v})
+		if err != nil {
+			return err
+		}
+		pipe := w.rdb.TxPipeline()
+		pipe.RPush(ctx, w.k.nrq(), b)
+		pipe.LRem(ctx, proc, 1, raw)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("cannot answer task %d: %w", t.ID, err)
+		}
+		w.fetched.Add(1)
+	}
+}
+
+// Close closes the fetcher's local stores.
+func (w *Worker) Close() error { return w.fetcher.Close() }
