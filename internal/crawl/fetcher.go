@@ -301,7 +301,7 @@ type result struct {
 
 // visit checks robots.txt, fetches and parses one URL.
 func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart time.Time) result {
-	res := result{rec: store.Record{URL: req.URL, FinalURL: req.URL, Depth: req.Depth, FetchedAt: time.Now().UTC()}}
+	res := result{rec: store.Record{URL: req.URL, FinalURL: req.URL, Depth: req.Depth, FetchedAt: time.Now().UTC(), Attempts: req.Attempt + 1}}
 	u, err := url.Parse(req.URL)
 	if err != nil {
 		res.rec.Outcome, res.rec.Error = OutcomeError, "stored URL does not parse: "+err.Error()

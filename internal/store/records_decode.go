@@ -270,7 +270,7 @@ func fastDecodeRecord(line []byte, rec *Record) bool {
 			ip = &rec.PageNo
 		case "duration_ms":
 			ip = &rec.DurationMS
-		case "status", "depth", "size":
+		case "status", "depth", "size", "attempts":
 			v, ok := d.int()
 			if !ok || int64(int(v)) != v {
 				return false
@@ -280,6 +280,8 @@ func fastDecodeRecord(line []byte, rec *Record) bool {
 				rec.Status = int(v)
 			case "depth":
 				rec.Depth = int(v)
+			case "attempts":
+				rec.Attempts = int(v)
 			default:
 				rec.Size = int(v)
 			}
