@@ -36,6 +36,7 @@ func (k keys) trq() string              { return k.prefix + "trq" }
 func (k keys) trqInit() string          { return k.prefix + "trq-init" }
 func (k keys) config() string           { return k.prefix + "config" }
 func (k keys) epoch() string            { return k.prefix + "epoch" }
+func (k keys) heartbeat() string        { return k.prefix + "heartbeat" }
 func (k keys) done() string             { return k.prefix + "done" }
 func (k keys) workers() string          { return k.prefix + "workers" }
 func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.prefix, w) }

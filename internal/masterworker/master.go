@@ -121,6 +121,7 @@ func (m *Master) prepare(ctx context.Context) error {
 	pipe := m.rdb.TxPipeline()
 	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.done())
 	pipe.Set(ctx, m.k.config(), cfgJSON, 0)
+	pipe.Set(ctx, m.k.heartbeat(), m.opt.Heartbeat.Milliseconds(), 0)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("cannot prepare the crawl's queues: %w", err)
 	}

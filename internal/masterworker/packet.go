@@ -68,7 +68,10 @@ func decodeResult(b []byte) (Result, error) {
 type Options struct {
 	// Crawl names the crawl; several crawls share one Redis by name.
 	Crawl string
-	// Heartbeat is how often a worker reports it is alive. Default 1s.
+	// Heartbeat is how often a worker reports it is alive (and how often the
+	// master looks for dead ones). Default min(1s, WorkerTTL/3). Workers
+	// use the interval the master publishes, so that it always fits the
+	// master's WorkerTTL.
 	Heartbeat time.Duration
 	// WorkerTTL is how long a silent worker is trusted before the master
 	// puts its tasks back. Default 5s.
@@ -82,11 +85,11 @@ func (o *Options) defaults() error {
 	if o.Crawl == "" {
 		return errors.New("no crawl name: pass --crawl NAME (the same on the master and every worker)")
 	}
-	if o.Heartbeat == 0 {
-		o.Heartbeat = time.Second
-	}
 	if o.WorkerTTL == 0 {
 		o.WorkerTTL = 5 * time.Second
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = min(time.Second, o.WorkerTTL/3)
 	}
 	if o.WorkerTTL <= o.Heartbeat {
 		return fmt.Errorf("worker TTL %v must be longer than the heartbeat %v", o.WorkerTTL, o.Heartbeat)

@@ -104,6 +104,9 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		return err
 	}
 	w.id = id
+	if ms, err := w.rdb.Get(ctx, w.k.heartbeat()).Int64(); err == nil && ms > 0 {
+		w.opt.Heartbeat = time.Duration(ms) * time.Millisecond // the master's pace
+	}
 	if err := w.beat(ctx, true); err != nil {
 		return err
 	}

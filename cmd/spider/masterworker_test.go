@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestMasterWorkerKill runs `spider master` and three `spider worker`
+// processes against a real redis-server, kills one worker with SIGKILL in
+// the middle of the crawl, and checks that every processe exits by itself
+// and every ground-truth URL was fetched by some worker.
+func TestMasterWorkerKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 41, Hosts: 12, PagesPerHost: 40, Latency: 15 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(3), MaxDepth: 3, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string, args ...string) (*exec.Cmd, *bytes.Buffer, chan error) {
+		cmd := exec.Command(bin, args...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, &out, done
+	}
+	redisURL := rs.URL()
+	_, mout, mdone := start("master", append([]string{"master", "--redis", redisURL, "--crawl", "t", "--data", filepath.Join(dir, "master"),
+		"--resolve-file", resolve, "--allow-private", "--delay", "5ms", "--scope", "any", "--max-depth", "3", "--worker-ttl", "1s"}, rules.Seeds...)...)
+	var wdirs []string
+	var wdone []chan error
+	var wouts []*bytes.Buffer
+	var victim *exec.Cmd
+	for i := 0; i < 3; i++ {
+		d := filepath.Join(dir, "w"+string(rune('0'+i)))
+		wdirs = append(wdirs, d)
+		cmd, out, done := start("worker", "worker", "--redis", redisURL, "--crawl", "t", "--data", d,
+			"--resolve-file", resolve, "--allow-private", "--concurrency", "4")
+		wdone, wouts = append(wdone, done), append(wouts, out)
+		if i == 0 {
+			victim = cmd
+		}
+	}
+	// Kill the first worker once it has fetched something.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := countRecords(wdirs[0]); n >= 10 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-wdone[0]
+	wait := func(name string, done chan error, out *bytes.Buffer) {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s failed: %v\n%s", name, err, out)
+			}
+		case <-time.After(90 * time.Second):
+			t.Fatalf("%s did not exit by itself\n%s", name, out)
+		}
+	}
+	wait("master", mdone, mout)
+	for i := 1; i < 3; i++ {
+		wait("worker", wdone[i], wouts[i])
+	}
+	got := map[string]bool{}
+	for _, d := range wdirs {
+		rs, err := store.OpenRecords(d, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Iterate(func(r store.Record) error { got[r.URL] = true; return nil })
+		rs.Close()
+	}
+	missing := 0
+	for _, u := range truth.MustFetch {
+		if !got[u] {
+			missing++
+			if missing < 5 {
+				t.Errorf("never fetched: %s", u)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d URLs lost after a worker was killed\nmaster:\n%s", missing, len(truth.MustFetch), mout)
+	}
+	if !strings.Contains(mout.String(), "done") {
+		t.Errorf("master summary missing:\n%s", mout)
+	}
+	t.Logf("%d URLs; master said: %s", len(truth.MustFetch), strings.TrimSpace(mout.String()))
+}
+
+func countRecords(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, store.RecordsFileName))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\n"))
+}
