@@ -24,6 +24,7 @@ var commands = []command{
 	{"crawl", "crawl the web from seed URLs (embedded store, resumable)", runCrawl},
 	{"master", "schedule a master–worker crawl over Redis (SPEC §1)", runMaster},
 	{"worker", "fetch for a master–worker crawl over Redis", runWorker},
+	{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
 	{"stats", "summarise a crawl's data directory", runStats},
 	{"export", "write a crawl's records as JSON lines or WARC", runExport},
 	{"robots", "check a URL against a robots.txt file", runRobots},

@@ -78,6 +78,10 @@ func TestMasterWorkerKill(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	code, out, errOut := runCLI(t, "status", "--redis", redisURL, "--crawl", "t")
+	if code != 0 || !strings.Contains(out, "workers:") || !strings.Contains(out, "srq") {
+		t.Errorf("status: code %d\n%s%s", code, out, errOut)
+	}
 	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -268,6 +268,7 @@ func (m *Master) reap(ctx context.Context) error {
 			m.log.Warn("cannot read Redis time", "err", err)
 			continue
 		}
+		m.publish(ctx)
 		beats, err := m.rdb.HGetAll(ctx, m.k.workers()).Result()
 		if err != nil {
 			m.log.Warn("cannot read worker heartbeats", "err", err)
@@ -316,6 +317,17 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 	m.requeued.Add(int64(n))
 	m.log.Warn("worker declared dead; its tasks are queued again", "worker", worker, "tasks", n)
 	return nil
+}
+
+// publish writes the master's progress for `spider status`.
+func (m *Master) publish(ctx context.Context) {
+	p := m.sched.Progress()
+	s := m.Stats()
+	m.rdb.HSet(ctx, m.k.stats(), map[string]any{
+		"epoch": m.epoch, "fetched": p.Fetched, "errors": p.Errors, "queued": p.Queued,
+		"in_flight": p.InFlight, "hosts": p.Hosts, "elapsed_ms": p.Elapsed.Milliseconds(),
+		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad,
+	})
 }
 
 // Close closes the scheduler (frontier and state).
