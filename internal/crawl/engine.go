@@ -101,6 +101,9 @@ type Scheduler struct {
 	started   time.Time
 	hostMu    sync.Mutex
 	hostPages map[string]int64 // this run's completions per host
+
+	flightMu sync.Mutex
+	inFlight map[string]struct{} // URLs leased and not yet finished or released
 }
 
 // NewScheduler schedules a crawl of cfg from st (embedded or Redis). The
@@ -114,7 +117,8 @@ func NewScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), hostPages: map[string]int64{}}, nil
+	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg),
+		hostPages: map[string]int64{}, inFlight: map[string]struct{}{}}, nil
 }
 
 // Start loads what a previous run left pending into the frontier and
@@ -140,7 +144,9 @@ func (s *Scheduler) Start(ctx context.Context, seeds []frontier.Request) error {
 
 // Next blocks until a URL may be fetched (politeness) and returns its lease;
 // frontier.ErrDrained means nothing is queued and nothing is leased: the
-// crawl is over. Copies left stale by depth lowering are skipped.
+// crawl is over. A frontier may hold a URL twice (a copy left by depth
+// lowering, or by a bucket that left and came back): a copy that is not
+// the State's current one, or whose URL is already in flight, is dropped.
 func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 	for {
 		lease, err := s.fr.Next(ctx)
@@ -148,7 +154,7 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 			return nil, err
 		}
 		cur, err := s.st.Current(ctx, lease.Request)
-		if err == nil && cur {
+		if err == nil && cur && s.claim(lease.Request.URL) {
 			return lease, nil
 		}
 		// A copy left behind when its URL was lowered to a smaller depth
@@ -160,10 +166,29 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 	}
 }
 
+// claim marks url in flight; false if it already is.
+func (s *Scheduler) claim(url string) bool {
+	s.flightMu.Lock()
+	defer s.flightMu.Unlock()
+	if _, busy := s.inFlight[url]; busy {
+		return false
+	}
+	s.inFlight[url] = struct{}{}
+	return true
+}
+
+// done ends a lease handed out by Next.
+func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
+	s.flightMu.Lock()
+	delete(s.inFlight, lease.Request.URL)
+	s.flightMu.Unlock()
+	s.fr.Done(lease, info)
+}
+
 // Release gives a lease back without a result (cancelled, or its worker
 // died): with retry the URL is queued again with Attempt+1.
 func (s *Scheduler) Release(lease *frontier.Lease, retry bool) {
-	s.fr.Done(lease, frontier.DoneInfo{Retry: retry})
+	s.done(lease, frontier.DoneInfo{Retry: retry})
 }
 
 // Close closes the frontier and the state; safe to call more than once.
@@ -353,26 +378,26 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	if v.Retry {
 		req.Attempt++
 		if err := s.st.UpdatePending(ctx, req); err != nil && !errors.Is(err, state.ErrNotPending) {
-			s.fr.Done(lease, frontier.DoneInfo{})
+			s.done(lease, frontier.DoneInfo{})
 			return fmt.Errorf("cannot record retry of %s: %w", req.URL, err)
 		}
 		s.m.retries.Inc()
-		s.fr.Done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
+		s.done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
 		return nil
 	}
 	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, v.Discovered)
 	if err != nil {
-		s.fr.Done(lease, frontier.DoneInfo{})
+		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
 	}
 	if out.DuplicateOf != "" {
 		s.m.duplicates.Inc()
 	}
 	if err := s.fr.PushAll(out.New); err != nil {
-		s.fr.Done(lease, frontier.DoneInfo{})
+		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot queue discovered URLs: %w", err)
 	}
-	s.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
+	s.done(lease, frontier.DoneInfo{Delay: v.Delay})
 
 	s.fetched.Add(1)
 	row := Row(v.Outcome)

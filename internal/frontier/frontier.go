@@ -751,3 +751,49 @@ func (f *Frontier) refillStreamLocked(q, n int) error {
 	}
 	return nil
 }
+
+// Drop removes from memory every queued URL whose key matches pred (for
+// example the hosts of a bucket this node no longer owns) and returns how
+// many it removed. Leased URLs are not touched, and spilled URLs are not
+// read back to be dropped: the caller must still check each lease it gets
+// (a URL it no longer owns is dropped at lease time).
+func (f *Frontier) Drop(pred func(key string) bool) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	removed := 0
+	forget := func(ks *keyState, n int) {
+		ks.queued -= n
+		if ks.queued == 0 && n > 0 {
+			f.withURLs--
+		}
+		f.mem -= n
+		removed += n
+	}
+	for i := range f.front {
+		q := &f.front[i]
+		var kept deque
+		for q.len() > 0 {
+			it := q.popFront()
+			if pred(it.ks.key) {
+				forget(it.ks, 1)
+				f.frontN--
+				continue
+			}
+			kept.pushBack(it)
+		}
+		*q = kept
+	}
+	for key, ks := range f.keys {
+		if ks.bq == nil || !pred(key) {
+			continue
+		}
+		n := ks.bq.items.len()
+		ks.bq.items = deque{}
+		forget(ks, n)
+		f.placeLocked(ks.bq)
+	}
+	if removed > 0 {
+		f.wakeLocked()
+	}
+	return removed
+}

@@ -770,3 +770,46 @@ func TestStrictLevels(t *testing.T) {
 		t.Fatalf("Next = %v, want ErrDrained", err)
 	}
 }
+
+func TestDrop(t *testing.T) {
+	f, err := New(Config{Delay: NoDelay, BackQueues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rs []Request
+	for i, k := range []string{"a", "b", "c", "a", "b", "c", "d"} {
+		rs = append(rs, Request{URL: fmt.Sprintf("http://%s/%d", k, i), Key: k, Seq: uint64(i + 1)})
+	}
+	if err := f.PushAll(rs); err != nil {
+		t.Fatal(err)
+	}
+	// Route some into back queues first, so Drop meets both kinds of queue.
+	l, err := f.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Drop(func(k string) bool { return k == "b" || k == "c" }); n != 4 {
+		t.Fatalf("Drop removed %d URLs, want 4", n)
+	}
+	f.Done(l, DoneInfo{})
+	var got []string
+	for {
+		l, err := f.Next(context.Background())
+		if err == ErrDrained {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l.Request.Key)
+		f.Done(l, DoneInfo{})
+	}
+	slices.Sort(got)
+	if strings.Join(got, "") != "ad" {
+		t.Fatalf("after Drop and one lease of a, served keys %v; want the other a and d", got)
+	}
+	if st := f.Stats(); st.Queued != 0 || st.Keys != 0 {
+		t.Fatalf("stats after draining: %+v", st)
+	}
+}
