@@ -7,6 +7,7 @@ package bench
 import (
 	"context"
 	"flag"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,17 +27,30 @@ var (
 	benchConc  = flag.Int("bench.concurrency", 32, "BenchmarkCrawl: spider --concurrency")
 )
 
+// crawlSettings are the knobs BenchmarkCrawl varies.
+type crawlSettings struct {
+	depth, concurrency int
+	loose              bool // crawl.Config.LooseDepth: no barrier between depth levels
+}
+
+// crawlStats is what one crawl did: its final progress and the mean number
+// of URLs in flight, sampled every 5 ms while it ran.
+type crawlStats struct {
+	crawl.Progress
+	meanInFlight float64
+}
+
 // crawlOnce runs one complete crawl of srv in dir with the benchmark's
-// settings (no delay, one connection per host, scope any) and returns its
-// progress at the end.
-func crawlOnce(ctx context.Context, tb testing.TB, srv *websim.Server, dir string, seeds []string, depth, concurrency int) crawl.Progress {
+// settings (no delay, one connection per host, scope any).
+func crawlOnce(ctx context.Context, tb testing.TB, srv *websim.Server, dir string, seeds []string, s crawlSettings) crawlStats {
 	tb.Helper()
 	cfg := crawl.NewConfig()
 	cfg.Data = dir
 	cfg.Seeds = seeds
-	cfg.MaxDepth = depth
+	cfg.MaxDepth = s.depth
+	cfg.LooseDepth = s.loose
 	cfg.Scope = "any"
-	cfg.Concurrency = concurrency
+	cfg.Concurrency = s.concurrency
 	cfg.PerHost = 1
 	cfg.Delay = 0
 	cfg.AllowPrivate = true
@@ -45,21 +59,45 @@ func crawlOnce(ctx context.Context, tb testing.TB, srv *websim.Server, dir strin
 	if err != nil {
 		tb.Fatalf("cannot create the engine: %v", err)
 	}
-	if err := eng.Run(ctx); err != nil {
+	done := make(chan struct{})
+	sampled := make(chan float64, 1)
+	go func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		var sum, n float64
+		for {
+			select {
+			case <-done:
+				sampled <- sum / max(n, 1)
+				return
+			case <-t.C:
+				sum += float64(eng.Progress().InFlight)
+				n++
+			}
+		}
+	}()
+	runErr := eng.Run(ctx)
+	close(done)
+	st := crawlStats{meanInFlight: <-sampled}
+	if runErr != nil {
 		_ = eng.Close()
-		tb.Fatalf("crawl failed: %v", err)
+		tb.Fatalf("crawl failed: %v", runErr)
 	}
-	p := eng.Progress()
+	st.Progress = eng.Progress()
 	if err := eng.Close(); err != nil {
 		tb.Fatalf("cannot close the engine: %v", err)
 	}
-	return p
+	return st
 }
 
 // BenchmarkCrawl crawls a synthetic web (no latency) with the engine
-// in-process, one complete crawl per iteration, and reports pages/s and
-// pages per crawl. websim serves from the same process, so a CPU profile
-// shows both; the crawler's share is everything outside package websim.
+// in-process, one complete crawl per iteration, and reports pages/s, pages
+// per crawl and the mean number of URLs in flight (out of
+// -bench.concurrency: the rest of the workers were waiting for work).
+// "levels" is the default crawl (a barrier between depth levels, so each page
+// gets its shortest depth); "loose" sets LooseDepth, to measure the barrier's
+// cost. websim serves from the same process, so a CPU profile shows both; the
+// crawler's share is everything outside package websim.
 //
 //	go test ./bench -run '^$' -bench Crawl -benchtime 3x -cpuprofile cpu.out
 func BenchmarkCrawl(b *testing.B) {
@@ -70,17 +108,40 @@ func BenchmarkCrawl(b *testing.B) {
 	}
 	defer srv.Close()
 	seeds := srv.SeedURLs(*benchSeeds)
-	var pages int64
-	var busy time.Duration
-	for b.Loop() {
-		dir := b.TempDir()
-		start := time.Now()
-		p := crawlOnce(ctx, b, srv, dir, seeds, *benchDepth, *benchConc)
-		busy += time.Since(start)
-		pages += p.Fetched
+	for _, mode := range []struct {
+		name  string
+		loose bool
+	}{{"levels", false}, {"loose", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var pages int64
+			var busy time.Duration
+			var inFlight float64
+			var cpu time.Duration
+			for b.Loop() {
+				dir := b.TempDir()
+				start, cpu0 := time.Now(), processCPU()
+				st := crawlOnce(ctx, b, srv, dir, seeds, crawlSettings{depth: *benchDepth, concurrency: *benchConc, loose: mode.loose})
+				busy += time.Since(start)
+				cpu += processCPU() - cpu0
+				pages += st.Fetched
+				inFlight += st.meanInFlight
+			}
+			b.ReportMetric(float64(pages)/busy.Seconds(), "pages/s")
+			b.ReportMetric(float64(pages)/float64(b.N), "pages/crawl")
+			b.ReportMetric(inFlight/float64(b.N), "inflight")
+			b.ReportMetric(cpu.Seconds()*1000/float64(pages), "cpu-ms/page")
+		})
 	}
-	b.ReportMetric(float64(pages)/busy.Seconds(), "pages/s")
-	b.ReportMetric(float64(pages)/float64(b.N), "pages/crawl")
+}
+
+// processCPU returns this process's user + system time so far (crawler and
+// websim together).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestCrawlMatchesTruth checks the benchmark's setup: with these settings the
@@ -107,7 +168,7 @@ func TestCrawlMatchesTruth(t *testing.T) {
 			if err != nil {
 				t.Fatalf("cannot compute the truth: %v", err)
 			}
-			p := crawlOnce(ctx, t, srv, t.TempDir(), seeds, tc.depth, 8)
+			p := crawlOnce(ctx, t, srv, t.TempDir(), seeds, crawlSettings{depth: tc.depth, concurrency: 8})
 			if int(p.Fetched) != len(truth.MustFetch) {
 				t.Errorf("fetched %d URLs, the truth has %d", p.Fetched, len(truth.MustFetch))
 			}

@@ -21,7 +21,13 @@ type logMetrics struct {
 	MaxOpen          int // most requests in flight to one host
 	GapHosts         int // hosts whose smallest gap between arrivals is below delay (delay > 0)
 	Hosts            int // hosts that received a request
+
+	RobotsExamples  []string // the first few robots.txt violations
+	OutsideExamples []string // the first few URLs fetched outside the truth
 }
+
+// maxExamples bounds logMetrics' example lists.
+const maxExamples = 5
 
 // Coverage returns Covered/MustFetch (1 when the truth is empty).
 func (m logMetrics) Coverage() float64 {
@@ -81,6 +87,9 @@ func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.
 		}
 		if truth.MustNotFetch[key] == websim.ReasonRobots {
 			m.RobotsViolations++
+			if len(m.RobotsExamples) < maxExamples {
+				m.RobotsExamples = append(m.RobotsExamples, key)
+			}
 		}
 		if fetched[key] {
 			continue
@@ -90,6 +99,9 @@ func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.
 			m.Covered++
 		} else {
 			m.Outside++
+			if len(m.OutsideExamples) < maxExamples {
+				m.OutsideExamples = append(m.OutsideExamples, key)
+			}
 		}
 	}
 	for u, n := range dup {

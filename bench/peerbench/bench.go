@@ -102,10 +102,10 @@ type result struct {
 	Crawler   string
 	Run       int
 	Log       logMetrics
-	Wall      time.Duration // process start to exit
+	Wall      time.Duration // crawler process start to exit
 	CPU       time.Duration // user + system time of the crawler process
-	MaxRSS    int64         // peak resident set of the crawler process, bytes
-	ServerCPU time.Duration // user + system time of this process (websim) during the run
+	MaxRSS    int64         // peak resident set of the crawler process (ru_maxrss), bytes
+	ServerCPU time.Duration // user + system time of this process (websim, launcher start) during the run
 	Self      *selfReport   // the crawler's own JSON line, when it prints one
 	Err       error
 }
@@ -148,6 +148,12 @@ func (b *bench) runAll(ctx context.Context) ([]result, error) {
 			}
 			fmt.Fprintf(b.log, "run %d: %s: %d pages in %s (%.0f/s), coverage %.4f\n",
 				r, name, res.Log.Pages, res.Wall.Round(time.Millisecond), res.PagesPerSec(), res.Log.Coverage())
+			if len(res.Log.RobotsExamples) > 0 {
+				fmt.Fprintf(b.log, "  robots.txt violations, e.g. %s\n", strings.Join(res.Log.RobotsExamples, " "))
+			}
+			if len(res.Log.OutsideExamples) > 0 {
+				fmt.Fprintf(b.log, "  fetched outside the truth, e.g. %s\n", strings.Join(res.Log.OutsideExamples, " "))
+			}
 		}
 	}
 	return out, nil
@@ -181,26 +187,32 @@ func (b *bench) runOne(ctx context.Context, name string, n int) result {
 	b.srv.Log().Reset()
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.bins[name], b.args(name, data)...)
+	self, err := os.Executable()
+	if err != nil {
+		res.Err = fmt.Errorf("cannot find peerbench's executable for the launcher: %w", err)
+		return res
+	}
+	usageFile := filepath.Join(b.work, fmt.Sprintf("usage-%s-%d.json", name, n))
+	args := append([]string{measureArg, usageFile, b.bins[name]}, b.args(name, data)...)
+	cmd := exec.CommandContext(ctx, self, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Dir = b.work
 	before := selfCPU()
-	start := time.Now()
-	err := cmd.Run()
-	res.Wall = time.Since(start)
+	err = cmd.Run()
 	res.ServerCPU = selfCPU() - before
-	if cmd.ProcessState != nil {
-		res.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			res.MaxRSS = ru.Maxrss << 10 // KiB on Linux
-		}
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("stopped after %s: %w", b.cfg.Timeout, ctx.Err())
 		}
 		res.Err = fmt.Errorf("cannot run %s: %w\n%s", name, err, tail(stderr.String(), 2000))
+	}
+	if u, uerr := readUsage(usageFile); uerr == nil {
+		res.Wall = time.Duration(u.WallNS)
+		res.CPU = time.Duration(u.UserNS + u.SysNS)
+		res.MaxRSS = u.MaxRSSKB << 10
+	} else if res.Err == nil {
+		res.Err = uerr
 	}
 	res.Self = lastJSON(stdout.Bytes())
 	waitQuiet(b.srv.Log())

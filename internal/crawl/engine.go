@@ -153,13 +153,17 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !s.claim(lease.Request.URL) {
+			s.fr.Done(lease, frontier.DoneInfo{}) // another copy is being fetched
+			continue
+		}
 		cur, err := s.st.Current(ctx, lease.Request)
-		if err == nil && cur && s.claim(lease.Request.URL) {
+		if err == nil && cur {
 			return lease, nil
 		}
 		// A copy left behind when its URL was lowered to a smaller depth
-		// (or already completed): drop it unfetched.
-		s.fr.Done(lease, frontier.DoneInfo{})
+		// (or already completed, or of a bucket no longer owned): drop it.
+		s.done(lease, frontier.DoneInfo{})
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +193,20 @@ func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 // died): with retry the URL is queued again with Attempt+1.
 func (s *Scheduler) Release(lease *frontier.Lease, retry bool) {
 	s.done(lease, frontier.DoneInfo{Retry: retry})
+}
+
+// Enqueue queues requests the State already accepted (for example URLs
+// another node sent, or a bucket's pending URLs after acquiring it).
+func (s *Scheduler) Enqueue(reqs []frontier.Request) error { return s.fr.PushAll(reqs) }
+
+// Drop removes queued URLs whose politeness key matches pred, e.g. the
+// hosts of a bucket this node no longer owns; see frontier.Frontier.Drop.
+func (s *Scheduler) Drop(pred func(key string) bool) int { return s.fr.Drop(pred) }
+
+// Idle reports whether nothing is queued (in memory or spilled) or leased.
+func (s *Scheduler) Idle() bool {
+	st := s.fr.Stats()
+	return st.Queued == 0 && st.Spilled == 0 && st.Leased == 0
 }
 
 // Close closes the frontier and the state; safe to call more than once.

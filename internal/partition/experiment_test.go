@@ -148,11 +148,11 @@ func TestSpecExperiment(t *testing.T) {
 	for _, tf := range []tableFunc{tables[0], tables[1]} {
 		t1, t2, t3 := tf.f(rABCD, m), tf.f(rABD, m), tf.f(rABDE, m)
 		type change struct {
-			name       string
-			from, to   []string
-			node       string
-			ideal      float64 // share of the whole that must move
-			needless   int
+			name     string
+			from, to []string
+			node     string
+			ideal    float64 // share of the whole that must move
+			needless int
 		}
 		changes := []change{
 			{name: "remove C", from: t1, to: t2, node: "C", ideal: rABCD.Share("C")},

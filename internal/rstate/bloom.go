@@ -29,9 +29,9 @@ func bloomShape(expected uint64, p float64) (m uint64, k int, err error) {
 	return m, max(1, min(k, 64)), nil
 }
 
-// appendBitArgs appends the k bit positions of key in a filter of m bits, as
-// decimal strings: g_i = ⌊(H1 + i·H2) · m / 2^64⌋ for i = 0..k-1, the double
-// hashing of dedup.Bloom (Lemire's multiply-shift instead of mod m).
+// appendBitArgs appends the k bit positions of key in a filter of m bits,
+// as decimal strings: g_i = ⌊(H1 + i·H2) · m / 2^64⌋ for i = 0..k-1, the
+// double hashing of dedup.Bloom (Lemire's multiply-shift instead of mod m).
 func appendBitArgs(args []any, key dedup.Key, m uint64, k int) []any {
 	h := key.H1
 	for i := 0; i < k; i++ {

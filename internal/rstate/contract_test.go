@@ -10,6 +10,8 @@ import (
 	"github.com/spider-crawler/spider/internal/state/statetest"
 )
 
+var _ statetest.Backend = (*rstate.Store)(nil)
+
 // backend adds statetest.Counter to a Store.
 type backend struct{ *rstate.Store }
 

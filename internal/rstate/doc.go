@@ -33,6 +33,10 @@
 //	spider:<crawl>:{<bucket>}:counters HASH    outcome class → count
 //	spider:<crawl>:{<bucket>}:fp       HASH    fingerprint, 8 bytes big endian → URL of the
 //	                                           first page with it
+//	spider:<crawl>:{<bucket>}:call:<id> STRING the reply of one Discover or Complete call
+//	                                           that accepted something (MessagePack), kept
+//	                                           for ReplyTTL so that a client retry after a
+//	                                           lost reply gets it instead of a second run
 //
 // The lease code of the cluster writes spider:<crawl>:{b<n>}:owner; a Store
 // opened with Options.Fence checks that key at the start of every write
@@ -45,18 +49,22 @@
 // # Seen modes
 //
 // Exact mode keeps every accepted URL's 16-byte key in the seen hash: no
-// URL is ever lost, at the cost of about 90 bytes of Redis memory per seen
-// URL (see the package benchmarks). Bloom mode keeps a Bloom filter in a
-// Redis string instead: m bits and k hash functions sized from ExpectedURLs
-// and FPRate (about 29 bits, 3.6 bytes, per URL at 1e-6), the k bit
+// URL is ever lost, at the cost of about 95 bytes of Redis memory per seen
+// URL, plus about 145 bytes per pending URL of 55 bytes (BenchmarkMemory).
+// Bloom mode keeps a Bloom filter in a Redis string instead: m bits and k
+// hash functions sized from ExpectedURLs and FPRate (about 29 bits, 3.6
+// bytes, per URL at 1e-6; 7.5 bytes per seen URL measured with the rest of
+// the bucket's keys, and about 230 bytes per pending URL), the k bit
 // positions computed by the client from dedup.KeyOf as internal/dedup does
 // (Kirsch–Mitzenmacher double hashing); a new URL is wrongly taken as seen
-// with probability about FPRate. Redis strings hold at most 2^32 bits, so
+// with probability about FPRate. Bloom mode costs CPU on the server: a
+// known URL is k GETBIT calls (k = 20 at 1e-6) where exact mode makes one
+// HGET, so its scripts run 3 to 5 times longer. Redis strings hold at most 2^32 bits, so
 // one bucket's filter is at most 512 MiB; Open refuses a larger one. The
 // filter's shape is fixed when the bucket is created: reopening with other
-// ExpectedURLs or FPRate keeps the stored shape. SETBIT allocates the string
-// up to the highest bit set, so the whole filter is allocated soon after
-// the first URLs.
+// ExpectedURLs or FPRate keeps the stored shape. Open allocates the whole
+// filter when it creates the bucket (so a Redis short of memory fails
+// there, not mid-crawl).
 //
 // Depth lowering (a still-pending URL discovered again at a smaller depth
 // takes that depth, keeping its Seq; see state.Store.Discover) needs the

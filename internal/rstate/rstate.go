@@ -409,12 +409,7 @@ func (s *Store) appendGroups(args []any, reqs []frontier.Request) []any {
 }
 
 // groupArgs is how many arguments appendGroups adds per request.
-func (s *Store) groupArgs() int {
-	if s.bloom {
-		return 6 + s.k
-	}
-	return 6
-}
+func (s *Store) groupArgs() int { return 6 + s.k }
 
 // accepted turns the script's per-request items into the accepted
 // requests: 0 is skipped, a number is the Seq of a new request, a string the
@@ -495,9 +490,9 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 // deletes pending[r.Seq], adds one to the counter o.Class (and to
 // PagesStored if o.Stored), looks up o.Fingerprint (recording o.URL, or
 // r.URL, as its owner when new) and discovers the discovered requests as
-// Discover does, however many. If r is no longer pending, or is a stale copy
-// (its URL was since lowered to a smaller depth), Complete does nothing and
-// returns an empty Result: it is idempotent. It fails if o.Class is empty,
+// Discover does, however many. A copy of r fetched before its URL was
+// lowered to a smaller depth still completes it. If r is no longer pending,
+// Complete does nothing and returns an empty Result: it is idempotent. It fails if o.Class is empty,
 // if a discovered request has no URL, if pending[r.Seq] holds another URL
 // than r.URL, with ErrFenced when the bucket's lease is lost, or on a Redis
 // error (then nothing was recorded, except as noted at Discover).

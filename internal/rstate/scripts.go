@@ -96,16 +96,18 @@ local function fields(s)
   return f
 end
 
--- bits builds a BITFIELD argument list over the k positions ARGV[at..at+k-1].
-local function bits(op, at, k)
-  local a = {}
+-- bitsop reports whether the bits at the k positions ARGV[at..at+k-1]
+-- (decimal strings: GETBIT parses them faster than it converts Lua numbers)
+-- are all set; with set true it sets them instead.
+local function bitsop(at, k, set)
   for i = at, at + k - 1 do
-    a[#a + 1] = op
-    a[#a + 1] = 'u1'
-    a[#a + 1] = ARGV[i]
-    if op == 'SET' then a[#a + 1] = 1 end
+    if set then
+      redis.call('SETBIT', KEYS[K_BLOOM], ARGV[i], 1)
+    elseif redis.call('GETBIT', KEYS[K_BLOOM], ARGV[i]) == 0 then
+      return false
+    end
   end
-  return a
+  return true
 end
 
 -- discover handles n requests whose arguments start at ARGV[at], each as
@@ -119,15 +121,11 @@ local function discover(at, n, bloom, k, out)
   if bloom then seenKey = KEYS[K_LIVE] end
   local added, damaged = 0, 0
   for _ = 1, n do
-    local key, depth = ARGV[at], ARGV[at + 3]
-    local pos = at + 6
+    local key, depth, pos = ARGV[at], ARGV[at + 3], at + 6
     local v
     local known = true
     if bloom then
-      local got = redis.call('BITFIELD', KEYS[K_BLOOM], unpack(bits('GET', pos, k)))
-      for i = 1, k do
-        if got[i] == 0 then known = false break end
-      end
+      known = bitsop(pos, k, false)
       if known then v = redis.call('HGET', seenKey, key) end
     else
       v = redis.call('HGET', seenKey, key)
@@ -138,14 +136,15 @@ local function discover(at, n, bloom, k, out)
       local sf = string.format('%.0f', seq)
       redis.call('HSET', KEYS[K_PENDING], sf, ARGV[at + 1] .. putuv(seq) .. ARGV[at + 2])
       redis.call('HSET', seenKey, key, sf .. ',' .. depth)
-      if bloom then redis.call('BITFIELD', KEYS[K_BLOOM], unpack(bits('SET', pos, k))) end
+      if bloom then bitsop(pos, k, true) end
       added = added + 1
       out[#out + 1] = seq
     else
       local item = 0
       if v then
         local c = string.find(v, ',', 1, true)
-        if c and tonumber(depth) < tonumber(string.sub(v, c + 1)) then
+        local old = c and tonumber(string.sub(v, c + 1))
+        if old and tonumber(depth) < old then
           local sf = string.sub(v, 1, c - 1)
           local rec = redis.call('HGET', KEYS[K_PENDING], sf)
           if rec then
@@ -182,8 +181,8 @@ local function remember(out, ttl)
 end
 `
 
-// initScript creates the bucket's meta hash if it is new and returns the
-// stored mode, filter shape and creation time.
+// initScript creates the bucket's meta hash (and in bloom mode its filter)
+// if it is new and returns the stored mode, filter shape and creation time.
 //
 //	ARGV: fence value, mode, bloom m, bloom k, creation time
 var initScript = redis.NewScript("#!lua\n" + luaLib + `
@@ -191,6 +190,11 @@ local e = fence(ARGV[1])
 if e then return e end
 if redis.call('HSETNX', KEYS[K_META], 'mode', ARGV[2]) == 1 then
   redis.call('HSET', KEYS[K_META], 'bloom_m', ARGV[3], 'bloom_k', ARGV[4], 'created', ARGV[5], 'seen', 0, 'pages', 0)
+  if ARGV[2] == 'bloom' then
+    -- Allocate the whole filter now: one exact allocation, where growing it
+    -- bit by bit would over-allocate by up to 2x.
+    redis.call('SETBIT', KEYS[K_BLOOM], string.format('%.0f', tonumber(ARGV[3]) - 1), 0)
+  end
 end
 return redis.call('HMGET', KEYS[K_META], 'mode', 'bloom_m', 'bloom_k', 'created')
 `)
@@ -212,7 +216,7 @@ return out
 
 // completeScript: ARGV: fence value, mode, k, reply ttl, Seq, URL, depth,
 // class, stored ("1"/"0"), fingerprint (8 bytes or ""), fingerprint owner,
-// urlkey, n, then n request groups. Reply: {done (0 = not pending or stale),
+// urlkey, n, then n request groups. Reply: {done (0 = not pending),
 // duplicate-of, damaged, item...}.
 var completeScript = redis.NewScript("#!lua\n" + luaLib + `
 local prev = replay()
@@ -225,7 +229,6 @@ if not rec then return {0, '', 0} end
 local f = fields(rec)
 if not f then return redis.error_reply('DAMAGED pending record ' .. sf .. ' cannot be decoded') end
 if f.url ~= ARGV[6] then return redis.error_reply('MISMATCH pending record ' .. sf .. ' holds another URL') end
-if f.depth < tonumber(ARGV[7]) then return {0, '', 0} end
 local bloom = ARGV[2] == 'bloom'
 redis.call('HDEL', KEYS[K_PENDING], sf)
 if bloom then redis.call('HDEL', KEYS[K_LIVE], ARGV[12]) end

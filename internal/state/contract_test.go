@@ -9,6 +9,8 @@ import (
 	"github.com/spider-crawler/spider/internal/state/statetest"
 )
 
+var _ statetest.Backend = (*state.Store)(nil)
+
 // backend adds statetest.Counter to the bbolt store.
 type backend struct{ *state.Store }
 

@@ -771,9 +771,6 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		if stored.URL != r.URL {
 			return fmt.Errorf("pending record %d is %q, not %q: the request's Seq does not match its URL", r.Seq, stored.URL, r.URL)
 		}
-		if stored.Depth < r.Depth {
-			return nil // a stale copy: the URL was lowered to a smaller depth
-		}
 		if err := pend.Delete(key); err != nil {
 			return err
 		}

@@ -222,4 +222,3 @@ func TestBloomSnapshot(t *testing.T) {
 		})
 	}
 }
-

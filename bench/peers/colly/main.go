@@ -184,7 +184,8 @@ func crawl(ctx context.Context, opt options) (report, error) {
 	c.OnError(func(*colly.Response, error) { pages.Add(1); errs.Add(1) })
 
 	for _, s := range opt.Seeds {
-		if err := c.Visit(s); err != nil {
+		// A seed robots.txt disallows is skipped, as spider does.
+		if err := c.Visit(s); err != nil && !errors.Is(err, colly.ErrRobotsTxtBlocked) {
 			return report{}, fmt.Errorf("cannot visit seed %q: %w", s, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,10 +153,13 @@ func TestCluster(t *testing.T) {
 					t.Fatalf("SET key%d: %v", i, err)
 				}
 			}
+			var mu sync.Mutex
 			var perNode []int64
 			err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 				n, err := m.DBSize(ctx).Result()
+				mu.Lock()
 				perNode = append(perNode, n)
+				mu.Unlock()
 				return err
 			})
 			if err != nil {

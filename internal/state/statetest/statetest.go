@@ -7,8 +7,9 @@
 // passes. The contract is the one documented on internal/state's Store:
 // Discover accepts a URL exactly once (also under concurrent callers), a
 // rediscovery of a still-pending URL at a smaller depth lowers it in place
-// (same Seq; Current then reports the old copy stale and Complete of the
-// stale copy is a no-op), Complete deletes the pending record, counts the
+// (same Seq; Current then reports the old copy stale, so it is not
+// fetched; a copy already being fetched still completes the URL), Complete
+// deletes the pending record, counts the
 // outcome, checks the content fingerprint and discovers the page's links in
 // one atomic step and is idempotent, UpdatePending rewrites a pending record
 // or fails with state.ErrNotPending, LoadPending returns the pending
@@ -547,20 +548,25 @@ func (r *runner) testLowerDepth(t *testing.T) {
 			if cur, err := s.Current(ctx, got[0]); err != nil || !cur {
 				t.Errorf("the lowered copy: Current = %v, %v; want true", cur, err)
 			}
-			// Completing the stale copy is a no-op; the lowered one completes.
-			res, err := s.Complete(ctx, deep, state.Outcome{Class: "200"}, Reqs("http://a.test/y"))
-			if err != nil || len(res.New) != 0 {
-				t.Fatalf("stale Complete = %+v, %v; want a no-op", res, err)
-			}
-			checkCounts(t, s, Counts{Pending: 1, Seen: 1, PagesStored: 0})
-			if c, _ := s.Counters(ctx); len(c) != 0 {
-				t.Fatalf("stale Complete counted %v", c)
-			}
-			if _, err := s.Complete(ctx, got[0], state.Outcome{Class: "200"}, nil); err != nil {
+			// A copy that was fetched completes the URL even if the URL was
+			// lowered meanwhile (Current filters the copies not yet fetched;
+			// one already being fetched must not leave the URL pending, or
+			// it would be fetched twice).
+			if _, err := s.Complete(ctx, deep, state.Outcome{Class: "200"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if p := LoadAll(t, s); len(p) != 0 {
-				t.Fatalf("pending %v after completing the lowered copy", URLs(p))
+				t.Fatalf("pending %v after completing the deeper copy", URLs(p))
+			}
+			if cur, err := s.Current(ctx, got[0]); err != nil || cur {
+				t.Errorf("the lowered copy after completion: Current = %v, %v; want false", cur, err)
+			}
+			// Completing the other copy now is a no-op.
+			if res, err := s.Complete(ctx, got[0], state.Outcome{Class: "200"}, Reqs("http://a.test/y")); err != nil || len(res.New) != 0 {
+				t.Fatalf("second Complete = %+v, %v; want a no-op", res, err)
+			}
+			if c, _ := s.Counters(ctx); c["200"] != 1 {
+				t.Fatalf("counters %v, want one 200", c)
 			}
 			// Once fetched, a shallower rediscovery changes nothing.
 			if got, err := s.Discover(ctx, []frontier.Request{{URL: deep.URL, Depth: 0, Redirects: 1}}); err != nil || len(got) != 0 {

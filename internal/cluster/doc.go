@@ -1,0 +1,40 @@
+// Package cluster is the Redis coordination layer of a distributed crawl (issue 4):
+// membership, bucket leases with fencing, and the coordinator that makes each node own
+// the buckets the consistent-hash ring gives it.
+//
+// # Pieces
+//
+//   - Keys (keys.go): the key scheme. Every key of crawl C starts with "spider:C:"; a
+//     bucket's keys share the Redis Cluster hash tag {bN}, so one Lua script can update
+//     them atomically on one Redis or on a cluster.
+//   - Membership: Join registers a node with a weight and starts heartbeats (deadlines on
+//     the Redis server's clock); Members lists the live ones and removes the expired
+//     (atomically, in Lua); Watch follows the list; every change raises the epoch.
+//   - BucketLeases: a node works on bucket N only while it holds spider:C:{bN}:owner =
+//     "NODE:TOKEN" (SET PX, renew-if-mine, release-if-mine). TOKEN increases on every
+//     acquisition of the bucket; FencedScript makes a write conditional on the lease,
+//     atomically, so a node that lost a bucket cannot write to it. Renewal runs every
+//     TTL/3 for all leases in one pipeline; a lease not renewed for 2·TTL/3 is reported
+//     lost, TTL/3 before it can expire in Redis and be taken by another node.
+//   - Coordinator: on every member-list change computes the table bucket → node
+//     (partition.Ring over the live members), releases what is no longer its own (after
+//     Drain), acquires what is (waiting for the previous owner), and emits Acquired,
+//     Released and Lost events.
+//
+// # Counters that survive Redis losing data
+//
+// Epochs and fencing tokens are raised to max(old+1, Redis server time in µs), so they
+// keep increasing across a Redis restart without persistence (or with an everysec AOF
+// that lost its last second), as long as the server's clock does not go back.
+//
+// # Typical node
+//
+//	keys, _ := cluster.NewKeys("crawl1")
+//	m := cluster.NewMembership(rdb, keys, cluster.MembershipConfig{})
+//	m.Join(ctx, cluster.Member{ID: "node-a", Weight: 150})
+//	c, _ := cluster.NewCoordinator(rdb, m, cluster.CoordinatorConfig{Drain: stopBucket})
+//	go c.Run(ctx)
+//	for ev := range c.Events() { … start or stop crawling ev.Bucket … }
+//
+// Tests run against real redis-server processes (package redistest), never mocks.
+package cluster

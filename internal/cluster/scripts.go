@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// luaClock defines now_us and next_counter, shared by the scripts below.
+//
+// now_us is the Redis server's clock (TIME) in microseconds: all deadlines are taken from
+// it, never from a node's clock. next_counter(key) raises a counter to max(old+1, now_us),
+// so epochs and fencing tokens keep increasing even when Redis lost the counter (a
+// restart without persistence, or the last second of an everysec AOF), as long as the
+// server's clock does not go back. Values stay below 2^53, exact in Lua numbers.
+const luaClock = `
+local spider_t = redis.call('TIME')
+local now_us = tonumber(spider_t[1]) * 1000000 + tonumber(spider_t[2])
+local now_ms = math.floor(now_us / 1000)
+local function next_counter(key)
+  local n = tonumber(redis.call('GET', key) or '0') + 1
+  if now_us > n then n = now_us end
+  redis.call('SET', key, string.format('%d', n))
+  return n
+end
+`
+
+// Membership scripts: KEYS = members zset, info hash, epoch.
+
+// joinScript: ARGV = id, ttl ms, record JSON, weight, channel. Registers or refreshes the
+// member; raises the epoch when it was absent or its weight changed. Returns the epoch.
+var joinScript = redis.NewScript(luaClock + `
+local changed = false
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  changed = true
+else
+  local old = redis.call('HGET', KEYS[2], ARGV[1])
+  local ok, rec = pcall(cjson.decode, old or '')
+  if not ok or type(rec) ~= 'table' or string.format('%d', tonumber(rec.weight) or -1) ~= ARGV[4] then
+    changed = true
+  end
+end
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+if changed then
+  local e = next_counter(KEYS[3])
+  redis.call('PUBLISH', ARGV[5], string.format('%d', e))
+  return e
+end
+return tonumber(redis.call('GET', KEYS[3]) or '0')
+`)
+
+// heartbeatScript: ARGV = id, ttl ms, record JSON. Extends a registered member's deadline
+// and stores its record; returns 0 when the member is not registered (it expired and
+// was removed, or Redis lost it), 1 otherwise.
+var heartbeatScript = redis.NewScript(luaClock + `
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[2]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+return 1
+`)
+
+// leaveScript: ARGV = id, channel. Removes the member; raises the epoch if it was there.
+// Returns 1 if it was registered.
+var leaveScript = redis.NewScript(luaClock + `
+local n = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+if n == 1 then
+  redis.call('PUBLISH', ARGV[2], string.format('%d', next_counter(KEYS[3])))
+end
+return n
+`)
+
+// membersScript: ARGV = channel. Removes every member past its deadline (raising the
+// epoch once if any), then returns {epoch, {id, deadline ms, …}, {record, …}}.
+var membersScript = redis.NewScript(luaClock + `
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now_ms))
+for i = 1, #expired, 1000 do
+  local chunk = {}
+  for j = i, math.min(i + 999, #expired) do chunk[#chunk + 1] = expired[j] end
+  redis.call('ZREM', KEYS[1], unpack(chunk))
+  redis.call('HDEL', KEYS[2], unpack(chunk))
+end
+if #expired > 0 then
+  redis.call('PUBLISH', ARGV[1], string.format('%d', next_counter(KEYS[3])))
+end
+local live = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local recs = {}
+for i = 1, #live, 2 do
+  recs[#recs + 1] = redis.call('HGET', KEYS[2], live[i]) or ''
+end
+return {tonumber(redis.call('GET', KEYS[3]) or '0'), live, recs}
+`)
+
+// Lease scripts: KEYS = owner, fence.
+
+// acquireScript: ARGV = node, ttl ms. Takes the lease when it is free or held by an
+// earlier incarnation of the same node, with a new fencing token; returns {token, ""} on
+// success and {0, current value} when another node holds it.
+var acquireScript = redis.NewScript(luaClock + `
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local holder = string.match(cur, '^(.*):[0-9]+$')
+  if holder ~= ARGV[1] then return {0, cur} end
+end
+local tok = next_counter(KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', tok), 'PX', ARGV[2])
+return {tok, ''}
+`)
+
+// renewScript: KEYS = owner; ARGV = "node:token", ttl ms. Extends the lease if it is
+// still this holder's; returns 1 if so, 0 if the lease is gone or someone else's.
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// releaseScript: KEYS = owner; ARGV = "node:token". Deletes the lease if it is still
+// this holder's; returns 1 if so.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+`)
+
+// scriptCall is one invocation of a script in a batch.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// evalBatch runs s once per call in pipelines (one round trip per Redis node when the
+// scripts are cached), re-sending the script body for the calls that got NOSCRIPT (a
+// restarted server, a new cluster node). The returned commands are in call order; the
+// error is the pipeline's transport error, if any; each command carries its own result.
+func evalBatch(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := rdb.Pipeline()
+	for i, c := range calls {
+		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	var retry []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		pipe := rdb.Pipeline()
+		for _, i := range retry {
+			cmds[i] = s.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !isReplyError(err) {
+			return cmds, err
+		}
+	}
+	return cmds, nil
+}
+
+// isReplyError reports whether err is a reply of the server (the command ran and failed,
+// or found nothing) rather than a transport or context error.
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}

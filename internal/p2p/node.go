@@ -1,0 +1,523 @@
+// Package p2p is the peer-to-peer topology of SPEC §3: every node is
+// scheduler and fetcher for the buckets of hosts that the consistent-hash
+// ring with weighted virtual nodes gives it over the live members. A URL
+// found for another node's bucket travels to that node in a JSON batch (the
+// URL dispatcher), flushed on a timer or when large enough, into the
+// receiver's inbox in Redis (the URL receiver).
+//
+// Each bucket's durable state (seen set, pending URLs, counters) lives in
+// Redis under the bucket's hash tag (package rstate), every write fenced by
+// the bucket's lease (package cluster), so a bucket moves between nodes
+// without losing a URL and two nodes never crawl one bucket at once.
+//
+// The crawl ends by itself: every node publishes whether it is idle (nothing
+// queued, leased, buffered or in its inbox, and all its buckets held); when
+// every live member is idle and the URLs sent equal the URLs received, on
+// two checks in a row, the crawl is marked done and every node exits.
+package p2p
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/partition"
+)
+
+// Options configure a node.
+type Options struct {
+	// Crawl names the crawl (the same on every node).
+	Crawl string
+	// NodeID names this node, unique in the crawl; a node restarted with
+	// the same ID takes its buckets and inbox back.
+	NodeID string
+	// Weight is the node's number of virtual nodes on the ring: its share
+	// of the buckets. Default 100.
+	Weight int
+	// Buckets is M, the number of logical buckets (the same on every
+	// node). Default partition.DefaultBuckets (4096).
+	Buckets int
+	// Flush is the dispatcher's timer. Default 50ms.
+	Flush time.Duration
+	// BatchSize sends a batch early once this many URLs wait. Default 500.
+	BatchSize int
+	// Heartbeat and MemberTTL tune membership (defaults 1s and 5s);
+	// LeaseTTL the bucket leases (default 6s).
+	Heartbeat, MemberTTL, LeaseTTL time.Duration
+}
+
+func (o *Options) defaults() error {
+	if o.Crawl == "" || o.NodeID == "" {
+		return errors.New("a peer-to-peer node needs --crawl NAME and --node-id ID")
+	}
+	if err := cluster.CheckNodeID(o.NodeID); err != nil {
+		return err
+	}
+	if o.Weight == 0 {
+		o.Weight = 100
+	}
+	if o.Weight < 1 {
+		return fmt.Errorf("weight %d: use at least 1", o.Weight)
+	}
+	if o.Buckets == 0 {
+		o.Buckets = partition.DefaultBuckets
+	}
+	if o.Flush == 0 {
+		o.Flush = 50 * time.Millisecond
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 500
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 6 * time.Second
+	}
+	return nil
+}
+
+// Node is one peer of a peer-to-peer crawl.
+type Node struct {
+	opt     Options
+	cfg     crawl.Config
+	rdb     redis.UniversalClient
+	log     *slog.Logger
+	k       qkeys
+	keys    cluster.Keys
+	fetcher *crawl.Fetcher
+	sched   *crawl.Scheduler
+	bs      *buckets
+	disp    *dispatcher
+	mem     *cluster.Membership
+	coord   *cluster.Coordinator
+
+	tableMu sync.RWMutex
+	table   []string // bucket → node under the current view
+	epoch   int64
+
+	fetched  atomic.Int64
+	received atomic.Int64
+	wake     chan struct{}
+}
+
+// NewNode prepares a node that fetches with fetcher (which it owns from
+// then on).
+func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, logger *slog.Logger) (*Node, error) {
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	if cfg.PerIP {
+		return nil, errors.New("--per-ip does not go with a peer-to-peer crawl: buckets are by host name")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	keys, err := cluster.NewKeys(opt.Crawl)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{opt: opt, cfg: cfg, rdb: rdb, log: logger.With("node", opt.NodeID), k: newQKeys(opt.Crawl), keys: keys,
+		fetcher: fetcher, wake: make(chan struct{}, 1)}
+	n.disp = newDispatcher(rdb, n.k, opt.NodeID, opt.Buckets, n.route, opt.Flush, opt.BatchSize, n.log)
+	n.bs = newBuckets(rdb, keys, opt.NodeID, opt.Buckets, cfg, n.disp, n.route, n.log)
+	n.sched, err = crawl.NewScheduler(cfg, n.bs, n.log, nil)
+	if err != nil {
+		return nil, err
+	}
+	n.mem = cluster.NewMembership(rdb, keys, cluster.MembershipConfig{Heartbeat: opt.Heartbeat, TTL: opt.MemberTTL, Logger: n.log})
+	return n, nil
+}
+
+// route is the node the current table gives a bucket to ("" before the
+// first member list).
+func (n *Node) route(bucket int) string {
+	n.tableMu.RLock()
+	defer n.tableMu.RUnlock()
+	if bucket < 0 || bucket >= len(n.table) {
+		return ""
+	}
+	return n.table[bucket]
+}
+
+func (n *Node) setView(v cluster.View) {
+	ring, err := v.Ring(partition.PointsPerWeight(partition.DefaultPointsPerWeight))
+	if err != nil {
+		return
+	}
+	table := ring.Balanced(n.opt.Buckets, 0)
+	n.tableMu.Lock()
+	n.table, n.epoch = table, v.Epoch
+	n.tableMu.Unlock()
+}
+
+// keyBucket maps a frontier politeness key (host:port) to its bucket.
+func (n *Node) keyBucket(key string) int {
+	host := key
+	if h, _, err := net.SplitHostPort(key); err == nil {
+		host = h
+	}
+	return partition.Bucket(host, n.opt.Buckets)
+}
+
+// drain is the coordinator's hook before a voluntary release: stop working
+// on the bucket (wait briefly for its fetches in flight) and forget its
+// queued URLs.
+func (n *Node) drain(ctx context.Context, bucket int) error {
+	n.bs.drop(bucket, n.opt.LeaseTTL/3)
+	n.sched.Drop(func(key string) bool { return n.keyBucket(key) == bucket })
+	return nil
+}
+
+// Fetched is the number of URLs this node completed.
+func (n *Node) Fetched() int64 { return n.fetched.Load() }
+
+// Run joins the crawl and works until the crawl is done or ctx ends; then it
+// leaves the member list gracefully (its buckets move to the others).
+func (n *Node) Run(ctx context.Context) error {
+	if _, err := n.mem.Join(ctx, cluster.Member{ID: n.opt.NodeID, Weight: n.opt.Weight}); err != nil {
+		return fmt.Errorf("cannot join the crawl: %w", err)
+	}
+	defer n.mem.Close()
+	var err error
+	n.coord, err = cluster.NewCoordinator(n.rdb, n.mem, cluster.CoordinatorConfig{
+		Buckets: n.opt.Buckets, Leases: cluster.LeasesConfig{TTL: n.opt.LeaseTTL, Logger: n.log},
+		Drain: n.drain, Logger: n.log,
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return n.coord.Run(gctx) })
+	g.Go(func() error { return n.events(gctx) })
+	g.Go(func() error { return n.watch(gctx) })
+	g.Go(func() error { n.disp.run(gctx); return nil })
+	g.Go(func() error { return n.receive(gctx) })
+	seeds, serr := n.fetcher.SeedRequests()
+	if serr != nil {
+		return serr
+	}
+	g.Go(func() error { return n.sched.Start(gctx, seeds) })
+	for i := 0; i < n.cfg.Concurrency; i++ {
+		g.Go(func() error { return n.work(gctx) })
+	}
+	doneErr := errors.New("crawl done")
+	g.Go(func() error {
+		if err := n.terminate(gctx); err != nil {
+			return err
+		}
+		return doneErr
+	})
+	err = g.Wait()
+	leaveCtx, lc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer lc()
+	if lerr := n.mem.Leave(leaveCtx); lerr != nil {
+		n.log.Warn("cannot leave the member list", "err", lerr)
+	}
+	if errors.Is(err, doneErr) {
+		return nil
+	}
+	return err
+}
+
+// watch keeps the bucket table in step with the member list.
+func (n *Node) watch(ctx context.Context) error {
+	for v := range n.mem.Watch(ctx) {
+		n.setView(v)
+	}
+	return ctx.Err()
+}
+
+// events applies the coordinator's ownership changes.
+func (n *Node) events(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-n.coord.Events():
+			if !ok {
+				return ctx.Err()
+			}
+			switch ev.Kind {
+			case cluster.Acquired:
+				st, err := n.bs.acquire(ctx, ev.Bucket, ev.Token)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					n.log.Error("cannot open an acquired bucket", "bucket", ev.Bucket, "err", err)
+					continue
+				}
+				var reqs []frontier.Request
+				if err := st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil }); err != nil {
+					n.log.Error("cannot load a bucket's pending URLs", "bucket", ev.Bucket, "err", err)
+				}
+				if err := n.sched.Enqueue(reqs); err != nil {
+					return err
+				}
+			case cluster.Lost:
+				n.bs.drop(ev.Bucket, 0)
+				n.sched.Drop(func(key string) bool { return n.keyBucket(key) == ev.Bucket })
+			}
+		}
+	}
+}
+
+// receive is the URL receiver: batches from the inbox are moved to a
+// processing list, applied (URLs of owned buckets recorded and queued,
+// others forwarded to their owner, URLs of buckets about to be acquired
+// sent back to this node's own inbox after a pause), then removed with the
+// "received" count in one MULTI. A batch survives a crash in the processing
+// list; this node takes it back when restarted with the same ID.
+func (n *Node) receive(ctx context.Context) error {
+	me := n.opt.NodeID
+	for {
+		if err := n.rdb.LMove(ctx, n.k.proc(me), n.k.inbox(me), "RIGHT", "LEFT").Err(); err == nil {
+			continue // a batch left from an earlier run goes back first
+		}
+		raw, err := n.rdb.BLMove(ctx, n.k.inbox(me), n.k.proc(me), "LEFT", "RIGHT", time.Second).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			n.log.Warn("cannot read the inbox", "err", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err := n.apply(ctx, raw); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+	}
+}
+
+func (n *Node) apply(ctx context.Context, raw string) error {
+	me := n.opt.NodeID
+	b, err := decodeBatch(raw)
+	count := int64(len(b.URLs))
+	if err != nil {
+		n.log.Warn("dropping a malformed batch", "err", err)
+		count = 0
+	} else {
+		var forward, parked []frontier.Request
+		var news []frontier.Request
+		for bucket, rs := range n.bs.split(b.URLs) {
+			if st := n.bs.store(bucket); st != nil {
+				got, err := st.Discover(ctx, rs)
+				if err == nil {
+					news = append(news, got...)
+					continue
+				}
+				n.log.Debug("bucket write refused; forwarding", "bucket", bucket, "err", err)
+			}
+			if n.route(bucket) == me {
+				parked = append(parked, rs...)
+			} else {
+				forward = append(forward, rs...)
+			}
+		}
+		if err := n.sched.Enqueue(news); err != nil {
+			return err
+		}
+		if len(parked) > 0 {
+			// The bucket is ours by the table but not acquired yet.
+			time.Sleep(100 * time.Millisecond)
+			forward = append(forward, parked...)
+		}
+		if len(forward) > 0 {
+			if err := n.disp.send(map[string][]frontier.Request{"": forward})(); err != nil {
+				return err
+			}
+		}
+	}
+	pipe := n.rdb.TxPipeline()
+	pipe.LRem(ctx, n.k.proc(me), 1, raw)
+	pipe.HIncrBy(ctx, n.k.received(), me, count)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("cannot acknowledge a batch: %w", err)
+	}
+	n.received.Add(count)
+	return nil
+}
+
+// work is one fetch worker.
+func (n *Node) work(ctx context.Context) error {
+	for {
+		lease, err := n.sched.Next(ctx)
+		if errors.Is(err, frontier.ErrDrained) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		v, err := n.fetcher.Visit(ctx, lease.Request, lease.Start)
+		if err != nil || ctx.Err() != nil {
+			n.sched.Release(lease, false)
+			if err == nil {
+				err = ctx.Err()
+			}
+			return err
+		}
+		if err := n.sched.Finish(ctx, lease, v); err != nil {
+			return err
+		}
+		n.fetched.Add(1)
+	}
+}
+
+// idleReport is what a node publishes for termination detection.
+type idleReport struct {
+	Idle  bool  `json:"idle"`
+	Epoch int64 `json:"epoch"`
+}
+
+// terminate publishes this node's idleness and decides, with the others'
+// reports, when the crawl is over (see the package documentation).
+func (n *Node) terminate(ctx context.Context) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if done, _ := n.rdb.Exists(ctx, n.k.done()).Result(); done > 0 {
+			return nil
+		}
+		n.tableMu.RLock()
+		epoch, want := n.epoch, 0
+		for _, id := range n.table {
+			if id == n.opt.NodeID {
+				want++
+			}
+		}
+		n.tableMu.RUnlock()
+		inbox, _ := n.rdb.LLen(ctx, n.k.inbox(n.opt.NodeID)).Result()
+		proc, _ := n.rdb.LLen(ctx, n.k.proc(n.opt.NodeID)).Result()
+		idle := epoch > 0 && n.sched.Idle() && n.disp.pending() == 0 && inbox == 0 && proc == 0 && n.bs.ownedCount() == want
+		rep, _ := json.Marshal(idleReport{Idle: idle, Epoch: epoch})
+		n.rdb.HSet(ctx, n.k.idle(), n.opt.NodeID, rep)
+		n.mem.SetLoad(cluster.Load{Queue: int64(n.sched.Progress().Queued)})
+		if !idle {
+			last = ""
+			continue
+		}
+		snap, ok := n.snapshot(ctx, epoch)
+		if !ok {
+			last = ""
+			continue
+		}
+		if snap == last {
+			n.log.Info("every node is idle and every URL sent was received: the crawl is done")
+			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
+		}
+		last = snap
+	}
+}
+
+// snapshot returns a fingerprint of the global counters if every live
+// member reports idle at this epoch and sent == received.
+func (n *Node) snapshot(ctx context.Context, epoch int64) (string, bool) {
+	view, err := n.mem.Members(ctx)
+	if err != nil || view.Epoch != epoch {
+		return "", false
+	}
+	reports, err := n.rdb.HGetAll(ctx, n.k.idle()).Result()
+	if err != nil {
+		return "", false
+	}
+	for _, m := range view.Members {
+		var r idleReport
+		if json.Unmarshal([]byte(reports[m.ID]), &r) != nil || !r.Idle || r.Epoch != epoch {
+			return "", false
+		}
+	}
+	sent, err1 := n.rdb.HGetAll(ctx, n.k.sent()).Result()
+	recv, err2 := n.rdb.HGetAll(ctx, n.k.received()).Result()
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	var s, r int64
+	for _, v := range sent {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		s += x
+	}
+	for _, v := range recv {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		r += x
+	}
+	if s != r {
+		return "", false
+	}
+	return fmt.Sprintf("%d/%d/%d", epoch, s, r), true
+}
+
+// Close closes the scheduler, the bucket stores and the fetcher.
+func (n *Node) Close() error {
+	return errors.Join(n.sched.Close(), n.fetcher.Close())
+}
+
+// SentTable reads the SPEC §3 table: URLs each node sent to each other node
+// (the diagonal holds URLs a node routed to its own inbox).
+func SentTable(ctx context.Context, rdb redis.UniversalClient, crawlName string) (map[string]map[string]int64, error) {
+	raw, err := rdb.HGetAll(ctx, newQKeys(crawlName).sent()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the sent counters: %w", err)
+	}
+	out := map[string]map[string]int64{}
+	for k, v := range raw {
+		from, to, ok := strings.Cut(k, ">")
+		if !ok {
+			continue
+		}
+		x, _ := strconv.ParseInt(v, 10, 64)
+		if out[from] == nil {
+			out[from] = map[string]int64{}
+		}
+		out[from][to] += x
+	}
+	return out, nil
+}
+
+// Nodes lists the node names of a sent table, sorted.
+func Nodes(t map[string]map[string]int64) []string {
+	set := map[string]bool{}
+	for f, row := range t {
+		set[f] = true
+		for to := range row {
+			set[to] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

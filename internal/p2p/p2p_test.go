@@ -1,0 +1,204 @@
+package p2p_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+type fixture struct {
+	srv   *websim.Server
+	truth *websim.Truth
+	cfg   crawl.Config
+	rdb   redis.UniversalClient
+	rs    *redistest.Server
+}
+
+func newFixture(t *testing.T, web websim.Config, rules websim.TruthRules) *fixture {
+	t.Helper()
+	srv, err := websim.Start(context.Background(), web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if rules.Seeds == nil {
+		rules.Seeds = srv.SeedURLs(2)
+	}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawl.NewConfig()
+	cfg.Seeds = rules.Seeds
+	cfg.MaxDepth = rules.MaxDepth
+	cfg.Scope = rules.Scope
+	cfg.Resolve = srv.Resolve()
+	cfg.AllowPrivate = true
+	cfg.Delay = crawl.Duration(2 * time.Millisecond)
+	cfg.Concurrency = 4
+	cfg.RetryDelay = crawl.Duration(50 * time.Millisecond)
+	rs := redistest.Start(t, redistest.AppendOnlyEverySec())
+	return &fixture{srv: srv, truth: truth, cfg: cfg, rdb: rs.Client(), rs: rs}
+}
+
+func testOptions(crawlName, id string, weight int) p2p.Options {
+	return p2p.Options{Crawl: crawlName, NodeID: id, Weight: weight, Buckets: 64,
+		Heartbeat: 150 * time.Millisecond, MemberTTL: 900 * time.Millisecond, LeaseTTL: 1200 * time.Millisecond}
+}
+
+// node starts a node in its own data directory.
+func (f *fixture) node(t *testing.T, opt p2p.Options) (*p2p.Node, string) {
+	t.Helper()
+	cfg := f.cfg
+	cfg.Data = t.TempDir()
+	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := p2p.NewNode(cfg, fetcher, f.rdb, opt, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n, cfg.Data
+}
+
+func (f *fixture) check(t *testing.T, dirs []string, allowedRepeats int) {
+	t.Helper()
+	got := map[string]bool{}
+	attempts := map[string]int{}
+	for _, d := range dirs {
+		rs, err := store.OpenRecords(d, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Iterate(func(r store.Record) error {
+			got[r.URL] = true
+			attempts[r.URL] = max(attempts[r.URL], r.Attempts, 1)
+			return nil
+		})
+		rs.Close()
+	}
+	var missing []string
+	for _, u := range f.truth.MustFetch {
+		if !got[u] {
+			missing = append(missing, u)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("%d of %d URLs never fetched, e.g. %s", len(missing), len(f.truth.MustFetch), strings.Join(missing[:min(5, len(missing))], " "))
+	}
+	repeats := 0
+	retries := f.srv.Log().Retries()
+	for u, n := range f.srv.Log().Duplicates() {
+		// One request per attempt the nodes recorded is expected.
+		if retries[u] == 0 && n > attempts[u] {
+			repeats += n - attempts[u]
+			t.Logf("%s requested %d times, %d attempts recorded", u, n, attempts[u])
+		}
+	}
+	if repeats > allowedRepeats {
+		t.Errorf("%d repeated requests, want at most %d", repeats, allowedRepeats)
+	}
+	for _, e := range f.srv.Log().Entries() {
+		if reason, ok := f.truth.MustNotFetch["http://"+e.Host+e.Path]; ok {
+			t.Errorf("requested %s%s, which must not be fetched (%s)", e.Host, e.Path, reason)
+		}
+	}
+}
+
+// TestPeers: three peers crawl the web together and stop by themselves;
+// every URL of the ground truth is fetched exactly once, URLs cross between
+// nodes as JSON batches, and every node did a share of the work.
+func TestPeers(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 51, Hosts: 24, PagesPerHost: 25},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	var dirs []string
+	var nodes []*p2p.Node
+	for i, w := range []int{100, 50, 150} {
+		n, dir := f.node(t, testOptions("p1", fmt.Sprintf("n%d", i), w))
+		nodes = append(nodes, n)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return n.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+	for i, n := range nodes {
+		if n.Fetched() == 0 {
+			t.Errorf("node %d fetched nothing", i)
+		}
+		t.Logf("node %d fetched %d", i, n.Fetched())
+	}
+	table, err := p2p.SentTable(ctx, f.rdb, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cross := int64(0)
+	for from, row := range table {
+		for to, v := range row {
+			if from != to {
+				cross += v
+			}
+		}
+	}
+	if cross == 0 {
+		t.Error("no URL crossed between nodes")
+	}
+	t.Logf("sent table: %v", table)
+}
+
+// TestPeerJoinsAndLeaves: a node joins mid-crawl (buckets move to it) and
+// another leaves gracefully mid-crawl (its buckets move away); nothing is
+// lost.
+func TestPeerJoinsAndLeaves(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 52, Hosts: 24, PagesPerHost: 30, Latency: 3 * time.Millisecond},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	var dirs []string
+	a, da := f.node(t, testOptions("p2", "a", 100))
+	b, db := f.node(t, testOptions("p2", "b", 100))
+	dirs = append(dirs, da, db)
+	g.Go(func() error { return a.Run(gctx) })
+	leaveCtx, leave := context.WithCancel(gctx)
+	bDone := make(chan error, 1)
+	go func() { bDone <- b.Run(leaveCtx) }()
+	for a.Fetched()+b.Fetched() < 60 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c, dc := f.node(t, testOptions("p2", "c", 100))
+	dirs = append(dirs, dc)
+	g.Go(func() error { return c.Run(gctx) })
+	for c.Fetched() < 20 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	leave() // b leaves gracefully
+	<-bDone
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// b's in-flight URLs at its departure may be fetched once more.
+	f.check(t, dirs, 8)
+	t.Logf("a %d, b %d, c %d", a.Fetched(), b.Fetched(), c.Fetched())
+}
