@@ -201,7 +201,12 @@ func (s *Scheduler) Enqueue(reqs []frontier.Request) error { return s.fr.PushAll
 
 // Drop removes queued URLs whose politeness key matches pred, e.g. the
 // hosts of a bucket this node no longer owns; see frontier.Frontier.Drop.
-func (s *Scheduler) Drop(pred func(key string) bool) int { return s.fr.Drop(pred) }
+func (s *Scheduler) Drop(pred func(key string) bool) int {
+	if s.fr == nil {
+		return 0 // closed
+	}
+	return s.fr.Drop(pred)
+}
 
 // Idle reports whether nothing is queued (in memory or spilled) or leased.
 func (s *Scheduler) Idle() bool {

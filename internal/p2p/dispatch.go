@@ -54,11 +54,12 @@ type dispatcher struct {
 	buf     []frontier.Request
 	waiters []chan error
 	wake    chan struct{}
+	stopped chan struct{} // closed when run returns: nothing will be flushed
 }
 
 func newDispatcher(rdb redis.UniversalClient, k qkeys, from string, m int, route func(int) string, interval time.Duration, size int, log *slog.Logger) *dispatcher {
 	return &dispatcher{rdb: rdb, k: k, from: from, m: m, route: route, interval: interval, size: size, log: log,
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 }
 
 // send queues URLs for their owners; the returned function blocks until
@@ -85,8 +86,17 @@ func (d *dispatcher) send(byDest map[string][]frontier.Request) func() error {
 		default:
 		}
 	}
-	return func() error { return <-ch }
+	return func() error {
+		select {
+		case err := <-ch:
+			return err
+		case <-d.stopped:
+			return errStopped
+		}
+	}
 }
+
+var errStopped = errors.New("the URL dispatcher has stopped")
 
 // pending is the number of URLs waiting to be sent.
 func (d *dispatcher) pending() int {
@@ -102,6 +112,7 @@ func (d *dispatcher) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			close(d.stopped)
 			d.fail(ctx.Err())
 			return
 		case <-t.C:

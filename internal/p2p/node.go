@@ -231,6 +231,9 @@ func (n *Node) Run(ctx context.Context) error {
 	if errors.Is(err, doneErr) {
 		return nil
 	}
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped from outside: what failed while stopping does not matter
+	}
 	return err
 }
 
@@ -410,6 +413,7 @@ func (n *Node) terminate(ctx context.Context) error {
 		if done, _ := n.rdb.Exists(ctx, n.k.done()).Result(); done > 0 {
 			return nil
 		}
+		n.adoptOrphans(ctx)
 		n.tableMu.RLock()
 		epoch, want := n.epoch, 0
 		for _, id := range n.table {
@@ -438,6 +442,39 @@ func (n *Node) terminate(ctx context.Context) error {
 			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
 		}
 		last = snap
+	}
+}
+
+// adoptOrphans moves the inboxes (and processing lists) of nodes that are
+// no longer members into this node's inbox, if this node is the live member
+// with the smallest ID: batches sent to a node that left or died are not
+// lost, and the receiver forwards them to their buckets' owners.
+func (n *Node) adoptOrphans(ctx context.Context) {
+	view, err := n.mem.Members(ctx)
+	if err != nil || len(view.Members) == 0 || view.Members[0].ID != n.opt.NodeID {
+		return
+	}
+	table, err := SentTable(ctx, n.rdb, n.opt.Crawl)
+	if err != nil {
+		return
+	}
+	me := n.opt.NodeID
+	for _, node := range Nodes(table) {
+		if view.Has(node) {
+			continue
+		}
+		moved := 0
+		for _, src := range []string{n.k.proc(node), n.k.inbox(node)} {
+			for {
+				if err := n.rdb.LMove(ctx, src, n.k.inbox(me), "LEFT", "RIGHT").Err(); err != nil {
+					break
+				}
+				moved++
+			}
+		}
+		if moved > 0 {
+			n.log.Warn("took over the inbox of a node that left", "from", node, "batches", moved)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package p2p_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -171,10 +172,20 @@ func TestPeers(t *testing.T) {
 // another leaves gracefully mid-crawl (its buckets move away); nothing is
 // lost.
 func TestPeerJoinsAndLeaves(t *testing.T) {
-	f := newFixture(t, websim.Config{Seed: 52, Hosts: 24, PagesPerHost: 30, Latency: 3 * time.Millisecond},
+	f := newFixture(t, websim.Config{Seed: 52, Hosts: 24, PagesPerHost: 30, Latency: 15 * time.Millisecond},
 		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	var dirs []string
 	a, da := f.node(t, testOptions("p2", "a", 100))
@@ -184,17 +195,15 @@ func TestPeerJoinsAndLeaves(t *testing.T) {
 	leaveCtx, leave := context.WithCancel(gctx)
 	bDone := make(chan error, 1)
 	go func() { bDone <- b.Run(leaveCtx) }()
-	for a.Fetched()+b.Fetched() < 60 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor("a and b fetched 40 URLs", func() bool { return a.Fetched()+b.Fetched() >= 40 })
 	c, dc := f.node(t, testOptions("p2", "c", 100))
 	dirs = append(dirs, dc)
 	g.Go(func() error { return c.Run(gctx) })
-	for c.Fetched() < 20 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor("the new node c fetched 10 URLs", func() bool { return c.Fetched() >= 10 })
 	leave() // b leaves gracefully
-	<-bDone
+	if err := <-bDone; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("b: %v", err)
+	}
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}

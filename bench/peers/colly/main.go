@@ -184,8 +184,10 @@ func crawl(ctx context.Context, opt options) (report, error) {
 	c.OnError(func(*colly.Response, error) { pages.Add(1); errs.Add(1) })
 
 	for _, s := range opt.Seeds {
-		// A seed robots.txt disallows is skipped, as spider does.
-		if err := c.Visit(s); err != nil && !errors.Is(err, colly.ErrRobotsTxtBlocked) {
+		// A seed robots.txt disallows is skipped, as spider does; with
+		// Async, an earlier seed's page may already have queued a later seed.
+		var already *colly.AlreadyVisitedError
+		if err := c.Visit(s); err != nil && !errors.Is(err, colly.ErrRobotsTxtBlocked) && !errors.As(err, &already) {
 			return report{}, fmt.Errorf("cannot visit seed %q: %w", s, err)
 		}
 	}
