@@ -5,19 +5,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/p2p"
 )
 
 const crawlSynopsis = `crawl [flags] SEED_URL...
 
 Crawls politely from the seed URLs, storing pages, records and crawl state
 in --data. Killed or interrupted, the same command resumes where it stopped.
-Flags override the --config file (YAML, keys are the flag names with _).`
+Flags override the --config file (YAML, keys are the flag names with _).
+
+With --redis URL the process is one peer of a distributed crawl (SPEC §3):
+start the same command on every machine with its own --node-id; hosts are
+shared out by a consistent-hash ring weighted by --weight, and every node
+exits when the whole crawl is done.`
 
 // crawlFlags binds every crawl.Config field to a flag.
 func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
@@ -71,6 +78,12 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	crawlFlags(fs, &cfg)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no progress line and no summary")
+	var rf redisFlags
+	rf.register(fs)
+	host, _ := os.Hostname()
+	nodeID := fs.String("node-id", host, "with --redis: this node's name, unique in the crawl (stable across restarts to take its buckets back)")
+	weight := fs.Int("weight", 100, "with --redis: this node's virtual nodes on the ring (its share of the hosts)")
+	buckets := fs.Int("buckets", 4096, "with --redis: logical buckets of hosts (the same on every node)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,6 +95,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	if rf.url != "" {
+		return runPeer(ctx, cfg, rf, p2p.Options{Crawl: rf.crawl, NodeID: *nodeID, Weight: *weight, Buckets: *buckets}, *quiet, logger, stdout)
 	}
 	eng, err := crawl.New(cfg, logger, prometheus.NewRegistry())
 	if err != nil {
@@ -114,6 +130,41 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s, err := crawl.Stats(cfg.Data)
 	if err != nil {
 		return err
+	}
+	s.Print(stdout)
+	return nil
+}
+
+// runPeer runs this process as one node of a peer-to-peer crawl.
+func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Options, quiet bool, logger *slog.Logger, stdout io.Writer) error {
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	fetcher, err := crawl.NewFetcher(cfg, logger, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	node, err := p2p.NewNode(cfg, fetcher, rdb, opt, logger)
+	if err != nil {
+		fetcher.Close()
+		return err
+	}
+	start := time.Now()
+	runErr := node.Run(ctx)
+	if cerr := node.Close(); runErr == nil {
+		runErr = cerr
+	}
+	if runErr != nil || quiet {
+		return runErr
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "node %s: crawled %d URLs in %s (%.1f/s) into %s\n", opt.NodeID, node.Fetched(),
+		el.Round(time.Millisecond), float64(node.Fetched())/max(el.Seconds(), 1e-9), cfg.Data)
+	s, err := crawl.Stats(cfg.Data)
+	if err != nil {
+		return nil // this node fetched nothing
 	}
 	s.Print(stdout)
 	return nil
