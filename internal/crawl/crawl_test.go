@@ -315,3 +315,41 @@ func TestRefusesPrivateByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestRobotsServerError: robots.txt answering 5xx disallows the whole host
+// (RFC 9309 §2.3.1.4); the retries are counted per host, so a host with many
+// URLs costs a few robots.txt requests and back-offs, not a back-off per URL.
+func TestRobotsServerError(t *testing.T) {
+	srv := startWeb(t, websim.Config{Seed: 15, Hosts: 3, PagesPerHost: 40, Robots: "server-error"})
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(3), MaxDepth: 2, Scope: websim.ScopeSeeds}
+	cfg := crawlConfig(t, srv, rules)
+	cfg.MaxRetries = 2
+	cfg.RetryDelay = crawl.Duration(20 * time.Millisecond)
+	start := time.Now()
+	runCrawl(t, cfg)
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("crawl of hosts with failing robots.txt took %v", el)
+	}
+	for u, r := range records(t, cfg.Data) {
+		if r.Outcome != crawl.OutcomeRobotsUnavailable {
+			t.Errorf("%s: outcome %s, want robots-unavailable", u, r.Outcome)
+		}
+	}
+	log := srv.Log()
+	for _, h := range log.Hosts() {
+		n, pages := 0, 0
+		for _, e := range log.HostEntries(h) {
+			if e.Path == "/robots.txt" {
+				n++
+			} else {
+				pages++
+			}
+		}
+		if pages > 0 {
+			t.Errorf("%s: %d page requests despite robots.txt 5xx", h, pages)
+		}
+		if n > cfg.MaxRetries+2 {
+			t.Errorf("%s: robots.txt requested %d times, want at most %d", h, n, cfg.MaxRetries+2)
+		}
+	}
+}

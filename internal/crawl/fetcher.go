@@ -65,6 +65,7 @@ type Fetcher struct {
 	robotsMu      sync.Mutex
 	robotsFetched map[string]time.Time // host:port → end of the last robots.txt fetch
 	robotsErr     map[string]error     // host:port → why its last robots.txt fetch failed
+	robotsFails   map[string]int       // host:port → robots.txt fetches failed in a row (5xx, 429, network)
 }
 
 // NewFetcher prepares the fetch role for cfg (validated, with defaults) and
@@ -94,6 +95,7 @@ func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fe
 		norm:          &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
 		robotsFetched: map[string]time.Time{},
 		robotsErr:     map[string]error{},
+		robotsFails:   map[string]int{},
 		m:             newMetrics(reg),
 		limit:         newRateLimiter(cfg.MaxRate),
 	}
@@ -243,6 +245,11 @@ func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, err
 	} else {
 		delete(f.robotsErr, hp)
 	}
+	if err != nil || status >= 500 || status == 429 {
+		f.robotsFails[hp]++
+	} else {
+		delete(f.robotsFails, hp)
+	}
 	f.robotsMu.Unlock()
 	return status, body, err
 }
@@ -331,9 +338,15 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 			return res
 		}
 		// RFC 9309 §2.3.1.4: the server may be down; assume complete
-		// disallow and try again later.
-		if req.Attempt < f.cfg.MaxRetries {
-			res.retry, res.delay = true, f.backoff(req.Attempt, 0)
+		// disallow and try again later. The retries are counted per host:
+		// once its robots.txt failed more than MaxRetries times in a row,
+		// every URL of the host ends at once instead of each waiting out
+		// the whole back-off again.
+		f.robotsMu.Lock()
+		fails := f.robotsFails[urls.HostPort(u)]
+		f.robotsMu.Unlock()
+		if fails <= f.cfg.MaxRetries {
+			res.retry, res.delay = true, f.backoff(max(fails-1, 0), 0)
 			return res
 		}
 		res.rec.Outcome, res.rec.Error = OutcomeRobotsUnavailable, "robots.txt unavailable (5xx or unreachable) after retries"
