@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestPeersKill runs three `spider crawl --redis` peers, kills one with
+// SIGKILL mid-crawl and checks that the other two finish the crawl by
+// themselves (its buckets' leases expire and move, its inbox is adopted)
+// with every ground-truth URL fetched.
+func TestPeersKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t, redistest.AppendOnlyEverySec())
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 61, Hosts: 30, PagesPerHost: 25, Latency: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(3), MaxDepth: -1, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type proc struct {
+		cmd  *exec.Cmd
+		out  *bytes.Buffer
+		done chan error
+		data string
+	}
+	var ps []*proc
+	for i := 0; i < 3; i++ {
+		p := &proc{out: &bytes.Buffer{}, done: make(chan error, 1), data: filepath.Join(dir, fmt.Sprintf("n%d", i))}
+		p.cmd = exec.Command(bin, append([]string{"crawl", "--redis", rs.URL(), "--crawl", "k", "--node-id", fmt.Sprintf("n%d", i),
+			"--buckets", "128", "--data", p.data, "--resolve-file", resolve, "--allow-private", "--delay", "2ms",
+			"--concurrency", "4", "--scope", "any", "--max-depth", "-1"}, rules.Seeds...)...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+		ps = append(ps, p)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for countRecords(ps[0].data) < 30 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := ps[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-ps[0].done
+	for _, p := range ps[1:] {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("peer failed: %v\n%s", err, p.out)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("peer did not finish by itself\n%s", p.out)
+		}
+	}
+	got := map[string]bool{}
+	for _, p := range ps {
+		r, err := store.OpenRecords(p.data, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Iterate(func(rec store.Record) error { got[rec.URL] = true; return nil })
+		r.Close()
+	}
+	missing := 0
+	for _, u := range truth.MustFetch {
+		if !got[u] {
+			missing++
+			if missing <= 5 {
+				t.Errorf("lost: %s", u)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d URLs lost after a peer was killed", missing, len(truth.MustFetch))
+	}
+	repeats := 0
+	for _, n := range srv.Log().Duplicates() {
+		repeats += n - 1
+	}
+	// The killed peer's URLs in flight (≤ 4) may be fetched again.
+	if repeats > 4 {
+		t.Errorf("%d repeated requests", repeats)
+	}
+	t.Logf("%d URLs, %d repeated requests; n1: %s", len(truth.MustFetch), repeats, strings.SplitN(ps[1].out.String(), "\n", 2)[0])
+}
