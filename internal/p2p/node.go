@@ -325,7 +325,8 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 		var news []frontier.Request
 		for bucket, rs := range n.bs.split(b.URLs) {
 			if st := n.bs.store(bucket); st != nil {
-				got, err := st.Discover(ctx, rs)
+				var got []frontier.Request
+				err := retry(ctx, func() (err error) { got, err = st.Discover(ctx, rs); return err })
 				if err == nil {
 					news = append(news, got...)
 					continue
@@ -352,15 +353,24 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 			}
 		}
 	}
-	pipe := n.rdb.TxPipeline()
-	pipe.LRem(ctx, n.k.proc(me), 1, raw)
-	pipe.HIncrBy(ctx, n.k.received(), me, count)
-	if _, err := pipe.Exec(ctx); err != nil {
+	// Idempotent, so that a retry after a lost reply does not count twice.
+	err = retry(ctx, func() error {
+		return ackScript.Run(ctx, n.rdb, []string{n.k.proc(me), n.k.received()}, raw, me, count).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("cannot acknowledge a batch: %w", err)
 	}
 	n.received.Add(count)
 	return nil
 }
+
+// ackScript removes a processed batch from the processing list and counts
+// its URLs as received, only if the batch was still there.
+var ackScript = redis.NewScript(`
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ARGV[2], ARGV[3])
+end
+return 1`)
 
 // work is one fetch worker.
 func (n *Node) work(ctx context.Context) error {

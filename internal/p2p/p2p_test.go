@@ -211,3 +211,35 @@ func TestPeerJoinsAndLeaves(t *testing.T) {
 	f.check(t, dirs, 8)
 	t.Logf("a %d, b %d, c %d", a.Fetched(), b.Fetched(), c.Fetched())
 }
+
+// TestRedisRestart: Redis is stopped and started again (append-only file
+// on) in the middle of a peer-to-peer crawl; the nodes wait for it, and the
+// crawl finishes with every URL fetched.
+func TestRedisRestart(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 53, Hosts: 20, PagesPerHost: 30, Latency: 10 * time.Millisecond},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	var dirs []string
+	var nodes []*p2p.Node
+	for i := 0; i < 2; i++ {
+		n, dir := f.node(t, testOptions("p3", fmt.Sprintf("r%d", i), 100))
+		nodes, dirs = append(nodes, n), append(dirs, dir)
+		g.Go(func() error { return n.Run(gctx) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for nodes[0].Fetched()+nodes[1].Fetched() < 80 {
+		if time.Now().After(deadline) {
+			t.Fatal("the crawl did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.rs.Restart()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// URLs in flight across the restart may be fetched once more.
+	f.check(t, dirs, 16)
+	t.Logf("r0 %d, r1 %d", nodes[0].Fetched(), nodes[1].Fetched())
+}

@@ -123,7 +123,8 @@ func (b *buckets) discover(ctx context.Context, reqs []frontier.Request) ([]fron
 	remote := map[string][]frontier.Request{}
 	for n, rs := range b.split(reqs) {
 		if st := b.store(n); st != nil {
-			got, err := st.Discover(ctx, rs)
+			var got []frontier.Request
+			err := retry(ctx, func() (err error) { got, err = st.Discover(ctx, rs); return err })
 			if errors.Is(err, rstate.ErrFenced) {
 				remote[b.route(n)] = append(remote[b.route(n)], rs...)
 				continue
@@ -176,7 +177,8 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 		b.log.Warn("fetched a URL of a bucket no longer owned; its new owner fetches it again", "url", r.URL, "bucket", n)
 		return state.Result{New: news}, nil
 	}
-	res, err := st.Complete(ctx, r, o, same)
+	var res state.Result
+	err = retry(ctx, func() (err error) { res, err = st.Complete(ctx, r, o, same); return err })
 	if errors.Is(err, rstate.ErrFenced) {
 		b.log.Warn("completion fenced: the bucket moved; its new owner fetches the URL again", "url", r.URL, "bucket", n)
 		return state.Result{New: news}, nil
@@ -196,7 +198,7 @@ func (b *buckets) UpdatePending(ctx context.Context, r frontier.Request) error {
 	if st == nil {
 		return nil
 	}
-	err := st.UpdatePending(ctx, r)
+	err := retry(ctx, func() error { return st.UpdatePending(ctx, r) })
 	if errors.Is(err, rstate.ErrFenced) {
 		return nil
 	}
@@ -219,7 +221,8 @@ func (b *buckets) Current(ctx context.Context, r frontier.Request) (bool, error)
 	if st == nil {
 		return false, nil
 	}
-	cur, err := st.Current(ctx, r)
+	var cur bool
+	err := retry(ctx, func() (err error) { cur, err = st.Current(ctx, r); return err })
 	if err != nil || !cur {
 		b.release(n)
 		return false, err

@@ -1,0 +1,49 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// maxOutage is how long a node keeps retrying Redis before it gives up.
+const maxOutage = 2 * time.Minute
+
+// transient reports whether err is Redis being briefly unreachable or
+// restarting (connection refused or reset, EOF, LOADING), worth a retry.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ne net.Error
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) {
+		return true
+	}
+	s := err.Error()
+	return strings.HasPrefix(s, "LOADING") || strings.Contains(s, "connection refused") ||
+		strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+}
+
+// retry runs op until it succeeds, fails for good, or Redis has been
+// unreachable for maxOutage; the back-off grows from 50ms to 2s.
+func retry(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(maxOutage)
+	wait := 50 * time.Millisecond
+	for {
+		err := op()
+		if !transient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
