@@ -310,9 +310,11 @@ func (s *Scheduler) Progress() Progress {
 // On ctx cancellation it returns ctx's error after the workers stopped; the
 // state stays consistent and a later Run continues.
 func (e *Engine) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	e.stop = cancel
+	// Reaching MaxPages cancels only the hand-out of new URLs (nextCtx):
+	// fetches in flight finish and are recorded, so none is wasted.
+	nextCtx, stopNext := context.WithCancel(ctx)
+	defer stopNext()
+	e.stop = stopNext
 	seeds, err := e.fetcher.SeedRequests()
 	if err != nil {
 		return err
@@ -326,12 +328,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for i := 0; i < e.cfg.Concurrency; i++ {
-		g.Go(func() error { return e.worker(gctx) })
+		g.Go(func() error { return e.worker(gctx, nextCtx) })
 	}
 	err = g.Wait()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil && e.LimitReached() {
-		err = nil
-	}
 	if serr := e.Sync(); serr != nil && err == nil {
 		err = serr
 	}
@@ -341,10 +340,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	return err
 }
 
-func (e *Engine) worker(ctx context.Context) error {
+// worker fetches until the frontier is drained, the page limit stops the
+// hand-out (nextCtx), or ctx ends.
+func (e *Engine) worker(ctx, nextCtx context.Context) error {
 	for {
-		lease, err := e.Next(ctx)
-		if errors.Is(err, frontier.ErrDrained) {
+		lease, err := e.Next(nextCtx)
+		if errors.Is(err, frontier.ErrDrained) || err != nil && nextCtx.Err() != nil && ctx.Err() == nil {
 			return nil
 		}
 		if err != nil {
@@ -363,12 +364,12 @@ func (e *Engine) worker(ctx context.Context) error {
 		if err := e.Finish(ctx, lease, v); err != nil {
 			return err
 		}
-		if e.cfg.MaxPages > 0 && e.fetched.Load()%16 == 0 && e.LimitReached() {
+		if e.cfg.MaxPages > 0 && e.LimitReached() {
 			e.stopOnce.Do(func() {
 				e.log.Info("page limit reached, stopping", "max_pages", e.cfg.MaxPages)
 				e.stop()
 			})
-			return context.Canceled
+			return nil
 		}
 	}
 }
