@@ -98,7 +98,7 @@ type Scheduler struct {
 
 	fetched   atomic.Int64 // completions in this run
 	errs      atomic.Int64
-	started   time.Time
+	started   time.Time // set once by NewScheduler
 	hostMu    sync.Mutex
 	hostPages map[string]int64 // this run's completions per host
 
@@ -117,14 +117,13 @@ func NewScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg),
+	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
 		hostPages: map[string]int64{}, inFlight: map[string]struct{}{}}, nil
 }
 
 // Start loads what a previous run left pending into the frontier and
 // records the seeds (URLs already seen are not queued again).
 func (s *Scheduler) Start(ctx context.Context, seeds []frontier.Request) error {
-	s.started = time.Now()
 	resumed := 0
 	if err := s.st.LoadPending(ctx, func(r frontier.Request) error {
 		resumed++

@@ -237,9 +237,35 @@ func TestRedisRestart(t *testing.T) {
 	}
 	f.rs.Restart()
 	if err := g.Wait(); err != nil {
+		dumpTermination(t, f.rdb, "p3")
 		t.Fatal(err)
 	}
 	// URLs in flight across the restart may be fetched once more.
 	f.check(t, dirs, 16)
 	t.Logf("r0 %d, r1 %d", nodes[0].Fetched(), nodes[1].Fetched())
+}
+
+// dumpTermination logs what termination detection sees, for a crawl that
+// did not end.
+func dumpTermination(t *testing.T, rdb redis.UniversalClient, crawlName string) {
+	ctx := context.Background()
+	prefix := "spider:" + crawlName + ":{" + crawlName + ".p2p}:"
+	for _, k := range []string{"idle", "sent", "received"} {
+		v, err := rdb.HGetAll(ctx, prefix+k).Result()
+		t.Logf("%s: %v %v", k, v, err)
+	}
+	keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+	for _, k := range keys {
+		if n, err := rdb.LLen(ctx, k).Result(); err == nil && n > 0 {
+			t.Logf("list %s: %d", k, n)
+		}
+	}
+	members, _ := rdb.Keys(ctx, "spider:"+crawlName+":{"+crawlName+".m}:*").Result()
+	for _, k := range members {
+		typ, _ := rdb.Type(ctx, k).Result()
+		if typ == "hash" {
+			v, _ := rdb.HGetAll(ctx, k).Result()
+			t.Logf("%s: %v", k, v)
+		}
+	}
 }

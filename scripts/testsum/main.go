@@ -61,8 +61,15 @@ func main() {
 				continue
 			}
 			if strings.Contains(e.Test, "/") {
+				// Subtests are counted by their parent; a failed one's output
+				// is shown, since the parent's output does not include it.
+				if e.Action == "fail" {
+					if b := out[key]; b != nil {
+						fmt.Printf("--- FAIL %s.%s\n%s", e.Package, e.Test, indent(b.String()))
+					}
+				}
 				delete(out, key)
-				continue // subtests are counted by their parent
+				continue
 			}
 			switch e.Action {
 			case "pass":
