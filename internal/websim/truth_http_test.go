@@ -59,7 +59,7 @@ func newIndepCrawler(t *testing.T, srv *Server, rules TruthRules) *indepCrawler 
 		rules: rules,
 		client: &http.Client{
 			Transport:     tr,
-			Timeout:       time.Second,
+			Timeout:       5 * time.Second, // well above a loaded machine's latency, well below HangTime
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		robots: map[string]*tinyRobots{},
