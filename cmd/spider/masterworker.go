@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -12,7 +12,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
-	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/rstate"
 )
 
 const masterSynopsis = `master --redis URL [--crawl NAME] [crawl flags] SEED_URL...
@@ -68,8 +68,14 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
-		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
+	// SPEC §1: the master de-duplicates with a Bloom filter on Redis (unless
+	// --seen exact is given); its whole state lives there, so a master can be
+	// restarted anywhere and resume.
+	if !flagGiven(fs, "seen") {
+		cfg.Seen = "bloom"
+	}
+	st, err := rstate.Open(ctx, rdb, rstate.Options{
+		Crawl: rf.crawl, Bucket: "mw", SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
 	})
 	if err != nil {
 		return err
@@ -97,7 +103,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	el := time.Since(start)
 	fmt.Fprintf(stdout, "crawl %q done: %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d\n",
 		rf.crawl, p.Fetched, el.Round(time.Millisecond), float64(p.Fetched)/max(el.Seconds(), 1e-9), s.Handed, s.Results, s.Stale, s.Requeued)
-	counters, err := st.Counters(ctx)
+	counters, err := m.Counters(ctx)
 	if err == nil {
 		rows := map[string]int64{}
 		for o, n := range counters {
@@ -122,6 +128,13 @@ URLs from srq, fetches them, stores pages in its own --data directory and
 answers on nrq. The crawl's rules come from the master; only local settings
 (data directory, concurrency, name resolution) are given here. Exits when
 the master marks the crawl done.`
+
+// flagGiven reports whether the flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", workerSynopsis, stderr)

@@ -66,6 +66,10 @@ func TestPeersKill(t *testing.T) {
 	for countRecords(ps[0].data) < 30 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
+	code, out, errOut := runCLI(t, "status", "--redis", rs.URL(), "--crawl", "k", "--buckets", "128")
+	if code != 0 || !strings.Contains(out, "peer-to-peer") || !strings.Contains(out, "n1") {
+		t.Errorf("status: code %d\n%s%s", code, out, errOut)
+	}
 	if err := ps[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/p2p"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -15,6 +19,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var rf redisFlags
 	rf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
+	buckets := fs.Int("buckets", 4096, "peer-to-peer crawls: the nodes' --buckets")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -26,6 +31,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	st, err := masterworker.ReadStatus(ctx, rdb, rf.crawl)
 	if err != nil {
 		return err
+	}
+	if st.Master["epoch"] == 0 && len(st.Workers) == 0 {
+		// No master ever ran this crawl: it is peer-to-peer (or not started).
+		return printPeerStatus(ctx, rdb, rf.crawl, *buckets, *asJSON, stdout)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -49,6 +58,50 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "  workers: %d\n", len(st.Workers))
 	for _, w := range st.Workers {
 		fmt.Fprintf(stdout, "    #%d  last heartbeat %s ago, %d tasks in hand\n", w.ID, w.LastBeat, w.InFlight)
+	}
+	return nil
+}
+
+func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string, buckets int, asJSON bool, stdout io.Writer) error {
+	st, err := p2p.ReadStatus(ctx, rdb, crawlName, buckets)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	state := "running"
+	if st.Done {
+		state = "done"
+	} else if len(st.Nodes) == 0 {
+		state = "no live nodes"
+	}
+	fmt.Fprintf(stdout, "crawl %q (peer-to-peer): %s, member epoch %d\n", st.Crawl, state, st.Epoch)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  node\tweight\tbuckets\tpages/s\tqueued\tinbox\tidle")
+	for _, n := range st.Nodes {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%d\t%d\t%v\n", n.ID, n.Weight, n.Buckets, n.PagesPerSec, n.Queue, n.Inbox, n.Idle)
+	}
+	tw.Flush()
+	nodes := p2p.Nodes(st.Sent)
+	if len(nodes) > 0 {
+		fmt.Fprintln(stdout, "URLs sent (row: from, column: to):")
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "\t")
+		for _, n := range nodes {
+			fmt.Fprintf(tw, "%s\t", n)
+		}
+		fmt.Fprintln(tw)
+		for _, from := range nodes {
+			fmt.Fprintf(tw, "%s\t", from)
+			for _, to := range nodes {
+				fmt.Fprintf(tw, "%d\t", st.Sent[from][to])
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
 	}
 	return nil
 }

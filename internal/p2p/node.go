@@ -37,6 +37,7 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
+	"github.com/spider-crawler/spider/internal/rstate"
 )
 
 // Options configure a node.
@@ -257,17 +258,28 @@ func (n *Node) events(ctx context.Context) error {
 			}
 			switch ev.Kind {
 			case cluster.Acquired:
-				st, err := n.bs.acquire(ctx, ev.Bucket, ev.Token)
+				var st *rstate.Store
+				err := retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
+				if errors.Is(err, rstate.ErrFenced) {
+					continue // it moved on already; its new owner has it
+				}
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
-					n.log.Error("cannot open an acquired bucket", "bucket", ev.Bucket, "err", err)
-					continue
+					return fmt.Errorf("cannot open acquired bucket %d: %w", ev.Bucket, err)
 				}
 				var reqs []frontier.Request
-				if err := st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil }); err != nil {
-					n.log.Error("cannot load a bucket's pending URLs", "bucket", ev.Bucket, "err", err)
+				err = retry(ctx, func() error {
+					reqs = reqs[:0]
+					return st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil })
+				})
+				if errors.Is(err, rstate.ErrFenced) {
+					n.bs.drop(ev.Bucket, 0)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("cannot load the pending URLs of bucket %d: %w", ev.Bucket, err)
 				}
 				if err := n.sched.Enqueue(reqs); err != nil {
 					return err
@@ -414,6 +426,7 @@ func (n *Node) terminate(ctx context.Context) error {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	var last string
+	rateAt, rateFetched, rate := time.Now(), int64(0), 0.0
 	for {
 		select {
 		case <-ctx.Done():
@@ -437,7 +450,12 @@ func (n *Node) terminate(ctx context.Context) error {
 		idle := epoch > 0 && n.sched.Idle() && n.disp.pending() == 0 && inbox == 0 && proc == 0 && n.bs.ownedCount() == want
 		rep, _ := json.Marshal(idleReport{Idle: idle, Epoch: epoch})
 		n.rdb.HSet(ctx, n.k.idle(), n.opt.NodeID, rep)
-		n.mem.SetLoad(cluster.Load{Queue: int64(n.sched.Progress().Queued)})
+		if el := time.Since(rateAt); el >= time.Second {
+			f := n.fetched.Load()
+			rate = float64(f-rateFetched) / el.Seconds()
+			rateAt, rateFetched = time.Now(), f
+		}
+		n.mem.SetLoad(cluster.Load{PagesPerSec: rate, Queue: int64(n.sched.Progress().Queued)})
 		if !idle {
 			last = ""
 			continue

@@ -1,0 +1,66 @@
+package p2p
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/partition"
+)
+
+// NodeStatus is one live peer as `spider status` shows it.
+type NodeStatus struct {
+	ID          string  `json:"id"`
+	Weight      int     `json:"weight"`
+	Buckets     int     `json:"buckets"` // buckets the ring gives it (of Options.Buckets)
+	PagesPerSec float64 `json:"pages_per_s"`
+	Queue       int64   `json:"queue"`
+	Inbox       int64   `json:"inbox"` // batches waiting
+	Idle        bool    `json:"idle"`
+}
+
+// Status is a peer-to-peer crawl as seen in Redis.
+type Status struct {
+	Crawl string                      `json:"crawl"`
+	Done  bool                        `json:"done"`
+	Epoch int64                       `json:"epoch"`
+	Nodes []NodeStatus                `json:"nodes"`
+	Sent  map[string]map[string]int64 `json:"sent"` // URLs sent from → to (SPEC §3)
+}
+
+// ReadStatus reads members, bucket shares, inboxes and counters; buckets is
+// the crawl's M (the nodes' --buckets).
+func ReadStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string, buckets int) (*Status, error) {
+	keys, err := cluster.NewKeys(crawlName)
+	if err != nil {
+		return nil, err
+	}
+	view, err := cluster.NewMembership(rdb, keys, cluster.MembershipConfig{}).Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the crawl's members: %w", err)
+	}
+	k := newQKeys(crawlName)
+	st := &Status{Crawl: crawlName, Epoch: view.Epoch}
+	if n, _ := rdb.Exists(ctx, k.done()).Result(); n > 0 {
+		st.Done = true
+	}
+	owned := map[string]int{}
+	if ring, err := view.Ring(partition.PointsPerWeight(partition.DefaultPointsPerWeight)); err == nil {
+		for _, id := range ring.Balanced(buckets, 0) {
+			owned[id]++
+		}
+	}
+	idle, _ := rdb.HGetAll(ctx, k.idle()).Result()
+	for _, m := range view.Members {
+		inbox, _ := rdb.LLen(ctx, k.inbox(m.ID)).Result()
+		var rep idleReport
+		_ = json.Unmarshal([]byte(idle[m.ID]), &rep)
+		st.Nodes = append(st.Nodes, NodeStatus{ID: m.ID, Weight: m.Weight, Buckets: owned[m.ID],
+			PagesPerSec: m.Load.PagesPerSec, Queue: m.Load.Queue, Inbox: inbox, Idle: rep.Idle})
+	}
+	st.Sent, err = SentTable(ctx, rdb, crawlName)
+	return st, err
+}
