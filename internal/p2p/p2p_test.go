@@ -269,3 +269,29 @@ func dumpTermination(t *testing.T, rdb redis.UniversalClient, crawlName string) 
 		}
 	}
 }
+
+// TestPeersOnRedisCluster: the same crawl on a 3-master Redis Cluster: every
+// script touches keys of one hash slot (a bucket's keys share a tag, the
+// queues share another).
+func TestPeersOnRedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	f := newFixture(t, websim.Config{Seed: 54, Hosts: 16, PagesPerHost: 20},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	cl := redistest.StartCluster(t, 3)
+	f.rdb = cl.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		n, dir := f.node(t, testOptions("pc", fmt.Sprintf("c%d", i), 100))
+		dirs = append(dirs, dir)
+		g.Go(func() error { return n.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+}
