@@ -65,17 +65,29 @@ func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 	fs.Float64Var(&c.MaxRate, "max-rate", c.MaxRate, fmt.Sprintf("requests/s over the whole crawl; 0 = per-host limits only; at most %d", crawl.HardMaxRate))
 }
 
-func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// crawlConfigFlags starts a command that takes the crawl settings: the
+// defaults, then the --config file (found in args before parsing), then a
+// flag set whose flags override both. The caller adds its own flags and
+// parses.
+func crawlConfigFlags(name, synopsis string, args []string, stderr io.Writer) (*crawl.Config, *flag.FlagSet, error) {
 	cfg := crawl.NewConfig()
 	if path := findConfigFlag(args); path != "" {
 		if err := crawl.LoadFile(path, &cfg); err != nil {
-			return err
+			return nil, nil, err
 		}
 		cfg.Defaults()
 	}
-	fs := newFlagSet("crawl", crawlSynopsis, stderr)
+	fs := newFlagSet(name, synopsis, stderr)
 	fs.String("config", "", "YAML configuration file (flags override it)")
 	crawlFlags(fs, &cfg)
+	return &cfg, fs, nil
+}
+
+func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfgp, fs, err := crawlConfigFlags("crawl", crawlSynopsis, args, stderr)
+	if err != nil {
+		return err
+	}
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no progress line and no summary")
 	var rf redisFlags
@@ -87,6 +99,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cfg := *cfgp
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
 	if len(cfg.Seeds) == 0 {
 		fs.Usage()

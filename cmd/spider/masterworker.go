@@ -24,16 +24,10 @@ Redis list srq and takes results from nrq. Start workers with
 run it again to resume.`
 
 func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg := crawl.NewConfig()
-	if path := findConfigFlag(args); path != "" {
-		if err := crawl.LoadFile(path, &cfg); err != nil {
-			return err
-		}
-		cfg.Defaults()
+	cfgp, fs, err := crawlConfigFlags("master", masterSynopsis, args, stderr)
+	if err != nil {
+		return err
 	}
-	fs := newFlagSet("master", masterSynopsis, stderr)
-	fs.String("config", "", "YAML configuration file (flags override it)")
-	crawlFlags(fs, &cfg)
 	var rf redisFlags
 	rf.register(fs)
 	maxInFlight := fs.Int("max-inflight", 0, "tasks handed out and not yet answered (default 4 × concurrency)")
@@ -43,6 +37,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cfg := *cfgp
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
 	if len(cfg.Seeds) == 0 {
 		fs.Usage()
