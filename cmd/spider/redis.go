@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,12 +20,14 @@ type redisFlags struct {
 	url     string
 	cluster bool
 	crawl   string
+	caFile  string
 }
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.url, "redis", os.Getenv("SPIDER_REDIS"), "Redis URL: redis://[user:password@]host:port/db, rediss:// for TLS (default $SPIDER_REDIS)")
 	fs.BoolVar(&r.cluster, "redis-cluster", false, "the URL names Redis Cluster nodes (redis://host1:port1?addr=host2:port2)")
 	fs.StringVar(&r.crawl, "crawl", "default", "crawl name: crawls with different names share one Redis without touching each other")
+	fs.StringVar(&r.caFile, "redis-ca", os.Getenv("SPIDER_REDIS_CA"), "PEM file of the CA that signed the Redis server's TLS certificate (rediss:// URLs; default: the system's CAs)")
 }
 
 // open connects and pings. Errors never contain the password.
@@ -37,11 +41,17 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bad --redis URL %s: %w", redact(r.url), errors.New(redactErr(err, r.url)))
 		}
+		if opt.TLSConfig, err = r.tls(opt.TLSConfig); err != nil {
+			return nil, err
+		}
 		rdb = redis.NewClusterClient(opt)
 	} else {
 		opt, err := redis.ParseURL(r.url)
 		if err != nil {
 			return nil, fmt.Errorf("bad --redis URL %s: %w", redact(r.url), errors.New(redactErr(err, r.url)))
+		}
+		if opt.TLSConfig, err = r.tls(opt.TLSConfig); err != nil {
+			return nil, err
 		}
 		rdb = redis.NewClient(opt)
 	}
@@ -52,6 +62,26 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("cannot reach Redis at %s (is redis-server running? is the password right?): %s", redact(r.url), redactErr(err, r.url))
 	}
 	return rdb, nil
+}
+
+// tls adds the --redis-ca authority to a rediss:// URL's TLS settings.
+func (r *redisFlags) tls(cfg *tls.Config) (*tls.Config, error) {
+	if r.caFile == "" {
+		return cfg, nil
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: --redis-ca is for TLS: use a rediss:// URL", errUsage)
+	}
+	pem, err := os.ReadFile(r.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --redis-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--redis-ca %s holds no PEM certificate", r.caFile)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
 }
 
 // redact hides the password of a Redis URL.
