@@ -228,7 +228,9 @@ func (s *Scheduler) Close() error {
 }
 
 // Counters returns the state's outcome counters (all runs).
-func (s *Scheduler) Counters(ctx context.Context) (map[string]int64, error) { return s.st.Counters(ctx) }
+func (s *Scheduler) Counters(ctx context.Context) (map[string]int64, error) {
+	return s.st.Counters(ctx)
+}
 
 // Sync makes the state durable.
 func (s *Scheduler) Sync() error { return s.st.Sync() }

@@ -331,7 +331,9 @@ func (m *Master) publish(ctx context.Context) {
 }
 
 // Counters returns the crawl's outcome counters from the state.
-func (m *Master) Counters(ctx context.Context) (map[string]int64, error) { return m.sched.Counters(ctx) }
+func (m *Master) Counters(ctx context.Context) (map[string]int64, error) {
+	return m.sched.Counters(ctx)
+}
 
 // Close closes the scheduler (frontier and state).
 func (m *Master) Close() error { return m.sched.Close() }
