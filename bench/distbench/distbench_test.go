@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -324,8 +327,78 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
-// TestEndToEnd runs a tiny version of every experiment: spider is built,
-// redis-server started, websim served, and every run must cover the truth.
+func TestFitMemory(t *testing.T) {
+	// fixed 1000 B, 100 B per seen URL, 50 B more per pending URL.
+	mk := func(seen, pending int64) *runResult {
+		return &runResult{MemBefore: 500, MemAfter: 500 + 1000 + 100*seen + 50*pending + 7, CallBytes: 7, Seen: seen, Pending: pending}
+	}
+	f := fitMemory(map[string]*runResult{"seeds": mk(100, 0), "full": mk(600, 0), "stopped": mk(600, 400)})
+	if !f.HasSeen || !f.HasPending || math.Abs(f.Fixed-1000) > 1e-9 || math.Abs(f.PerSeen-100) > 1e-9 || math.Abs(f.PerPending-50) > 1e-9 {
+		t.Errorf("fit = %+v", f)
+	}
+	if f := fitMemory(map[string]*runResult{"full": mk(600, 0)}); f.HasSeen || f.HasPending {
+		t.Errorf("fit without seeds = %+v", f)
+	}
+	if f := fitMemory(map[string]*runResult{"seeds": mk(100, 0), "full": mk(600, 0), "stopped": mk(600, 0)}); !f.HasSeen || f.HasPending {
+		t.Errorf("fit without pending = %+v", f)
+	}
+}
+
+func TestSlogFields(t *testing.T) {
+	tests := []struct {
+		line, level, msg string
+		ok               bool
+	}{
+		{`time=2026-11-21T22:10:32Z level=WARN msg="cannot send URL batches; retrying" err=x` + "\n", "WARN", "cannot send URL batches; retrying", true},
+		{`time=x level=ERROR msg=short key=v`, "ERROR", "short", true},
+		{`time=x level=INFO msg="a \"quoted\" word"`, "INFO", `a "quoted" word`, true},
+		{`time=x level=WARN msg="unterminated`, "WARN", "unterminated", true},
+		{`time=x level=WARN`, "WARN", "", true},
+		{`spider: interrupted; run the same command again to resume`, "", "", false},
+	}
+	for _, tt := range tests {
+		level, msg, ok := slogFields(tt.line)
+		if level != tt.level || msg != tt.msg || ok != tt.ok {
+			t.Errorf("slogFields(%q) = %q, %q, %v; want %q, %q, %v", tt.line, level, msg, ok, tt.level, tt.msg, tt.ok)
+		}
+	}
+}
+
+func FuzzSlogFields(f *testing.F) {
+	f.Add(`time=x level=WARN msg="cannot send; retrying" err=x`)
+	f.Add(`level=ERROR msg=x`)
+	f.Add(`level= msg="`)
+	f.Add("no fields")
+	f.Fuzz(func(t *testing.T, line string) {
+		level, msg, ok := slogFields(line)
+		if !ok && (level != "" || msg != "") {
+			t.Fatalf("not ok but level %q msg %q", level, msg)
+		}
+		if ok && !strings.Contains(line, "level=") {
+			t.Fatalf("ok without level= in %q", line)
+		}
+		if strings.Contains(level, " ") {
+			t.Fatalf("level %q has a space", level)
+		}
+	})
+}
+
+func TestLogNotes(t *testing.T) {
+	dir := t.TempDir()
+	p := &proc{Name: "A", LogFile: filepath.Join(dir, "A.log")}
+	log := "time=1 level=INFO msg=fine\ntime=2 level=WARN msg=\"x y\" a=1\ntime=3 level=WARN msg=\"x y\" a=2\ntime=4 level=ERROR msg=bad\n"
+	if err := os.WriteFile(p.LogFile, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(logNotes(p), "; ")
+	if want := "A: 2 × WARN x y; A: 1 × ERROR bad"; got != want {
+		t.Errorf("logNotes = %q, want %q", got, want)
+	}
+}
+
+// TestEndToEnd runs a tiny version of the weights and scaling experiments:
+// spider is built, redis-server started, websim served, and every run must
+// cover the truth and end by itself.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds spider and runs distributed crawls")
@@ -336,18 +409,26 @@ func TestEndToEnd(t *testing.T) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"weights", "scaling", "memory", "--work", t.TempDir(),
+	err := run(ctx, []string{"weights", "scaling", "--work", t.TempDir(), "--buckets", "64",
 		"--hosts", "150", "--scenarios", "A=150,B=80;A=150", "--trouble", "0.1", "--hang-time", "600ms", "--fetch-timeout", "300ms",
-		"--scale-hosts", "60", "--latency", "5ms", "--workers", "1,2", "--peers", "1", "--mem-max-pages", "50",
-		"--run-timeout", "60s"}, &out, &errOut)
+		"--scale-hosts", "40", "--latency", "5ms", "--workers", "1", "--peers", "1", "--run-timeout", "40s"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
 	for _, want := range []string{"### Crawl with A=150,B=80", "URLs each node sent", "A=150,B=80 → A=150",
-		"peer-to-peer", "master–worker", "## Redis memory per URL", "coverage 1"} {
+		"| peer-to-peer | 1 |", "| master–worker | 1 |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	cov := regexp.MustCompile(`coverage (\d+)/(\d+) `).FindAllStringSubmatch(report, -1)
+	if len(cov) != 4 { // two weights runs, two scaling runs
+		t.Errorf("%d coverage checks in the report, want 4:\n%s", len(cov), report)
+	}
+	for _, m := range cov {
+		if m[1] != m[2] || m[1] == "0" {
+			t.Errorf("coverage %s of %s URLs", m[1], m[2])
 		}
 	}
 	if strings.Contains(report, "**failure") {

@@ -64,6 +64,8 @@ type options struct {
 	RunTimeout  time.Duration
 	Buckets     int
 	LogLevel    string
+	Stagger     time.Duration
+	Stall       time.Duration
 
 	// weights
 	Hosts, Pages, Seeds int
@@ -74,6 +76,7 @@ type options struct {
 	WDelay              time.Duration
 	WConcurrency        int
 	Scenarios           []string // member lists, the first is "before"
+	NodeFlags           []string // more flags for every node
 
 	// scaling
 	SHosts, SPages, SSeeds int
@@ -114,8 +117,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Root, "root", "", "repository root (default: found from the working directory)")
 	fs.StringVar(&o.Work, "work", "", "work directory for the binary, Redis and the nodes' data (default: a temporary one, removed)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the work directory")
-	fs.DurationVar(&o.RunTimeout, "run-timeout", 4*time.Minute, "longest run; a crawl still going then is stopped and reported as a hang")
+	fs.DurationVar(&o.RunTimeout, "run-timeout", 150*time.Second, "longest run; a crawl still going then is stopped and reported as a hang")
 	fs.StringVar(&o.LogLevel, "log-level", "warn", "--log-level of every spider process (logs in the work directory, RUN/NODE.log)")
+	fs.DurationVar(&o.Stall, "stall", 15*time.Second, "a run whose processes go on although websim got no request for this long is stopped and reported as a hang (0: only --run-timeout)")
+	fs.DurationVar(&o.Stagger, "stagger", 0, "pause between the starts of a run's processes (0: all at once)")
 	fs.IntVar(&o.Buckets, "buckets", partition.DefaultBuckets, "spider --buckets (logical buckets of hosts)")
 
 	fs.IntVar(&o.Hosts, "hosts", 10000, "weights: websim hosts")
@@ -127,10 +132,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", time.Second, "weights: spider --timeout and --first-byte-timeout (below --hang-time)")
 	fs.DurationVar(&o.WDelay, "delay", 0, "weights: spider --delay")
 	fs.IntVar(&o.WConcurrency, "concurrency", 16, "weights: spider --concurrency of each node")
+	nodeFlags := fs.String("node-flags", "", "weights: more spider crawl flags for every node, space-separated (e.g. \"--max-depth 0\")")
 	scen := fs.String("scenarios", "A=150,B=80,C=200,D=40;A=150,B=80,D=40;A=150,B=80,C=200,D=40,E=300",
 		"weights: member lists separated by ';' — the first, then each change from it")
 
-	fs.IntVar(&o.SHosts, "scale-hosts", 2000, "scaling: websim hosts")
+	fs.IntVar(&o.SHosts, "scale-hosts", 1000, "scaling: websim hosts")
 	fs.IntVar(&o.SPages, "scale-pages", 1, "scaling: websim pages per host")
 	fs.IntVar(&o.SSeeds, "scale-seeds", 0, "scaling: seed URLs (0: every host)")
 	fs.DurationVar(&o.Latency, "latency", 100*time.Millisecond, "scaling: websim first-byte latency of every answer")
@@ -146,6 +152,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("cannot use arguments %q: put the experiment names first, then flags", fs.Args())
 	}
+	o.NodeFlags = strings.Fields(*nodeFlags)
 	o.Scenarios = nil
 	for s := range strings.SplitSeq(*scen, ";") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -221,7 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rs.close()
-	b := &bench{bin: bin, rs: rs, work: work, log: stderr, timeout: o.RunTimeout, buckets: o.Buckets, level: o.LogLevel}
+	b := &bench{bin: bin, rs: rs, work: work, log: stderr, timeout: o.RunTimeout, buckets: o.Buckets, level: o.LogLevel, stagger: o.Stagger, stall: o.Stall}
 	fmt.Fprintf(stdout, "# distbench %s\n\n", strings.Join(o.Experiments, ", "))
 	fmt.Fprintf(stdout, "%s; %s; redis-server %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), loadavg(), redisVersion())
 	var errs []error

@@ -121,11 +121,16 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // errTimeout reports a run that did not end by itself in time: a hang.
 var errTimeout = errors.New("run did not finish in time")
 
+// errStall reports a run whose processes still run although the web has
+// seen no request for a while: a hang.
+var errStall = errors.New("hang")
+
 // runProcs starts every process (in order, stagger apart) and waits until
 // all have exited or timeout passes; then it stops the rest and returns
 // errTimeout naming them. tick, when not nil, is called every 200 ms while
-// the processes run.
-func runProcs(ctx context.Context, bin string, ps []*proc, stagger, timeout time.Duration, tick func()) error {
+// the processes run; when it returns an error, the processes still running
+// are stopped and the error is returned with their names.
+func runProcs(ctx context.Context, bin string, ps []*proc, stagger, timeout time.Duration, tick func() error) error {
 	deadline := time.Now().Add(timeout)
 	for i, p := range ps {
 		if i > 0 && stagger > 0 {
@@ -152,7 +157,11 @@ func runProcs(ctx context.Context, bin string, ps []*proc, stagger, timeout time
 		if alive == 0 {
 			return nil
 		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
+		var tickErr error
+		if tick != nil {
+			tickErr = tick()
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) || tickErr != nil {
 			var names []string
 			for _, p := range ps {
 				select {
@@ -167,16 +176,27 @@ func runProcs(ctx context.Context, bin string, ps []*proc, stagger, timeout time
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if tickErr != nil {
+				return fmt.Errorf("%w: %s still running, stopped", tickErr, strings.Join(names, ", "))
+			}
 			return fmt.Errorf("%w (%s): %s still running, stopped", errTimeout, timeout, strings.Join(names, ", "))
 		}
 		select {
 		case <-t.C:
-			if tick != nil {
-				tick()
-			}
 		case <-ctx.Done():
 		}
 	}
+}
+
+// firstStart is the earliest start of ps.
+func firstStart(ps []*proc) time.Time {
+	var first time.Time
+	for _, p := range ps {
+		if first.IsZero() || p.start.Before(first) {
+			first = p.start
+		}
+	}
+	return first
 }
 
 // span is the time from the first start to the last exit of ps.

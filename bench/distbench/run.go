@@ -30,7 +30,9 @@ type bench struct {
 	log     io.Writer
 	timeout time.Duration
 	buckets int
-	level   string // --log-level of every process
+	level   string        // --log-level of every process
+	stagger time.Duration // pause between process starts
+	stall   time.Duration // a run with no request for this long is a hang (0: no check)
 }
 
 // topology is "p2p" or "mw" (master–worker).
@@ -50,6 +52,7 @@ type runSpec struct {
 	Concurrency int
 	Delay       time.Duration
 	Timeout     time.Duration // fetch time-out (0: spider's default)
+	Buckets     int           // p2p --buckets (0: the bench's)
 	Extra       []string      // more crawl flags (p2p nodes, or the master)
 }
 
@@ -80,11 +83,14 @@ type runResult struct {
 	Seen      int64 // p2p: Σ seen over the buckets' meta
 	Pending   int64 // p2p: Σ pending over the buckets
 	Buckets   int   // p2p: buckets with state
+	CallKeys  int   // rstate reply keys (:call:*) still alive after the run
+	CallBytes int64 // their MEMORY USAGE
 	RedisCPU  time.Duration
 	BenchCPU  time.Duration // this process (websim, sampling) during the run
 	CrossDup  int           // URLs recorded by more than one node
 	Records   int           // records over every node
 	LogNotes  []string      // warnings and errors the processes logged, counted by message
+	Hung      bool          // stopped by the stall check; Wall ends at the last request
 	Args      []string      // one node's command line, for the report
 	MWArgs    []string      // mw: the master's and one worker's command line
 }
@@ -158,6 +164,10 @@ func (b *bench) run(ctx context.Context, w *web, spec runSpec) *runResult {
 	res.MemBefore = before.int("used_memory")
 	res.MemPeak = res.MemBefore
 	crawlName := strings.ReplaceAll(spec.Name, "/", "-")
+	buckets := spec.Buckets
+	if buckets == 0 {
+		buckets = b.buckets
+	}
 	common := []string{"--redis", b.rs.url(), "--crawl", crawlName}
 	crawlFlags := []string{"--resolve-file", w.resolveFile, "--allow-private", "--delay", spec.Delay.String(),
 		"--scope", "any", "--max-depth", "-1", "--concurrency", strconv.Itoa(spec.Concurrency), "--config", w.configFile}
@@ -171,7 +181,7 @@ func (b *bench) run(ctx context.Context, w *web, spec runSpec) *runResult {
 		for _, m := range spec.Members {
 			data := filepath.Join(dir, m.ID)
 			args := append(append([]string{"crawl"}, common...), "--node-id", m.ID, "--weight", strconv.Itoa(m.Weight),
-				"--buckets", strconv.Itoa(b.buckets), "--data", data, "--quiet", "--user-agent", agentOf(m.ID))
+				"--buckets", strconv.Itoa(buckets), "--data", data, "--quiet", "--user-agent", agentOf(m.ID))
 			args = append(args, crawlFlags...)
 			args = append(args, "--log-level", b.level)
 			p := &proc{Name: m.ID, Args: args, Data: data, LogFile: filepath.Join(dir, m.ID+".log")}
@@ -202,17 +212,25 @@ func (b *bench) run(ctx context.Context, w *web, spec runSpec) *runResult {
 	}
 	cpu0 := selfCPU()
 	var mu sync.Mutex
-	sample := func() {
-		in, err := b.rs.info(ctx, "memory")
-		if err != nil {
-			return
+	lastLen, lastChange := -1, time.Now()
+	sample := func() error {
+		if in, err := b.rs.info(ctx, "memory"); err == nil {
+			mu.Lock()
+			res.MemPeak = max(res.MemPeak, in.int("used_memory"))
+			mu.Unlock()
 		}
-		mu.Lock()
-		res.MemPeak = max(res.MemPeak, in.int("used_memory"))
-		mu.Unlock()
+		if n := w.srv.Log().Len(); n != lastLen {
+			lastLen, lastChange = n, time.Now()
+			return nil
+		}
+		if b.stall <= 0 || time.Since(lastChange) < b.stall {
+			return nil
+		}
+		return fmt.Errorf("%w: no request for %s while the processes ran (%d requests in all); %s",
+			errStall, b.stall, lastLen, idleReports(ctx, b.rs.rdb, crawlName))
 	}
 	fmt.Fprintf(b.log, "  run %s: %d processes\n", spec.Name, len(ps))
-	res.Err = runProcs(ctx, b.bin, ps, 0, b.timeout, sample)
+	res.Err = runProcs(ctx, b.bin, ps, b.stagger, b.timeout, sample)
 	res.Wall = span(ps)
 	waitQuiet(w.srv.Log())
 	res.BenchCPU = selfCPU() - cpu0
@@ -238,17 +256,32 @@ func (b *bench) run(ctx context.Context, w *web, spec runSpec) *runResult {
 		res.Err = errors.Join(res.Err, err)
 	}
 	res.Commands, res.TopCmds = crawlCalls(calls)
+	names := []string{"mw"} // the master's state (rstate bucket "mw")
 	if spec.Topo == topoP2P {
 		res.Sent, err = p2p.SentTable(ctx, b.rs.rdb, crawlName)
 		if err != nil {
 			res.Err = errors.Join(res.Err, err)
 		}
-		res.Seen, res.Pending, res.Buckets, err = bucketSizes(ctx, b.rs.rdb, crawlName, b.buckets)
-		if err != nil {
-			res.Err = errors.Join(res.Err, err)
+		names = names[:0]
+		for i := range buckets {
+			names = append(names, "b"+strconv.Itoa(i))
 		}
 	}
+	res.Seen, res.Pending, res.Buckets, err = bucketSizes(ctx, b.rs.rdb, crawlName, names)
+	if err != nil {
+		res.Err = errors.Join(res.Err, err)
+	}
+	res.CallKeys, res.CallBytes, err = callKeys(ctx, b.rs.rdb, crawlName)
+	if err != nil {
+		res.Err = errors.Join(res.Err, err)
+	}
 	res.Log = w.check()
+	if errors.Is(res.Err, errStall) && !res.Log.Last.IsZero() {
+		// The crawl's work ended with its last request; the wait for an
+		// end that never came is not crawl time.
+		res.Wall = res.Log.Last.Sub(firstStart(ps))
+		res.Hung = true
+	}
 	all := map[string]int{}
 	for _, n := range res.Nodes {
 		n.URLs, err = recordURLs(n.Proc.Data)
@@ -290,15 +323,16 @@ func recordURLs(dir string) (map[string]int, error) {
 	return out, nil
 }
 
-// bucketSizes sums seen and pending over the buckets of a p2p crawl, from
-// each bucket's meta hash and pending hash, and counts the buckets that
-// have state.
-func bucketSizes(ctx context.Context, rdb *redis.Client, crawlName string, m int) (seen, pending int64, buckets int, err error) {
+// bucketSizes sums seen and pending over the named rstate buckets of a
+// crawl ("b0"… for p2p, "mw" for the master), from each bucket's meta hash
+// and pending hash, and counts the buckets that have state.
+func bucketSizes(ctx context.Context, rdb *redis.Client, crawlName string, names []string) (seen, pending int64, buckets int, err error) {
+	m := len(names)
 	pipe := rdb.Pipeline()
 	metas := make([]*redis.StringCmd, m)
 	pends := make([]*redis.IntCmd, m)
-	for i := range m {
-		prefix := "spider:" + crawlName + ":{b" + strconv.Itoa(i) + "}:"
+	for i, name := range names {
+		prefix := "spider:" + crawlName + ":{" + name + "}:"
 		metas[i] = pipe.HGet(ctx, prefix+"meta", "seen")
 		pends[i] = pipe.HLen(ctx, prefix+"pending")
 	}
@@ -312,7 +346,7 @@ func bucketSizes(ctx context.Context, rdb *redis.Client, crawlName string, m int
 		}
 		n, perr := strconv.ParseInt(v, 10, 64)
 		if err != nil || perr != nil {
-			return 0, 0, 0, fmt.Errorf("cannot read bucket %d's seen count %q: %v", i, v, errors.Join(err, perr))
+			return 0, 0, 0, fmt.Errorf("cannot read bucket %s's seen count %q: %v", names[i], v, errors.Join(err, perr))
 		}
 		buckets++
 		seen += n
@@ -384,4 +418,61 @@ func slogFields(line string) (level, msg string, ok bool) {
 	}
 	msg, _, _ = strings.Cut(strings.TrimRight(rest, "\n"), " ")
 	return level, msg, true
+}
+
+// callKeys counts the rstate reply keys of a crawl (spider:NAME:{…}:call:ID,
+// kept for rstate.ReplyTTL after each accepting call) and sums their
+// MEMORY USAGE: memory that goes away by itself shortly after a crawl.
+func callKeys(ctx context.Context, rdb *redis.Client, crawlName string) (int, int64, error) {
+	var keys []string
+	iter := rdb.Scan(ctx, 0, "spider:"+crawlName+":{*}:call:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return 0, 0, fmt.Errorf("cannot scan the reply keys: %w", err)
+	}
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.MemoryUsage(ctx, k)
+	}
+	if len(keys) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, 0, fmt.Errorf("cannot read the reply keys' memory: %w", err)
+		}
+	}
+	var total int64
+	for _, c := range cmds {
+		total += c.Val()
+	}
+	return len(keys), total, nil
+}
+
+// idleReports describes the p2p nodes' termination reports and the queues
+// that decide the end of a crawl, for a hang's diagnosis.
+func idleReports(ctx context.Context, rdb *redis.Client, crawlName string) string {
+	prefix := "spider:" + crawlName + ":{" + crawlName + ".p2p}:"
+	idle, err := rdb.HGetAll(ctx, prefix+"idle").Result()
+	if err != nil || len(idle) == 0 {
+		mw := "{spider:" + crawlName + "}:mw:"
+		srq, _ := rdb.LLen(ctx, mw+"srq").Result()
+		nrq, _ := rdb.LLen(ctx, mw+"nrq").Result()
+		done, _ := rdb.Exists(ctx, mw+"done").Result()
+		return fmt.Sprintf("master–worker: srq %d, nrq %d, done %d", srq, nrq, done)
+	}
+	var parts []string
+	for _, id := range sortedKeys(idle) {
+		parts = append(parts, id+" "+idle[id])
+	}
+	sum := func(key string) int64 {
+		m, _ := rdb.HGetAll(ctx, prefix+key).Result()
+		var t int64
+		for _, v := range m {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			t += n
+		}
+		return t
+	}
+	return fmt.Sprintf("idle reports: %s; URLs sent %d, received %d", strings.Join(parts, ", "), sum("sent"), sum("received"))
 }

@@ -74,8 +74,12 @@ func scalingExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 		if s.Topo == topoP2P {
 			topo = "peer-to-peer"
 		}
+		wall := secs(r.Wall)
+		if r.Hung {
+			wall += " (hang: to the last request)"
+		}
 		pages := r.Log.Pages
-		t.add(topo, strconv.Itoa(n), itoa(pages), secs(r.Wall), fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.2f", speed),
+		t.add(topo, strconv.Itoa(n), itoa(pages), wall, fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.2f", speed),
 			"**"+pct(eff)+"**", fmt.Sprintf("%.1f", r.ActivePerSec()), fmt.Sprintf("%.1f", float64(r.Commands)/float64(max(pages, 1))),
 			fmt.Sprintf("%.3f", ms(r.RedisCPU)/float64(max(pages, 1))), fmt.Sprintf("%.3f", ms(r.CrawlCPU())/float64(max(pages, 1))),
 			fmt.Sprintf("%.4f", r.Log.Coverage()), strconv.Itoa(r.Log.Duplicates+r.CrossDup), topCmds(r.TopCmds, pages, 4))

@@ -57,9 +57,9 @@ func weightsExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 		"URLs per host min / median / mean / max: %s. Truth outcomes: %s.\n\n",
 		itoa(o.Hosts), o.Pages, o.Features, pct(o.Trouble), o.HangTime, itoa(seeds), itoa(len(w.truth.MustFetch)),
 		itoa(len(hostURLs)), distOf(perHost), rowString(truthRows))
-	fmt.Fprintf(out, "Every node: `--weight W --buckets %d --concurrency %d --delay %s --timeout %s --first-byte-timeout %s` "+
+	fmt.Fprintf(out, "Every node: `--weight W --buckets %d --concurrency %d --delay %s --timeout %s --first-byte-timeout %s %s` "+
 		"(per-host 1); %d logical buckets; the nodes use `Ring.Balanced(M, 0)` over the live members.\n\n",
-		b.buckets, o.WConcurrency, o.WDelay, o.FetchTimeout, o.FetchTimeout, b.buckets)
+		b.buckets, o.WConcurrency, o.WDelay, o.FetchTimeout, o.FetchTimeout, strings.Join(o.NodeFlags, " "), b.buckets)
 
 	// Deterministic: bucket shares of every member list.
 	hostW := hostWeights(hostCount1(hostURLs), b.buckets)
@@ -135,12 +135,12 @@ func weightsExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 	for i, ms := range scen {
 		label := strings.Join(ids(ms), "")
 		res := b.run(ctx, w, runSpec{Name: "weights-" + label, Topo: topoP2P, Members: ms, Concurrency: o.WConcurrency,
-			Delay: o.WDelay, Timeout: o.FetchTimeout})
+			Delay: o.WDelay, Timeout: o.FetchTimeout, Extra: o.NodeFlags})
 		runs = append(runs, res)
 		if res.Err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", label, res.Err))
 		}
-		printWeightsRun(out, res, ms, tables[i], urlW, w, i == 0)
+		printWeightsRun(out, res, ms, tables[i], urlW, w)
 		if ctx.Err() != nil {
 			return errors.Join(append(errs, ctx.Err())...)
 		}
@@ -201,10 +201,14 @@ func rowString[T ~int | ~int64](rows map[string]T) string {
 }
 
 // printWeightsRun prints one crawl of the weights experiment.
-func printWeightsRun(out io.Writer, r *runResult, ms []partition.Member, table []string, urlW []float64, w *web, first bool) {
+func printWeightsRun(out io.Writer, r *runResult, ms []partition.Member, table []string, urlW []float64, w *web) {
 	fmt.Fprintf(out, "### Crawl with %s\n\n", memberString(ms))
-	fmt.Fprintf(out, "Wall %s s (first start to last exit), %s pages requested (%.0f pages/s); Redis: %s commands (%.1f per page), "+
-		"used_memory %s → %s MiB (peak %s).\n\n", secs(r.Wall), itoa(r.Log.Pages), r.PagesPerSec(), itoa(r.Commands),
+	hang := ""
+	if r.Hung {
+		hang = " — **the crawl did not end by itself: wall is to the last request**"
+	}
+	fmt.Fprintf(out, "Wall %s s (first start to last exit%s), %s pages requested (%.0f pages/s); Redis: %s commands (%.1f per page), "+
+		"used_memory %s → %s MiB (peak %s).\n\n", secs(r.Wall), hang, itoa(r.Log.Pages), r.PagesPerSec(), itoa(r.Commands),
 		float64(r.Commands)/float64(max(r.Log.Pages, 1)), mib(r.MemBefore), mib(r.MemAfter), mib(r.MemPeak))
 	fmt.Fprintf(out, "Checks: %s.\n\n", checksLine(r))
 
@@ -311,7 +315,6 @@ func printWeightsRun(out io.Writer, r *runResult, ms []partition.Member, table [
 	}
 	fmt.Fprintf(out, "Pages per host (hosts crawled by more than one node: %d):\n\n", split)
 	ht.write(out)
-	_ = first
 }
 
 // observedMoves compares two crawls of the same web: of the URLs both

@@ -27,6 +27,7 @@ func (k qkeys) sent() string             { return k.prefix + "sent" }     // "fr
 func (k qkeys) received() string         { return k.prefix + "received" } // node → URLs
 func (k qkeys) idle() string             { return k.prefix + "idle" }     // node → idle report
 func (k qkeys) done() string             { return k.prefix + "done" }
+func (k qkeys) fetched() string          { return k.prefix + "fetched" } // node → URLs completed
 
 // Batch is the JSON message between nodes (SPEC §3: URLs exchanged as JSON,
 // batched and sent on a timer).

@@ -258,6 +258,11 @@ func (n *Node) events(ctx context.Context) error {
 			}
 			switch ev.Kind {
 			case cluster.Acquired:
+				// Events queue up (a node alone at the start acquires every
+				// bucket); one read late may be for a bucket released since.
+				if tok, held := n.coord.Leases().Token(ev.Bucket); !held || tok != ev.Token {
+					continue
+				}
 				var st *rstate.Store
 				err := retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
 				if errors.Is(err, rstate.ErrFenced) {
@@ -284,7 +289,9 @@ func (n *Node) events(ctx context.Context) error {
 				if err := n.sched.Enqueue(reqs); err != nil {
 					return err
 				}
-			case cluster.Lost:
+			case cluster.Lost, cluster.Released:
+				// Released: drain already stopped the work; this also undoes
+				// a late Acquired that reopened the bucket meanwhile.
 				n.bs.drop(ev.Bucket, 0)
 				n.sched.Drop(func(key string) bool { return n.keyBucket(key) == ev.Bucket })
 			}
@@ -437,6 +444,10 @@ func (n *Node) terminate(ctx context.Context) error {
 			return nil
 		}
 		n.adoptOrphans(ctx)
+		if n.cfg.MaxPages > 0 && n.pageLimitReached(ctx) {
+			n.log.Info("the crawl reached --max-pages", "max_pages", n.cfg.MaxPages)
+			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
+		}
 		n.tableMu.RLock()
 		epoch, want := n.epoch, 0
 		for _, id := range n.table {
@@ -471,6 +482,24 @@ func (n *Node) terminate(ctx context.Context) error {
 		}
 		last = snap
 	}
+}
+
+// pageLimitReached publishes this node's completed URLs and reports whether
+// all nodes together reached MaxPages (a crawl-wide limit).
+func (n *Node) pageLimitReached(ctx context.Context) bool {
+	if err := n.rdb.HSet(ctx, n.k.fetched(), n.opt.NodeID, n.fetched.Load()).Err(); err != nil {
+		return false
+	}
+	all, err := n.rdb.HGetAll(ctx, n.k.fetched()).Result()
+	if err != nil {
+		return false
+	}
+	var total int64
+	for _, v := range all {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		total += x
+	}
+	return total >= n.cfg.MaxPages
 }
 
 // adoptOrphans moves the inboxes (and processing lists) of nodes that are
