@@ -99,8 +99,6 @@ type Scheduler struct {
 	fetched   atomic.Int64 // completions in this run
 	errs      atomic.Int64
 	started   time.Time // set once by NewScheduler
-	hostMu    sync.Mutex
-	hostPages map[string]int64 // this run's completions per host
 
 	flightMu sync.Mutex
 	inFlight map[string]struct{} // URLs leased and not yet finished or released
@@ -118,7 +116,7 @@ func NewScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 		return nil, err
 	}
 	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
-		hostPages: map[string]int64{}, inFlight: map[string]struct{}{}}, nil
+		inFlight: map[string]struct{}{}}, nil
 }
 
 // Start loads what a previous run left pending into the frontier and
@@ -434,9 +432,6 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	}
 	s.m.pages.WithLabelValues(row).Inc()
 	s.m.discovered.Add(float64(len(out.New)))
-	s.hostMu.Lock()
-	s.hostPages[hostOf(req.URL)]++
-	s.hostMu.Unlock()
 	return nil
 }
 
