@@ -96,9 +96,9 @@ type Scheduler struct {
 	fr  *frontier.Frontier
 	m   *schedMetrics
 
-	fetched   atomic.Int64 // completions in this run
-	errs      atomic.Int64
-	started   time.Time // set once by NewScheduler
+	fetched atomic.Int64 // completions in this run
+	errs    atomic.Int64
+	started time.Time // set once by NewScheduler
 
 	flightMu sync.Mutex
 	inFlight map[string]struct{} // URLs leased and not yet finished or released
