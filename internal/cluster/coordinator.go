@@ -173,7 +173,18 @@ func NewCoordinator(rdb redis.UniversalClient, m *Membership, cfg CoordinatorCon
 
 // Events returns the channel of ownership changes. It has room for 2·Buckets events, so a
 // reader that keeps up never slows the coordinator; Run closes it when it returns.
+//
+// Events are queued: when a node alone acquires every bucket and others join, an Acquired
+// event may be read after the bucket was drained and released again (its Released event
+// follows it in the channel). Check Current before acting on an Acquired event.
 func (c *Coordinator) Events() <-chan Event { return c.events }
+
+// Current reports whether an Acquired event still holds: this node holds the bucket's
+// lease with the event's token.
+func (c *Coordinator) Current(ev Event) bool {
+	tok, held := c.leases.Token(ev.Bucket)
+	return held && tok == ev.Token
+}
 
 // Leases returns the node's leases (for fenced writes and status); the coordinator owns
 // them: do not Acquire or Release through it.

@@ -33,3 +33,9 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// convergeWithin bounds how long ownership may take to settle after a
+// change. It is a liveness deadline, not a speed claim: the full race-enabled
+// suite on a 2-core CI machine can stretch a settle of well under a second
+// to several.
+const convergeWithin = 30 * time.Second

@@ -52,7 +52,7 @@ func TestMembershipJoinHeartbeatExpiry(t *testing.T) {
 	}
 	// Load travels with the heartbeat.
 	a.SetLoad(Load{PagesPerSec: 12.5, Queue: 42})
-	eventually(t, 2*time.Second, "load published", func() bool {
+	eventually(t, 6*time.Second, "load published", func() bool {
 		v, _ := b.Members(ctx)
 		return len(v.Members) == 2 && v.Members[0].Load.Queue == 42 && v.Members[0].Load.PagesPerSec == 12.5
 	})
@@ -61,7 +61,7 @@ func TestMembershipJoinHeartbeatExpiry(t *testing.T) {
 	stopped := time.Now()
 	b.Close()
 	var gone time.Time
-	eventually(t, 3*time.Second, "b expires", func() bool {
+	eventually(t, 9*time.Second, "b expires", func() bool {
 		v, err := a.Members(ctx)
 		if err == nil && len(v.Members) == 1 {
 			gone = time.Now()
@@ -147,7 +147,7 @@ func TestMembershipRejoinsAfterExpiry(t *testing.T) {
 	if err := srv.Client().Del(ctx, keys.Members(), keys.Info()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "re-registered", func() bool {
+	eventually(t, 6*time.Second, "re-registered", func() bool {
 		v, _ := m.Members(ctx)
 		return v.Has("n") && v.Epoch > v0.Epoch
 	})
@@ -166,7 +166,7 @@ func TestMembershipSurvivesRedisRestart(t *testing.T) {
 	srv.Kill()
 	time.Sleep(2 * fastMembership.Heartbeat)
 	srv.Restart()
-	eventually(t, 3*time.Second, "re-registered after restart", func() bool {
+	eventually(t, 9*time.Second, "re-registered after restart", func() bool {
 		v, err := m.Members(ctx)
 		// The epoch keeps increasing although Redis lost its counter.
 		return err == nil && v.Has("n") && v.Epoch > e1

@@ -260,7 +260,7 @@ func (n *Node) events(ctx context.Context) error {
 			case cluster.Acquired:
 				// Events queue up (a node alone at the start acquires every
 				// bucket); one read late may be for a bucket released since.
-				if tok, held := n.coord.Leases().Token(ev.Bucket); !held || tok != ev.Token {
+				if !n.coord.Current(ev) {
 					continue
 				}
 				var st *rstate.Store
