@@ -299,18 +299,27 @@ func (s *Server) Kill() {
 // no-op.
 func (s *Server) Stop() {
 	s.t.Helper()
+	if s.shutdown(5*time.Second, 10*time.Second) {
+		s.t.Errorf("redis-server on port %d ignored SHUTDOWN for 10s and was killed", s.port)
+	}
+}
+
+// shutdown sends SHUTDOWN NOSAVE (waiting up to ask for the command) and waits up to wait
+// for the process to exit, then kills it; it reports whether it had to kill. A server that
+// is not running is left alone.
+func (s *Server) shutdown(ask, wait time.Duration) (killed bool) {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
 	s.mu.Unlock()
 	if cmd == nil {
-		return
+		return false
 	}
 	select {
 	case <-done:
-		return
+		return false
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), ask)
 	defer cancel()
 	c := redis.NewClient(s.options())
 	// SHUTDOWN closes the connection: its error is expected and says nothing.
@@ -318,10 +327,11 @@ func (s *Server) Stop() {
 	_ = c.Close()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+		return false
+	case <-time.After(wait):
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done
-		s.t.Errorf("redis-server on port %d ignored SHUTDOWN for 10s and was killed", s.port)
+		return true
 	}
 }
 
@@ -345,30 +355,7 @@ func (s *Server) Restart() {
 	s.t.Fatalf("cannot restart redis-server on port %d: %v", s.port, err)
 }
 
-func (s *Server) cleanup() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-done:
-		return
-	default:
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	c := redis.NewClient(s.options())
-	_ = c.Shutdown(ctx).Err()
-	_ = c.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-	}
-}
+func (s *Server) cleanup() { s.shutdown(2*time.Second, 5*time.Second) }
 
 // errNotReady is returned while a cluster is still converging.
 var errNotReady = errors.New("cluster not ready")
