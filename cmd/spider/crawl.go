@@ -96,6 +96,10 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nodeID := fs.String("node-id", host, "with --redis: this node's name, unique in the crawl (stable across restarts to take its buckets back)")
 	weight := fs.Int("weight", 100, "with --redis: this node's virtual nodes on the ring (its share of the hosts)")
 	buckets := fs.Int("buckets", 4096, "with --redis: logical buckets of hosts (the same on every node)")
+	mode := fs.String("mode", "normal", "crawl mode: normal, or layered (SPEC §2 rounds with noise-URL removal)")
+	lo := layeredFlags(fs)
+	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (SPEC §0 mixed topology)")
+	mo := mixedFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,6 +112,20 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	switch *mode {
+	case "normal":
+	case "layered":
+		return runLayered(ctx, cfg, lo, rf, *quiet, logger, stdout)
+	default:
+		return fmt.Errorf("%w: unknown --mode %q: use normal or layered", errUsage, *mode)
+	}
+	switch *dedupMode {
+	case "bucket":
+	case "protocol":
+		return runMixed(ctx, cfg, mo, *quiet, logger, stdout)
+	default:
+		return fmt.Errorf("%w: unknown --dedup %q: use bucket or protocol", errUsage, *dedupMode)
 	}
 	if rf.url != "" {
 		return runPeer(ctx, cfg, rf, p2p.Options{Crawl: rf.crawl, NodeID: *nodeID, Weight: *weight, Buckets: *buckets}, *quiet, logger, stdout)

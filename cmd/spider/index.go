@@ -1,0 +1,16 @@
+package main
+
+// PLACEHOLDER owned by a helper: replace this whole file.
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return errors.New("not built yet")
+}
+func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return errors.New("not built yet")
+}
