@@ -73,6 +73,7 @@ type runResult struct {
 	Master    *proc         // mw only
 	Err       error
 	Wall      time.Duration // first process start to last exit
+	Start     time.Time     // first process start
 	Log       logCheck
 	Sent      map[string]map[string]int64
 	Commands  int64
@@ -232,6 +233,7 @@ func (b *bench) run(ctx context.Context, w *web, spec runSpec) *runResult {
 	fmt.Fprintf(b.log, "  run %s: %d processes\n", spec.Name, len(ps))
 	res.Err = runProcs(ctx, b.bin, ps, b.stagger, b.timeout, sample)
 	res.Wall = span(ps)
+	res.Start = firstStart(ps)
 	waitQuiet(w.srv.Log())
 	res.BenchCPU = selfCPU() - cpu0
 	for _, p := range ps {

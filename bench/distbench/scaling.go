@@ -49,7 +49,7 @@ func scalingExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 			Concurrency: o.SConcurrency, Delay: o.SDelay})
 	}
 	t := newTable("lr", "topology", "processes", "pages", "wall s", "pages/s", "speed-up", "efficiency",
-		"active pages/s", "Redis cmds/page", "Redis CPU ms/page", "spider CPU ms/page", "coverage", "repeats", "busiest commands per page")
+		"active pages/s", "start-up s", "wind-down s", "robots.txt", "Redis cmds/page", "Redis CPU ms/page", "spider CPU ms/page", "coverage", "repeats", "busiest commands per page")
 	base := map[topology]float64{}
 	var errs []error
 	var notes []string
@@ -80,7 +80,9 @@ func scalingExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 		}
 		pages := r.Log.Pages
 		t.add(topo, strconv.Itoa(n), itoa(pages), wall, fmt.Sprintf("%.1f", rate), fmt.Sprintf("%.2f", speed),
-			"**"+pct(eff)+"**", fmt.Sprintf("%.1f", r.ActivePerSec()), fmt.Sprintf("%.1f", float64(r.Commands)/float64(max(pages, 1))),
+			"**"+pct(eff)+"**", fmt.Sprintf("%.1f", r.ActivePerSec()),
+			secs(r.Log.First.Sub(r.Start)), secs(r.Start.Add(r.Wall).Sub(r.Log.Last)), itoa(r.Log.Robots),
+			fmt.Sprintf("%.1f", float64(r.Commands)/float64(max(pages, 1))),
 			fmt.Sprintf("%.3f", ms(r.RedisCPU)/float64(max(pages, 1))), fmt.Sprintf("%.3f", ms(r.CrawlCPU())/float64(max(pages, 1))),
 			fmt.Sprintf("%.4f", r.Log.Coverage()), strconv.Itoa(r.Log.Duplicates+r.CrossDup), topCmds(r.TopCmds, pages, 4))
 		notes = append(notes, fmt.Sprintf("- %s × %d: %s.", topo, n, checksLine(r)))
@@ -97,7 +99,8 @@ func scalingExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 	t.write(out)
 	fmt.Fprintf(out, "Pages = requests other than robots.txt in websim's access log; wall = first process start to last "+
 		"exit (start-up, ring/lease settling and the end-of-crawl detection included); active pages/s = pages over "+
-		"the access log's first-to-last request window. Speed-up = pages/s ÷ the 1-process pages/s of the same "+
+		"the access log's first-to-last request window; start-up = first process start to the first request; "+
+		"wind-down = end of the last request to the last exit. Speed-up = pages/s ÷ the 1-process pages/s of the same "+
 		"topology; efficiency = speed-up ÷ processes (the goal: ≥ 90%% at 4). The document: 5.385, 10.992, 14.118, "+
 		"17.079 pages/s (79%% at 4). Redis commands: INFO commandstats over the run (the benchmark's own INFO calls "+
 		"left out). CPU ms/page: every spider process (master included) ÷ pages.\n\n")

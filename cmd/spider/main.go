@@ -78,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
 			return 2
 		case errors.Is(err, context.Canceled):
 			fmt.Fprintln(stderr, "spider: interrupted; run the same command again to resume")

@@ -44,6 +44,9 @@ type Visit struct {
 	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
 	// Fingerprint is the page text's content fingerprint, 0 if none.
 	Fingerprint uint64 `json:"fingerprint,omitempty"`
+	// Text is the parsed page text, for the topic scheduler's relevance
+	// score; it stays in the process (not sent between nodes).
+	Text string `json:"-"`
 }
 
 // Fetcher is the fetch role: robots.txt, HTTP, parsing, link filtering and
@@ -66,7 +69,27 @@ type Fetcher struct {
 	robotsFetched map[string]time.Time // host:port → end of the last robots.txt fetch
 	robotsErr     map[string]error     // host:port → why its last robots.txt fetch failed
 	robotsFails   map[string]int       // host:port → robots.txt fetches failed in a row (5xx, 429, network)
+
+	share RobotsShare // robots.txt answers shared with other processes; nil: none
 }
+
+// RobotsShare shares robots.txt answers between the processes that fetch
+// for one crawl, so that a host's robots.txt is fetched once for the crawl,
+// not once per fetching process (master–worker: any worker may get any
+// host's next URL). Only answers that are not errors are shared (2xx and
+// 4xx); a 5xx, 429 or network failure is retried by whoever meets it.
+type RobotsShare interface {
+	// LoadRobots returns the answer stored for robotsURL, ok false when
+	// there is none (or it is older than the store keeps answers).
+	LoadRobots(ctx context.Context, robotsURL string) (status int, body []byte, ok bool, err error)
+	// StoreRobots records an answer for robotsURL.
+	StoreRobots(ctx context.Context, robotsURL string, status int, body []byte) error
+}
+
+// ShareRobots makes the fetcher consult s before fetching a robots.txt
+// and store what it fetched there. Call it before the first Visit. A
+// failing share is logged and the file fetched as if there were none.
+func (f *Fetcher) ShareRobots(s RobotsShare) { f.share = s }
 
 // NewFetcher prepares the fetch role for cfg (validated, with defaults) and
 // opens the local stores in cfg.Data. Close releases them.
@@ -234,8 +257,22 @@ func portOf(u *url.URL) string {
 // host's robots.txt was fetched (so the page fetch that follows keeps the
 // host's delay) and why it failed.
 func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, error) {
+	if f.share != nil {
+		status, body, ok, err := f.share.LoadRobots(ctx, u.String())
+		if err != nil {
+			f.log.Warn("cannot read the shared robots.txt; fetching it", "url", u.String(), "err", err)
+		} else if ok {
+			f.m.robotsShared.Inc()
+			return status, body, nil
+		}
+	}
 	f.limit.wait(ctx)
 	status, body, err := f.client.RobotsFetch(ctx, u)
+	if f.share != nil && err == nil && status < 500 && status != 429 {
+		if serr := f.share.StoreRobots(ctx, u.String(), status, body); serr != nil {
+			f.log.Warn("cannot share robots.txt", "url", u.String(), "err", serr)
+		}
+	}
 	// The gap is measured from the end of the exchange, as the frontier does.
 	hp := urls.HostPort(u)
 	f.robotsMu.Lock()
@@ -263,7 +300,7 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 	start := time.Now()
 	res := f.visit(ctx, req, leaseStart)
 	v := Visit{Request: req, Outcome: res.rec.Outcome, Discovered: res.discovered, Retry: res.retry,
-		Delay: res.delay, CrawlDelay: res.crawlDelay, Fingerprint: res.fp}
+		Delay: res.delay, CrawlDelay: res.crawlDelay, Fingerprint: res.fp, Text: res.text}
 	if res.retry || ctx.Err() != nil {
 		return v, nil
 	}
@@ -303,6 +340,7 @@ type result struct {
 	crawlDelay time.Duration
 	body       []byte // stored in the page files when non-nil
 	fp         uint64
+	text       string // parsed page text
 	exchange   *warc.Exchange
 }
 
@@ -422,6 +460,7 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	rec.Title = page.Title
 	if len(page.Text) > 0 {
 		res.fp = dedup.Fingerprint([]byte(page.Text))
+		res.text = page.Text
 	}
 	f.links(&res, base, page, req.Depth)
 	res.exchange.OutLinks = rec.OutLinks

@@ -11,7 +11,8 @@ import (
 // metrics are the fetch role's Prometheus series, registered on the
 // registry passed to NewFetcher (nil: created but not registered).
 type metrics struct {
-	fetchErrors *prometheus.CounterVec
+	fetchErrors  *prometheus.CounterVec
+	robotsShared prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -19,9 +20,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spider_fetch_errors_total", Help: "Fetches that failed without an HTTP response, by cause.",
 		}, []string{"cause"}),
+		robotsShared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spider_robots_shared_total", Help: "robots.txt answers taken from another process of the crawl instead of fetched.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.fetchErrors)
+		reg.MustRegister(m.fetchErrors, m.robotsShared)
 	}
 	return m
 }

@@ -42,3 +42,5 @@ func (k keys) workers() string          { return k.prefix + "workers" }
 func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.prefix, w) }
 func (k keys) stats() string            { return k.prefix + "stats" }
 func (k keys) workerStats(w int) string { return fmt.Sprintf("%swstats:%d", k.prefix, w) }
+
+func (k keys) robots(robotsURL string) string { return k.prefix + "robots:" + robotsURL }

@@ -92,14 +92,18 @@ func (m *Master) Run(ctx context.Context) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.dispatch(gctx) })
-	g.Go(func() error { return m.collect(gctx) })
+	results := make(chan string, 2*m.opt.Collectors)
+	g.Go(func() error { return m.collect(gctx, results) })
+	for range m.opt.Collectors {
+		g.Go(func() error { return m.apply(gctx, results) })
+	}
 	g.Go(func() error { return m.reap(gctx) })
 	err := g.Wait()
 	if !errors.Is(err, errDone) {
 		return err
 	}
-	if err := m.rdb.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0).Err(); err != nil {
-		return fmt.Errorf("cannot mark the crawl done: %w", err)
+	if err := m.markDone(ctx); err != nil {
+		return err
 	}
 	m.log.Info("crawl done", "handed", m.handed.Load(), "results", m.results.Load())
 	return m.sched.Sync()
@@ -156,7 +160,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 		}
 		lease, err := m.sched.Next(ctx)
 		if errors.Is(err, frontier.ErrDrained) {
-			return errDone
+			return m.finished(ctx)
 		}
 		if err != nil {
 			return err
@@ -187,7 +191,7 @@ func (m *Master) drainThenDone(ctx context.Context) error {
 		n := len(m.leases)
 		m.mu.Unlock()
 		if n == 0 {
-			return errDone
+			return m.finished(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -195,6 +199,23 @@ func (m *Master) drainThenDone(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// finished marks the crawl done at once, so that the workers stop without
+// waiting for the master's other loops to wind down, and ends the loops.
+func (m *Master) finished(ctx context.Context) error {
+	if err := m.markDone(ctx); err != nil {
+		return err
+	}
+	return errDone
+}
+
+// markDone sets the key the workers watch (idempotent).
+func (m *Master) markDone(ctx context.Context) error {
+	if err := m.rdb.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0).Err(); err != nil {
+		return fmt.Errorf("cannot mark the crawl done: %w", err)
+	}
+	return nil
 }
 
 func (m *Master) take(id uint64) *frontier.Lease {
@@ -205,10 +226,13 @@ func (m *Master) take(id uint64) *frontier.Lease {
 	return l
 }
 
-// collect pops results from nrq and applies them to the state.
-func (m *Master) collect(ctx context.Context) error {
+// collect pops results from nrq, up to resultBatch per round trip, and
+// passes them to the appliers. Only this loop blocks on Redis, so the
+// appliers' state scripts never wait for a connection held by a blocked
+// pop.
+func (m *Master) collect(ctx context.Context, out chan<- string) error {
 	for {
-		vals, err := m.rdb.BLPop(ctx, time.Second, m.k.nrq()).Result()
+		vals, err := m.rdb.BLPop(ctx, popWait, m.k.nrq()).Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
@@ -218,7 +242,44 @@ func (m *Master) collect(ctx context.Context) error {
 			}
 			return fmt.Errorf("cannot read nrq: %w", err)
 		}
-		r, err := decodeResult([]byte(vals[1]))
+		batch := vals[1:]
+		more, err := m.rdb.LPopCount(ctx, m.k.nrq(), resultBatch-1).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			if ctx.Err() == nil {
+				m.log.Warn("cannot read more of nrq", "err", err)
+			}
+		}
+		batch = append(batch, more...)
+		for _, raw := range batch {
+			select {
+			case out <- raw:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// popWait bounds a blocking pop, and so how long a loop takes to notice the
+// end of the crawl (go-redis does not interrupt a blocked command when its
+// context is cancelled).
+const popWait = 200 * time.Millisecond
+
+// resultBatch is the most results collect pops in one round trip.
+const resultBatch = 64
+
+// apply applies popped results to the state. Several appliers run at once
+// (Options.Collectors); the scheduler takes concurrent Finish calls as it
+// does from the single-node engine's workers.
+func (m *Master) apply(ctx context.Context, in <-chan string) error {
+	for {
+		var raw string
+		select {
+		case raw = <-in:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r, err := decodeResult([]byte(raw))
 		if err != nil {
 			m.bad.Add(1)
 			m.log.Warn("dropping malformed result", "err", err)

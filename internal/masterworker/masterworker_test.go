@@ -185,6 +185,17 @@ func TestMasterWorkers(t *testing.T) {
 		t.Errorf("only %d of 3 workers fetched anything", busy)
 	}
 	log := f.srv.Log()
+	robotsFetches := map[string]int{}
+	for _, e := range log.Entries() {
+		if e.Path == "/robots.txt" {
+			robotsFetches[e.Host]++
+		}
+	}
+	for h, n := range robotsFetches {
+		if n != 1 {
+			t.Errorf("%s/robots.txt requested %d times across the workers, want once (shared through Redis)", h, n)
+		}
+	}
 	for _, h := range log.Hosts() {
 		if n := log.MaxOpen(h); n > 1 {
 			t.Errorf("%s: %d requests open at once across workers, want 1", h, n)

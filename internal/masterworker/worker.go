@@ -65,7 +65,8 @@ type Worker struct {
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
-// then on) using concurrency goroutines.
+// then on) using concurrency goroutines. The fetcher shares robots.txt
+// answers with the other workers through Redis (RobotsShare).
 func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, concurrency int, logger *slog.Logger) (*Worker, error) {
 	if err := opt.defaults(); err != nil {
 		return nil, err
@@ -73,6 +74,7 @@ func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, c
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	fetcher.ShareRobots(NewRobotsShare(rdb, opt.Crawl))
 	return &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl)}, nil
 }
 
@@ -231,7 +233,7 @@ func (w *Worker) isDone(ctx context.Context) (bool, error) {
 func (w *Worker) loop(ctx context.Context) error {
 	proc := w.k.processing(w.id)
 	for {
-		raw, err := w.rdb.BLMove(ctx, w.k.srq(), proc, "LEFT", "RIGHT", time.Second).Result()
+		raw, err := w.rdb.BLMove(ctx, w.k.srq(), proc, "LEFT", "RIGHT", popWait).Result()
 		if errors.Is(err, redis.Nil) {
 			if done, err := w.isDone(ctx); err != nil || done {
 				if done {
