@@ -75,7 +75,8 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	sched, err := crawl.NewScheduler(cfg, st, logger, reg)
+	// A Redis restart or a brief outage is waited out, not fatal.
+	sched, err := crawl.NewScheduler(cfg, masterworker.RetryState(st), logger, reg)
 	if err != nil {
 		st.Close()
 		return err

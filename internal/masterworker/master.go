@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
@@ -172,7 +173,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 		m.mu.Unlock()
 		b, err := json.Marshal(Task{Epoch: m.epoch, ID: id, Request: lease.Request})
 		if err == nil {
-			err = m.rdb.RPush(ctx, m.k.srq(), b).Err()
+			err = cluster.Retry(ctx, func() error { return m.rdb.RPush(ctx, m.k.srq(), b).Err() })
 		}
 		if err != nil {
 			m.take(id)
@@ -212,7 +213,9 @@ func (m *Master) finished(ctx context.Context) error {
 
 // markDone sets the key the workers watch (idempotent).
 func (m *Master) markDone(ctx context.Context) error {
-	if err := m.rdb.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0).Err(); err != nil {
+	if err := cluster.Retry(ctx, func() error {
+		return m.rdb.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0).Err()
+	}); err != nil {
 		return fmt.Errorf("cannot mark the crawl done: %w", err)
 	}
 	return nil
@@ -231,17 +234,23 @@ func (m *Master) take(id uint64) *frontier.Lease {
 // appliers' state scripts never wait for a connection held by a blocked
 // pop.
 func (m *Master) collect(ctx context.Context, out chan<- string) error {
+	var down outage
 	for {
 		vals, err := m.rdb.BLPop(ctx, popWait, m.k.nrq()).Result()
 		if errors.Is(err, redis.Nil) {
+			down.ok(m.log, "reading nrq")
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if down.retry(ctx, err, m.log, "reading nrq") {
+				continue
+			}
 			return fmt.Errorf("cannot read nrq: %w", err)
 		}
+		down.ok(m.log, "reading nrq")
 		batch := vals[1:]
 		more, err := m.rdb.LPopCount(ctx, m.k.nrq(), resultBatch-1).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {

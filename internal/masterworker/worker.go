@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 )
 
@@ -232,23 +233,33 @@ func (w *Worker) isDone(ctx context.Context) (bool, error) {
 // them and answers on nrq.
 func (w *Worker) loop(ctx context.Context) error {
 	proc := w.k.processing(w.id)
+	var down outage
 	for {
 		raw, err := w.rdb.BLMove(ctx, w.k.srq(), proc, "LEFT", "RIGHT", popWait).Result()
 		if errors.Is(err, redis.Nil) {
-			if done, err := w.isDone(ctx); err != nil || done {
-				if done {
-					return errDone
+			done, err := w.isDone(ctx)
+			if done {
+				return errDone
+			}
+			if err != nil {
+				if down.retry(ctx, err, w.log, "asking whether the crawl is done") {
+					continue
 				}
 				return err
 			}
+			down.ok(w.log, "taking tasks")
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if down.retry(ctx, err, w.log, "taking a task from srq") {
+				continue
+			}
 			return fmt.Errorf("cannot take a task from srq: %w", err)
 		}
+		down.ok(w.log, "taking tasks")
 		t, err := decodeTask([]byte(raw))
 		if err != nil {
 			w.log.Warn("dropping malformed task", "err", err)
@@ -270,10 +281,17 @@ func (w *Worker) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		pipe := w.rdb.TxPipeline()
-		pipe.RPush(ctx, w.k.nrq(), b)
-		pipe.LRem(ctx, proc, 1, raw)
-		if _, err := pipe.Exec(ctx); err != nil {
+		// Answer and drop the task from the processing list in one
+		// transaction; after a lost reply the retry may answer twice, and
+		// the master ignores the second answer (its lease is gone).
+		err = cluster.Retry(ctx, func() error {
+			pipe := w.rdb.TxPipeline()
+			pipe.RPush(ctx, w.k.nrq(), b)
+			pipe.LRem(ctx, proc, 1, raw)
+			_, err := pipe.Exec(ctx)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("cannot answer task %d: %w", t.ID, err)
 		}
 		w.fetched.Add(1)

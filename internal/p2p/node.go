@@ -264,7 +264,7 @@ func (n *Node) events(ctx context.Context) error {
 					continue
 				}
 				var st *rstate.Store
-				err := retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
+				err := cluster.Retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
 				if errors.Is(err, rstate.ErrFenced) {
 					continue // it moved on already; its new owner has it
 				}
@@ -275,7 +275,7 @@ func (n *Node) events(ctx context.Context) error {
 					return fmt.Errorf("cannot open acquired bucket %d: %w", ev.Bucket, err)
 				}
 				var reqs []frontier.Request
-				err = retry(ctx, func() error {
+				err = cluster.Retry(ctx, func() error {
 					reqs = reqs[:0]
 					return st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil })
 				})
@@ -345,7 +345,8 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 		for bucket, rs := range n.bs.split(b.URLs) {
 			if st := n.bs.store(bucket); st != nil {
 				var got []frontier.Request
-				err := retry(ctx, func() (err error) { got, err = st.Discover(ctx, rs); return err })
+				cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
+				err := cluster.Retry(ctx, func() (err error) { got, err = st.Discover(cctx, rs); return err })
 				if err == nil {
 					news = append(news, got...)
 					continue
@@ -373,7 +374,7 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 		}
 	}
 	// Idempotent, so that a retry after a lost reply does not count twice.
-	err = retry(ctx, func() error {
+	err = cluster.Retry(ctx, func() error {
 		return ackScript.Run(ctx, n.rdb, []string{n.k.proc(me), n.k.received()}, raw, me, count).Err()
 	})
 	if err != nil {

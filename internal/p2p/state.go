@@ -124,7 +124,8 @@ func (b *buckets) discover(ctx context.Context, reqs []frontier.Request) ([]fron
 	for n, rs := range b.split(reqs) {
 		if st := b.store(n); st != nil {
 			var got []frontier.Request
-			err := retry(ctx, func() (err error) { got, err = st.Discover(ctx, rs); return err })
+			cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
+			err := cluster.Retry(ctx, func() (err error) { got, err = st.Discover(cctx, rs); return err })
 			if errors.Is(err, rstate.ErrFenced) {
 				remote[b.route(n)] = append(remote[b.route(n)], rs...)
 				continue
@@ -178,7 +179,8 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 		return state.Result{New: news}, nil
 	}
 	var res state.Result
-	err = retry(ctx, func() (err error) { res, err = st.Complete(ctx, r, o, same); return err })
+	cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
+	err = cluster.Retry(ctx, func() (err error) { res, err = st.Complete(cctx, r, o, same); return err })
 	if errors.Is(err, rstate.ErrFenced) {
 		b.log.Warn("completion fenced: the bucket moved; its new owner fetches the URL again", "url", r.URL, "bucket", n)
 		return state.Result{New: news}, nil
@@ -198,7 +200,7 @@ func (b *buckets) UpdatePending(ctx context.Context, r frontier.Request) error {
 	if st == nil {
 		return nil
 	}
-	err := retry(ctx, func() error { return st.UpdatePending(ctx, r) })
+	err := cluster.Retry(ctx, func() error { return st.UpdatePending(ctx, r) })
 	if errors.Is(err, rstate.ErrFenced) {
 		return nil
 	}
@@ -222,7 +224,7 @@ func (b *buckets) Current(ctx context.Context, r frontier.Request) (bool, error)
 		return false, nil
 	}
 	var cur bool
-	err := retry(ctx, func() (err error) { cur, err = st.Current(ctx, r); return err })
+	err := cluster.Retry(ctx, func() (err error) { cur, err = st.Current(ctx, r); return err })
 	if err != nil || !cur {
 		b.release(n)
 		return false, err

@@ -355,8 +355,35 @@ func (s *Store) usable(ctx context.Context) error {
 // callKeys returns the scripts' KEYS with a fresh reply-cache key.
 func (s *Store) callKeys() []string {
 	keys := slices.Clone(s.keys)
-	keys[kCall] = s.prefix + "call:" + s.callID + "-" + strconv.FormatUint(s.calls.Add(1), 36)
+	keys[kCall] = s.newCallKey()
 	return keys
+}
+
+func (s *Store) newCallKey() string {
+	return s.prefix + "call:" + s.callID + "-" + strconv.FormatUint(s.calls.Add(1), 36)
+}
+
+// callCtxKey carries a reply-cache key chosen by OneCall.
+type callCtxKey struct{ s *Store }
+
+// OneCall returns a context under which every Discover or Complete of s
+// uses one reply-cache key: a caller that retries a call after a lost
+// reply (Redis restarted between running the script and answering) passes
+// the same context each time and gets the first run's reply, for up to
+// ReplyTTL, instead of a second run that finds its URLs already accepted
+// and returns nothing.
+func (s *Store) OneCall(ctx context.Context) context.Context {
+	return context.WithValue(ctx, callCtxKey{s}, s.newCallKey())
+}
+
+// callKeysFor is callKeys, honouring OneCall.
+func (s *Store) callKeysFor(ctx context.Context) []string {
+	if k, ok := ctx.Value(callCtxKey{s}).(string); ok {
+		keys := slices.Clone(s.keys)
+		keys[kCall] = k
+		return keys
+	}
+	return s.callKeys()
 }
 
 func checkRequests(reqs []frontier.Request) error {
@@ -472,7 +499,7 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 	args := make([]any, 0, 5+len(reqs)*s.groupArgs())
 	args = append(args, s.fence, s.mode(), s.k, replyTTLArg, len(reqs))
 	args = s.appendGroups(args, reqs)
-	v, err := discoverScript.Run(ctx, s.rdb, s.callKeys(), args...).Slice()
+	v, err := discoverScript.Run(ctx, s.rdb, s.callKeysFor(ctx), args...).Slice()
 	if err != nil {
 		return nil, s.fail("cannot record discovered URLs", err)
 	}
@@ -523,7 +550,7 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o state.Outcom
 		strconv.FormatUint(r.Seq, 10), r.URL, strconv.Itoa(r.Depth), o.Class, stored, fp, owner,
 		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), len(discovered))
 	args = s.appendGroups(args, discovered)
-	v, err := completeScript.Run(ctx, s.rdb, s.callKeys(), args...).Slice()
+	v, err := completeScript.Run(ctx, s.rdb, s.callKeysFor(ctx), args...).Slice()
 	if err != nil {
 		if redis.HasErrorPrefix(err, "MISMATCH") {
 			return state.Result{}, fmt.Errorf("cannot complete %q: pending record %d holds another URL: the request's Seq does not match its URL (is it from another bucket?)", r.URL, r.Seq)

@@ -1,4 +1,4 @@
-package p2p
+package cluster
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// maxOutage is how long a node keeps retrying Redis before it gives up.
-const maxOutage = 2 * time.Minute
+// MaxOutage is how long Retry keeps retrying Redis before it gives up.
+const MaxOutage = 2 * time.Minute
 
-// transient reports whether err is Redis being briefly unreachable or
+// Transient reports whether err is Redis being briefly unreachable or
 // restarting (connection refused or reset, EOF, LOADING), worth a retry.
-func transient(err error) bool {
+func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -29,14 +29,14 @@ func transient(err error) bool {
 		strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
 }
 
-// retry runs op until it succeeds, fails for good, or Redis has been
-// unreachable for maxOutage; the back-off grows from 50ms to 2s.
-func retry(ctx context.Context, op func() error) error {
-	deadline := time.Now().Add(maxOutage)
+// Retry runs op until it succeeds, fails for good, or Redis has been
+// unreachable for MaxOutage; the back-off grows from 50ms to 2s.
+func Retry(ctx context.Context, op func() error) error {
+	deadline := time.Now().Add(MaxOutage)
 	wait := 50 * time.Millisecond
 	for {
 		err := op()
-		if !transient(err) || time.Now().After(deadline) || ctx.Err() != nil {
+		if !Transient(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		select {
