@@ -1,0 +1,412 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+)
+
+// Task is one URL of a task pool, with what the crawl needs to fetch it.
+type Task struct {
+	URL   string `json:"u"`
+	Depth int    `json:"d,omitempty"`
+	Hops  int    `json:"r,omitempty"`
+}
+
+// Taken is a task handed out by Host.Take; Raw identifies it for Complete.
+type Taken struct {
+	Task
+	Raw string
+}
+
+// HostOptions configures a Host.
+type HostOptions struct {
+	// Config is the system's configuration (validated).
+	Config *Config
+	// Network and ID name this host; its address is "NETWORK/ID".
+	Network, ID string
+	// Local is the host's own Redis (local_Redis); Center its center's Redis.
+	Local, Center redis.UniversalClient
+	// LocalURL is the URL of Local as the center must dial it (it is registered in the
+	// center's Redis).
+	LocalURL string
+	// AnswerDelay makes the host wait this long before answering each request: a slow
+	// host, for tests and experiments. Default 0.
+	AnswerDelay time.Duration
+	// Logger receives warnings; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the host's protocol metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// ErrDone is returned by Host.Start when the crawl is already finished.
+var ErrDone = errors.New("the crawl is already done")
+
+// Host is the protocol's side of one crawler host: its local_Redis (finish_URL,
+// task_pool, URL_pool), the local pass, answers to its center's requests, and
+// membership in its network. Safe for concurrent use after Start.
+type Host struct {
+	opt  HostOptions
+	cfg  *Config
+	addr string
+	k    nodeKeys
+	ck   nodeKeys
+	tr   *transport
+	mem  *cluster.Membership
+	m    *metrics
+	log  *slog.Logger
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewHost checks the options and returns a host that has done no I/O yet.
+func NewHost(opt HostOptions) (*Host, error) {
+	if opt.Config == nil {
+		return nil, errors.New("cannot start a protocol host without a configuration")
+	}
+	if err := CheckName(opt.Network); err != nil {
+		return nil, fmt.Errorf("cannot start a protocol host: network: %w", err)
+	}
+	if _, ok := opt.Config.Network(opt.Network); !ok {
+		return nil, fmt.Errorf("cannot start a protocol host: network %q is not in the configuration: add it under networks:", opt.Network)
+	}
+	if err := CheckName(opt.ID); err != nil {
+		return nil, fmt.Errorf("cannot start a protocol host: host id: %w", err)
+	}
+	if opt.Local == nil || opt.Center == nil || opt.LocalURL == "" {
+		return nil, errors.New("cannot start a protocol host: its own Redis and its center's Redis are both required")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	addr := HostAddr(opt.Network, opt.ID)
+	h := &Host{opt: opt, cfg: opt.Config, addr: addr, k: keysFor(opt.Config.Crawl, addr),
+		ck: keysFor(opt.Config.Crawl, opt.Network), m: newMetrics(opt.Registerer, addr), log: opt.Logger}
+	h.tr = &transport{crawl: opt.Config.Crawl, self: addr, rdb: opt.Local, k: h.k, m: h.m, log: h.log,
+		resolve: func(_ context.Context, to string) (redis.UniversalClient, error) {
+			if to != opt.Network {
+				return nil, fmt.Errorf("host %s sends only to its center, not to %s", addr, to)
+			}
+			return opt.Center, nil
+		}}
+	return h, nil
+}
+
+// Addr returns the host's node address "NET/ID".
+func (h *Host) Addr() string { return h.addr }
+
+// Start recovers what a crash left half-done (tasks in processing go back to task_pool,
+// frames back to their queues), registers the host with its center (so URLs are assigned
+// to it) and joins the network's membership, then runs the local pass, the answers and
+// the forwarder until Close. It returns ErrDone if the crawl is finished.
+func (h *Host) Start(ctx context.Context) error {
+	if done, err := h.Done(ctx); err != nil {
+		return err
+	} else if done {
+		return ErrDone
+	}
+	if err := h.tr.recover(ctx); err != nil {
+		return err
+	}
+	for {
+		err := h.opt.Local.LMove(ctx, h.k.taskProc(), h.k.taskPool(), "RIGHT", "LEFT").Err()
+		if errors.Is(err, redis.Nil) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cannot recover task_pool:processing: %w", err)
+		}
+	}
+	if err := h.opt.Center.HSet(ctx, h.ck.registered(), h.opt.ID, h.opt.LocalURL).Err(); err != nil {
+		return fmt.Errorf("cannot register host %s with its center's Redis: %w", h.addr, err)
+	}
+	keys, err := cluster.NewKeys(HostMembersCrawl(h.cfg.Crawl, h.opt.Network))
+	if err != nil {
+		return err
+	}
+	h.mem = cluster.NewMembership(h.opt.Center, keys, cluster.MembershipConfig{
+		Heartbeat: time.Duration(h.cfg.Heartbeat), TTL: time.Duration(h.cfg.MemberTTL), Logger: h.log})
+	if _, err := h.mem.Join(ctx, cluster.Member{ID: h.opt.ID, Weight: 1, Meta: map[string]string{"config": h.cfg.Fingerprint()}}); err != nil {
+		return fmt.Errorf("cannot join network %s: %w", h.opt.Network, err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.wg.Add(3)
+	go func() { defer h.wg.Done(); h.tr.forward(lctx) }()
+	go func() { defer h.wg.Done(); h.serve(lctx) }()
+	go func() { defer h.wg.Done(); h.localLoop(lctx) }()
+	return nil
+}
+
+// Close stops the host's loops and its heartbeats without leaving: the host stays
+// registered, its URLs wait in its Redis for its return (as after a crash).
+func (h *Host) Close() {
+	if h.cancel != nil {
+		h.cancel()
+		h.wg.Wait()
+		h.cancel = nil
+	}
+	if h.mem != nil {
+		h.mem.Close()
+	}
+}
+
+// Leave hands the host's unfinished tasks back to its center, which assigns them to the
+// remaining hosts, removes the host's registration and leaves the membership. Call it
+// after the crawl loop stopped taking tasks, and Close after it.
+func (h *Host) Leave(ctx context.Context) error {
+	if h.cancel != nil {
+		h.cancel()
+		h.wg.Wait()
+		h.cancel = nil
+	}
+	for _, key := range []string{h.k.taskProc(), h.k.taskPool()} {
+		for {
+			items, err := h.opt.Local.LRange(ctx, key, 0, 255).Result()
+			if err != nil {
+				return fmt.Errorf("cannot read %s: %w", key, err)
+			}
+			if len(items) == 0 {
+				break
+			}
+			vals := make([]any, len(items))
+			for i, it := range items {
+				vals[i] = it
+			}
+			if err := h.opt.Center.RPush(ctx, h.ck.taskURL(), vals...).Err(); err != nil {
+				return fmt.Errorf("cannot hand tasks back to the center: %w", err)
+			}
+			if err := h.opt.Local.LTrim(ctx, key, int64(len(items)), -1).Err(); err != nil {
+				return fmt.Errorf("cannot trim %s: %w", key, err)
+			}
+		}
+	}
+	if err := h.opt.Center.HDel(ctx, h.ck.registered(), h.opt.ID).Err(); err != nil {
+		return fmt.Errorf("cannot deregister host %s: %w", h.addr, err)
+	}
+	if h.mem != nil {
+		return h.mem.Leave(ctx)
+	}
+	return nil
+}
+
+// Done reports whether the whole system has finished (a center set the done flag).
+func (h *Host) Done(ctx context.Context) (bool, error) {
+	n, err := h.opt.Center.Exists(ctx, h.ck.done()).Result()
+	if err != nil {
+		return false, fmt.Errorf("cannot read the done flag from the center's Redis: %w", err)
+	}
+	return n > 0, nil
+}
+
+// AddSeeds puts seed URLs into URL_pool: they go through the protocol like any
+// discovered URL, so every host may be given the same seeds.
+func (h *Host) AddSeeds(ctx context.Context, seeds []Task) error {
+	if len(seeds) == 0 {
+		return nil
+	}
+	if err := seedScript.Run(ctx, h.opt.Local, []string{h.k.urlPool()}, triples(seeds)...).Err(); err != nil {
+		return fmt.Errorf("cannot add seeds to URL_pool: %w", err)
+	}
+	return nil
+}
+
+// Take moves up to n tasks from task_pool to task_pool:processing and returns them.
+// Each must end with Complete (or stay for the next start to re-queue).
+func (h *Host) Take(ctx context.Context, n int) ([]Taken, error) {
+	items, err := takeScript.Run(ctx, h.opt.Local, []string{h.k.taskPool(), h.k.taskProc()}, n).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("cannot take tasks from task_pool: %w", err)
+	}
+	out := make([]Taken, 0, len(items))
+	for _, raw := range items {
+		var t Task
+		if err := json.Unmarshal([]byte(raw), &t); err != nil || t.URL == "" {
+			h.log.Error("dropping an unreadable task", "host", h.addr, "task", raw)
+			h.opt.Local.LRem(ctx, h.k.taskProc(), 1, raw)
+			continue
+		}
+		out = append(out, Taken{Task: t, Raw: raw})
+	}
+	return out, nil
+}
+
+// Complete ends a task and adds its discovered URLs to URL_pool in one step.
+func (h *Host) Complete(ctx context.Context, t Taken, discovered []Task) error {
+	args := append([]any{t.Raw}, triples(discovered)...)
+	if err := completeScript.Run(ctx, h.opt.Local, []string{h.k.taskProc(), h.k.urlPool(), h.k.stats()}, args...).Err(); err != nil {
+		return fmt.Errorf("cannot complete task %s: %w", t.URL, err)
+	}
+	return nil
+}
+
+func triples(ts []Task) []any {
+	out := make([]any, 0, 3*len(ts))
+	for _, t := range ts {
+		out = append(out, t.URL, t.Depth, t.Hops)
+	}
+	return out
+}
+
+// LocalPass runs the local pass once: up to one batch of URL_pool is checked against
+// finish_URL and the survivors are queued to the center as a flag-1 frame. It returns
+// the URLs kept and dropped; 0, 0 means URL_pool was empty.
+func (h *Host) LocalPass(ctx context.Context) (kept, dropped int, err error) {
+	res, err := localPassScript.Run(ctx, h.opt.Local,
+		[]string{h.k.urlPool(), h.k.finishURL(), h.k.outbox(), h.k.seq(), h.k.stats()},
+		h.cfg.Batch, h.opt.Network, h.opt.ID, h.opt.Network, time.Now().UnixMilli()).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("cannot run the local pass: %w", err)
+	}
+	h.m.urls.WithLabelValues("submitted").Add(float64(res[0]))
+	h.m.urls.WithLabelValues("local_dup").Add(float64(res[1]))
+	return int(res[0]), int(res[1]), nil
+}
+
+// localLoop runs the local pass every Flush, as many batches as URL_pool holds.
+func (h *Host) localLoop(ctx context.Context) {
+	t := time.NewTicker(time.Duration(h.cfg.Flush))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for ctx.Err() == nil {
+			kept, dropped, err := h.LocalPass(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					h.log.Warn("local pass failed", "host", h.addr, "err", err)
+				}
+				break
+			}
+			if kept == 0 && dropped == 0 {
+				break
+			}
+		}
+	}
+}
+
+// serve answers the center's requests (flag 2) from finish_URL.
+func (h *Host) serve(ctx context.Context) {
+	for ctx.Err() == nil {
+		raw, f, ok, err := h.tr.next(ctx, 200*time.Millisecond)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("inbox", "host", h.addr, "err", err)
+				sleep(ctx, 200*time.Millisecond)
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if err := h.answer(ctx, f); err != nil {
+			if ctx.Err() == nil {
+				h.log.Warn("cannot answer a request, will retry", "host", h.addr, "number", f.Number, "err", err)
+				h.tr.retry(ctx, raw)
+				sleep(ctx, 100*time.Millisecond)
+			}
+			continue
+		}
+		h.tr.ack(ctx, raw)
+	}
+}
+
+// answer handles one inbox frame: a request from another host or network is answered
+// with flag 3, every URL whose hash is in finish_URL set to 1. The host's own frames and
+// anything that is not a request are dropped (the document's rule), and counted.
+func (h *Host) answer(ctx context.Context, f *Frame) error {
+	if f.Flag != FlagRequest {
+		h.opt.Local.HIncrBy(ctx, h.k.stats(), "unexpected_frames", 1)
+		return nil
+	}
+	if f.IP == h.addr {
+		h.opt.Local.HIncrBy(ctx, h.k.stats(), "own_requests_ignored", 1)
+		return nil
+	}
+	if h.opt.AnswerDelay > 0 {
+		sleep(ctx, h.opt.AnswerDelay)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	us := make([]string, 0, len(f.URLSet))
+	hs := make([]any, 0, len(f.URLSet))
+	for u := range f.URLSet {
+		us = append(us, u)
+		hs = append(hs, URLHash(u))
+	}
+	in, err := h.opt.Local.SMIsMember(ctx, h.k.finishURL(), hs...).Result()
+	if err != nil {
+		return fmt.Errorf("cannot look up finish_URL: %w", err)
+	}
+	ans := &Frame{URLSet: make(map[string]uint8, len(us)), IP: h.addr, Number: f.Number, Flag: FlagAnswer}
+	seen := 0
+	for i, u := range us {
+		if in[i] {
+			ans.URLSet[u] = 1
+			seen++
+		} else {
+			ans.URLSet[u] = 0
+		}
+	}
+	p := h.opt.Local.TxPipeline()
+	h.tr.queue(p, ctx, h.opt.Network, ans, false)
+	p.HIncrBy(ctx, h.k.stats(), "requests_answered", 1)
+	p.HIncrBy(ctx, h.k.stats(), "urls_marked_seen", int64(seen))
+	_, err = p.Exec(ctx)
+	return err
+}
+
+// HostState is the amount of work held in a host's local_Redis.
+type HostState struct {
+	TaskPool, Processing, URLPool, Inbox, Outbox int64
+	Finished                                     int64
+	Received                                     int64
+	Stats                                        map[string]int64
+}
+
+// Busy reports whether the host holds any work.
+func (s HostState) Busy() bool {
+	return s.TaskPool+s.Processing+s.URLPool+s.Inbox+s.Outbox > 0
+}
+
+// ReadHostState reads a host's state from its Redis in one transaction.
+func ReadHostState(ctx context.Context, rdb redis.UniversalClient, crawl, addr string) (HostState, error) {
+	k := keysFor(crawl, addr)
+	p := rdb.TxPipeline()
+	lens := []*redis.IntCmd{p.LLen(ctx, k.taskPool()), p.LLen(ctx, k.taskProc()), p.HLen(ctx, k.urlPool()),
+		p.LLen(ctx, k.inbox()), p.LLen(ctx, k.inboxProc()), p.LLen(ctx, k.outbox()), p.LLen(ctx, k.outboxSend()),
+		p.SCard(ctx, k.finishURL())}
+	recv := p.Get(ctx, k.received())
+	stats := p.HGetAll(ctx, k.stats())
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return HostState{}, fmt.Errorf("cannot read the state of host %s: %w", addr, err)
+	}
+	r, _ := recv.Int64()
+	return HostState{TaskPool: lens[0].Val(), Processing: lens[1].Val(), URLPool: lens[2].Val(),
+		Inbox: lens[3].Val() + lens[4].Val(), Outbox: lens[5].Val() + lens[6].Val(), Finished: lens[7].Val(),
+		Received: r, Stats: parseStats(stats.Val())}, nil
+}
+
+func parseStats(m map[string]string) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		out[k] = n
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+package protocol
+
+import "github.com/redis/go-redis/v9"
+
+// hashLua is the Lua twin of URLHash.
+const hashLua = `local function h(u) return string.sub(redis.sha1hex(u), 1, 16) end
+`
+
+// poolAddLua adds discovered URLs to URL_pool keeping the smallest depth. Values are
+// "DEPTH:HOPS". ARGV: url, depth, hops triples.
+const poolAddLua = `local function pooladd(key, first)
+  for i = first, #ARGV, 3 do
+    local cur = redis.call('HGET', key, ARGV[i])
+    local d = tonumber(ARGV[i+1])
+    if not cur or d < tonumber(string.match(cur, '^(%d+)')) then
+      redis.call('HSET', key, ARGV[i], ARGV[i+1] .. ':' .. ARGV[i+2])
+    end
+  end
+end
+`
+
+// seedScript: KEYS urlPool; ARGV triples.
+var seedScript = redis.NewScript(poolAddLua + `pooladd(KEYS[1], 1) return 1`)
+
+// completeScript ends a task: removes it from task_pool:processing and adds its
+// discovered URLs to URL_pool, in one step. KEYS taskProc, urlPool, stats; ARGV[1] the
+// task entry, then triples.
+var completeScript = redis.NewScript(poolAddLua + `
+redis.call('LREM', KEYS[1], 1, ARGV[1])
+pooladd(KEYS[2], 2)
+redis.call('HINCRBY', KEYS[3], 'tasks_done', 1)
+return 1`)
+
+// localPassScript is the local pass (SPEC §0 step 1): take up to a batch of URL_pool,
+// drop URLs whose hash is in finish_URL, and queue the survivors as a flag-1 frame with
+// a fresh number in the outbox, atomically. KEYS urlPool, finishURL, outbox, seq, stats;
+// ARGV batch, network, host, center address, now (Unix ms). Returns {kept, dropped}.
+var localPassScript = redis.NewScript(hashLua + `
+local f = redis.call('HRANDFIELD', KEYS[1], tonumber(ARGV[1]), 'WITHVALUES')
+if #f == 0 then return {0, 0} end
+local set, depth, hops, n, dropped = {}, {}, {}, 0, 0
+local hasd, hash = false, false
+for i = 1, #f, 2 do
+  local u, v = f[i], f[i+1]
+  redis.call('HDEL', KEYS[1], u)
+  if redis.call('SISMEMBER', KEYS[2], h(u)) == 1 then
+    dropped = dropped + 1
+  else
+    set[u] = 0
+    n = n + 1
+    local d, r = string.match(v, '^(%d+):(%d+)$')
+    d, r = tonumber(d), tonumber(r)
+    if d and d > 0 then depth[u] = d; hasd = true end
+    if r and r > 0 then hops[u] = r; hash = true end
+  end
+end
+redis.call('HINCRBY', KEYS[5], 'local_dup', dropped)
+if n == 0 then return {0, dropped} end
+local seq = redis.call('INCR', KEYS[4])
+local addr = ARGV[2] .. '/' .. ARGV[3]
+local frame = {URL_set = set, IP = addr, number = addr .. '/' .. seq, flag = 1}
+if hasd then frame.depth = depth end
+if hash then frame.hops = hops end
+redis.call('RPUSH', KEYS[3], cjson.encode({to = ARGV[4], keep = true, first = tonumber(ARGV[5]), frame = frame}))
+redis.call('HINCRBY', KEYS[5], 'frames_submitted', 1)
+redis.call('HINCRBY', KEYS[5], 'urls_submitted', n)
+return {n, dropped}`)
+
+// takeScript moves up to ARGV[1] tasks from task_pool to task_pool:processing.
+var takeScript = redis.NewScript(`
+local items = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+if #items > 0 then
+  redis.call('LTRIM', KEYS[1], #items, -1)
+  redis.call('RPUSH', KEYS[2], unpack(items))
+end
+return items`)
+
+// acceptScript is run by a center on a host's Redis: each task whose hash is new in
+// finish_URL is appended to task_pool. Adding to finish_URL on hand-out (not after the
+// fetch) makes the host answer "seen" for a URL it is about to crawl, and makes a repeated
+// hand-out harmless. KEYS finishURL, taskPool, received; ARGV hash, task pairs.
+var acceptScript = redis.NewScript(`
+local n = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+    redis.call('RPUSH', KEYS[2], ARGV[i+1])
+    n = n + 1
+  end
+end
+redis.call('INCR', KEYS[3])
+return n`)
+
+// claimLocalScript: a center's claims for a flag-1 frame. A URL survives if nobody
+// claimed it yet (it is then claimed "F:NUMBER"), or if this very frame claimed it (a
+// re-run after a crash). KEYS claims; ARGV number, urls. Returns the survivors.
+var claimLocalScript = redis.NewScript(hashLua + `
+local mine = 'F:' .. ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  local k = h(ARGV[i])
+  local v = redis.call('HGET', KEYS[1], k)
+  if not v then
+    redis.call('HSET', KEYS[1], k, mine)
+    out[#out+1] = ARGV[i]
+  elseif v == mine then
+    out[#out+1] = ARGV[i]
+  end
+end
+return out`)
+
+// claimRemoteScript: a center's verdict on another network's request. For a URL homed
+// here the first claim wins: unclaimed → claimed "R:NUMBER" and 0; claimed by this very
+// frame → 0; claimed by anything else → 1. For a URL homed elsewhere only final evidence
+// counts: passed here ("P") → 1, else 0. KEYS claims; ARGV number, then url, home (1/0)
+// pairs. Returns the marks in order.
+var claimRemoteScript = redis.NewScript(hashLua + `
+local mine = 'R:' .. ARGV[1]
+local out = {}
+for i = 2, #ARGV, 2 do
+  local k = h(ARGV[i])
+  local v = redis.call('HGET', KEYS[1], k)
+  local mark = 0
+  if ARGV[i+1] == '1' then
+    if not v then
+      redis.call('HSET', KEYS[1], k, mine)
+    elseif v ~= mine then
+      mark = 1
+    end
+  elseif v == 'P' then
+    mark = 1
+  end
+  out[#out+1] = mark
+end
+return out`)
+
+// moveBatchScript moves up to ARGV[1] entries from KEYS[1] to KEYS[2].
+var moveBatchScript = takeScript
