@@ -1,21 +1,105 @@
 package main
 
-// PLACEHOLDER owned by the layered-crawl helper: replace this whole file.
-
 import (
 	"context"
-	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/denoise"
+	"github.com/spider-crawler/spider/internal/layered"
+	"github.com/spider-crawler/spider/internal/parse"
 )
 
-type layeredOptions struct{}
+// layeredOptions are the flags of `spider crawl --mode layered` (SPEC §2).
+type layeredOptions struct {
+	rounds, groups, workers, cacheSize int
+	noiseThreshold                     float64
+	samples                            string
+	clusterThreshold, noiseSimilarity  float64
+	deviation                          float64
+	domPass, clusterPass               bool
+	leaseTTL                           time.Duration
+}
 
-func layeredFlags(fs *flag.FlagSet) *layeredOptions { return &layeredOptions{} }
+// layeredFlags adds the layered crawl's flags to the crawl command.
+func layeredFlags(fs *flag.FlagSet) *layeredOptions {
+	lo := &layeredOptions{}
+	fs.IntVar(&lo.rounds, "rounds", layered.DefaultRounds, "layered: rounds to crawl (the depth limit: round r fetches depth r)")
+	fs.IntVar(&lo.groups, "groups", layered.DefaultGroups, "layered: domain-hash groups (map tasks per round); fixed once a crawl started")
+	fs.IntVar(&lo.workers, "workers", 0, "layered: tasks this process runs at once (default: --concurrency, at most --groups)")
+	fs.Float64Var(&lo.noiseThreshold, "noise-threshold", parse.DefaultNoiseThreshold, "layered: link-text ratio above which a block's links are noise (DOM pass)")
+	fs.StringVar(&lo.samples, "noise-samples", "", "layered: file of noise samples, one a line: URLs, /segment/, ;param= or ?key= (added to the built-in ones)")
+	fs.Float64Var(&lo.clusterThreshold, "cluster-threshold", denoise.DefaultClusterThreshold, "layered: URL similarity at which a URL joins a cluster")
+	fs.Float64Var(&lo.noiseSimilarity, "noise-similarity", denoise.DefaultNoiseThreshold, "layered: similarity to a noise sample at which a URL or cluster is noise")
+	fs.Float64Var(&lo.deviation, "noise-deviation", denoise.DefaultDeviation, "layered: how far below --noise-similarity members of a noise cluster are still removed")
+	fs.IntVar(&lo.cacheSize, "cache-size", 0, "layered: entries of the de-dup cache list (default 1048576)")
+	fs.BoolVar(&lo.domPass, "dom-pass", true, "layered: remove the links of link-heavy blocks (S301/S302)")
+	fs.BoolVar(&lo.clusterPass, "cluster-pass", true, "layered: remove noise URLs by clustering (S311–S314)")
+	fs.DurationVar(&lo.leaseTTL, "lease-ttl", 10*time.Second, "layered with --redis: a task of a worker silent this long is handed out again")
+	return lo
+}
 
+// runLayered runs a layered crawl: embedded, or with --redis as the
+// coordinator (the first process of a crawl, or the one whose --data holds
+// it) or as a worker.
 func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf redisFlags, quiet bool, logger *slog.Logger, stdout io.Writer) error {
-	return errors.New("layered crawl not built yet")
+	opt := layered.Options{
+		Rounds: lo.rounds, Groups: lo.groups, Workers: lo.workers, NoiseThreshold: lo.noiseThreshold,
+		CacheSize: lo.cacheSize, NoDOM: !lo.domPass, NoCluster: !lo.clusterPass, LeaseTTL: lo.leaseTTL,
+		Denoise: denoise.Options{ClusterThreshold: lo.clusterThreshold, NoiseThreshold: lo.noiseSimilarity, Deviation: lo.deviation},
+	}
+	if lo.rounds < 1 {
+		return fmt.Errorf("cannot crawl %d rounds: give --rounds 1 or more", lo.rounds)
+	}
+	if lo.samples != "" {
+		s, err := denoise.LoadSamples(lo.samples)
+		if err != nil {
+			return fmt.Errorf("--noise-samples: %w", err)
+		}
+		opt.Denoise.Samples = s
+	}
+	if rf.url != "" {
+		rdb, err := rf.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		host, _ := os.Hostname()
+		opt.Redis, opt.Crawl, opt.NodeID = rdb, rf.crawl, host+"-"+strconv.Itoa(os.Getpid())
+	}
+	c, err := layered.New(cfg, opt, logger, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	start := time.Now()
+	runErr := c.Run(ctx)
+	if cerr := c.Close(); runErr == nil {
+		runErr = cerr
+	}
+	if runErr != nil || quiet {
+		return runErr
+	}
+	reps := c.Reports()
+	if len(reps) == 0 {
+		fmt.Fprintf(stdout, "worked on layered crawl %q for %s; the coordinator holds the pages\n", rf.crawl, time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	fetched := 0
+	for _, r := range reps {
+		fetched += r.Fetched
+	}
+	fmt.Fprintf(stdout, "layered crawl: %d rounds, %d URLs fetched into %s\n", len(reps), fetched, cfg.Data)
+	layered.Print(stdout, reps)
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(cfg.Data, layered.DirName, layered.ReportFile))
+	return nil
 }

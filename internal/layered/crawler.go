@@ -1,0 +1,663 @@
+package layered
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/dedup"
+	"github.com/spider-crawler/spider/internal/denoise"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/parse"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/urls"
+)
+
+// Defaults of Options.
+const (
+	DefaultRounds = 3
+	DefaultGroups = 16
+)
+
+// Options configure a layered crawl. The zero value uses the defaults.
+type Options struct {
+	// Rounds is the depth limit of S500: rounds 0 … Rounds−1 are crawled,
+	// round r fetching the pages of depth r. Default 3.
+	Rounds int
+	// Groups is the number of domain-hash groups of S200 (map tasks per
+	// pass). It cannot change once a crawl started. Default 16.
+	Groups int
+	// Workers is how many tasks this process runs at once. Default: the
+	// crawl's Concurrency, at most Groups.
+	Workers int
+	// NoiseThreshold is the link-text ratio above which a block's links are
+	// noise (S302). Default parse.DefaultNoiseThreshold (1/4).
+	NoiseThreshold float64
+	// Denoise tunes the clustering pass (S311–S313).
+	Denoise denoise.Options
+	// NoDOM and NoCluster switch a noise pass off (for measurements).
+	NoDOM, NoCluster bool
+	// CacheSize is the capacity of the S400 cache list. Default
+	// dedup.DefaultCacheSize.
+	CacheSize int
+	// Redis, when set, runs the map steps as leased tasks on Redis
+	// (distributed form); Crawl names the crawl's keys and NodeID this
+	// process.
+	Redis  redis.UniversalClient
+	Crawl  string
+	NodeID string
+	// LeaseTTL is how long a worker's heartbeat lives: a task held by a
+	// worker silent for longer is handed out again. Default 10s.
+	LeaseTTL time.Duration
+}
+
+// manifest is the crawl's progress, DATA/layered/manifest.json.
+type manifest struct {
+	Version int      `json:"version"`
+	Seeds   []string `json:"seeds"`
+	Groups  int      `json:"groups"`
+	Round   int      `json:"round"`
+	Pass    int      `json:"pass"`
+	// Phase is "fetch" (passes of Round running), "reduce" (S300/S400 of
+	// Round) or "done".
+	Phase string `json:"phase"`
+	// Merged lists the fetch tasks of Round whose pages are in the page
+	// store (S600).
+	Merged  []string      `json:"merged,omitempty"`
+	Reports []RoundReport `json:"reports,omitempty"`
+	Started time.Time     `json:"started"`
+}
+
+// Crawler runs a layered crawl (SPEC §2) into one data directory.
+type Crawler struct {
+	cfg    crawl.Config
+	opt    Options
+	log    *slog.Logger
+	m      *metrics
+	root   string
+	norm   *urls.Normalizer
+	filter *denoise.Filter
+	set    *urlSet
+	cache  *dedup.Cache
+	man    manifest
+	// cur is the report of the round in progress.
+	cur     RoundReport
+	curFrom time.Time
+	// fetchedN counts the URLs this process fetched (tests watch it).
+	fetchedN atomic.Int64
+}
+
+// New validates the settings and opens DATA/layered. cfg is the crawl's
+// configuration (defaults are applied); its Seeds start round 0. Close
+// releases the data directory.
+func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Registerer) (*Crawler, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if opt.Rounds == 0 {
+		opt.Rounds = DefaultRounds
+	}
+	if opt.Rounds < 1 {
+		return nil, fmt.Errorf("cannot crawl %d rounds: give --rounds 1 or more", opt.Rounds)
+	}
+	if opt.Groups == 0 {
+		opt.Groups = DefaultGroups
+	}
+	if opt.Groups < 1 || opt.Groups > 1<<16 {
+		return nil, fmt.Errorf("cannot use %d groups: give --groups between 1 and 65536", opt.Groups)
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = min(cfg.Concurrency, opt.Groups)
+	}
+	if opt.NoiseThreshold == 0 {
+		opt.NoiseThreshold = parse.DefaultNoiseThreshold
+	}
+	if !(opt.NoiseThreshold > 0 && opt.NoiseThreshold <= 1) {
+		return nil, fmt.Errorf("cannot use noise threshold %v: give a link-text ratio in (0, 1]", opt.NoiseThreshold)
+	}
+	if opt.LeaseTTL <= 0 {
+		opt.LeaseTTL = 10 * time.Second
+	}
+	filter, err := denoise.NewFilter(opt.Denoise)
+	if err != nil {
+		return nil, err
+	}
+	c := &Crawler{
+		cfg: cfg, opt: opt, log: logger, m: newMetrics(reg),
+		root:   filepath.Join(cfg.Data, DirName),
+		norm:   &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
+		filter: filter,
+	}
+	if err := os.MkdirAll(c.root, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create %s: %w", c.root, err)
+	}
+	c.set, err = openURLSet(c.root)
+	if err != nil {
+		return nil, err
+	}
+	c.cache = dedup.NewCache(opt.CacheSize, time.Now(), c.set)
+	return c, nil
+}
+
+// Close releases the URL set.
+func (c *Crawler) Close() error {
+	if c.set == nil {
+		return nil
+	}
+	err := c.set.Close()
+	c.set = nil
+	return err
+}
+
+// Reports returns the reports of the rounds completed so far.
+func (c *Crawler) Reports() []RoundReport { return slices.Clone(c.man.Reports) }
+
+// Options returns the options with defaults applied.
+func (c *Crawler) Options() Options { return c.opt }
+
+// mapper runs the map tasks of a phase: locally on a pool of goroutines,
+// or as leased tasks on Redis.
+type mapper interface {
+	fetch(ctx context.Context, tasks []Task) ([]*FetchResult, error)
+	cluster(ctx context.Context, tasks []Task) ([]denoise.BlockResult, error)
+}
+
+// localMapper runs tasks on opt.Workers goroutines of this process.
+type localMapper struct{ c *Crawler }
+
+func (l localMapper) fetch(ctx context.Context, tasks []Task) ([]*FetchResult, error) {
+	out := make([]*FetchResult, len(tasks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(l.c.opt.Workers)
+	for i, t := range tasks {
+		g.Go(func() error {
+			r, err := l.c.runFetch(gctx, taskDir(l.c.root, t), t)
+			out[i] = r
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+func (l localMapper) cluster(ctx context.Context, tasks []Task) ([]denoise.BlockResult, error) {
+	outs := make([][]denoise.BlockResult, len(tasks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(l.c.opt.Workers)
+	for i, t := range tasks {
+		g.Go(func() error {
+			r, err := l.c.runCluster(gctx, t)
+			outs[i] = r
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var all []denoise.BlockResult
+	for _, o := range outs {
+		all = append(all, o...)
+	}
+	return all, nil
+}
+
+// Run crawls until the last round is done (or ctx ends: the crawl then
+// continues from where it stopped when Run is called again on the same data
+// directory). With Options.Redis, Run coordinates when this process holds
+// (or takes) the crawl's coordinator role, and otherwise works on the
+// tasks of the coordinator until the crawl is finished.
+func (c *Crawler) Run(ctx context.Context) error {
+	if c.opt.Redis != nil {
+		return c.runDistributed(ctx)
+	}
+	return c.coordinate(ctx, localMapper{c})
+}
+
+// load reads the manifest, or starts a crawl (S100).
+func (c *Crawler) load(ctx context.Context) error {
+	path := filepath.Join(c.root, ManifestFile)
+	err := readJSON(path, &c.man)
+	if err == nil {
+		if c.man.Groups != c.opt.Groups {
+			return fmt.Errorf("cannot resume the layered crawl in %s with --groups %d: it was started with %d; use the same value or a new --data", c.cfg.Data, c.opt.Groups, c.man.Groups)
+		}
+		if !slices.Equal(c.man.Seeds, c.cfg.Seeds) {
+			return fmt.Errorf("cannot resume the layered crawl in %s: it was started with other seed URLs (%v); use the same seeds or a new --data", c.cfg.Data, c.man.Seeds)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// S100: the seeds are round 0's input, depth 0.
+	var in []frontier.Request
+	seen := map[string]bool{}
+	for _, s := range c.cfg.Seeds {
+		u, err := c.norm.Parse(s)
+		if err != nil {
+			return fmt.Errorf("cannot use seed %q: %w", s, err)
+		}
+		if !seen[u.String()] {
+			seen[u.String()] = true
+			in = append(in, frontier.Request{URL: u.String()})
+		}
+	}
+	if err := writeInput(passFile(c.root, 0, 0), in); err != nil {
+		return err
+	}
+	inURLs := make([]string, len(in))
+	for i, r := range in {
+		inURLs[i] = r.URL
+	}
+	if err := c.set.AddAll(ctx, inURLs, "in:0"); err != nil {
+		return err
+	}
+	c.man = manifest{Version: 1, Seeds: c.cfg.Seeds, Groups: c.opt.Groups, Phase: "fetch", Started: time.Now().UTC()}
+	return c.save()
+}
+
+func (c *Crawler) save() error { return writeJSON(filepath.Join(c.root, ManifestFile), c.man) }
+
+// coordinate runs the rounds (S200–S600) with mp running the map tasks.
+func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
+	if err := c.load(ctx); err != nil {
+		return err
+	}
+	main, err := openMainStore(c.cfg.Data, c.log)
+	if err != nil {
+		return err
+	}
+	defer main.close()
+	for c.man.Phase != "done" {
+		if c.man.Round >= c.opt.Rounds {
+			c.man.Phase = "done"
+			break
+		}
+		switch c.man.Phase {
+		case "fetch":
+			if err := c.fetchPass(ctx, mp, main); err != nil {
+				return err
+			}
+		case "reduce":
+			if err := c.reduce(ctx, mp); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("cannot resume: %s has unknown phase %q; remove DATA/layered to start over", ManifestFile, c.man.Phase)
+		}
+	}
+	if err := c.save(); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(c.root, ReportFile), c.man.Reports)
+}
+
+// fetchPass runs one pass of the current round: S200 map (crawl by
+// domain-hash group), reduce (gather results), S600 merge of its pages,
+// and the next pass's input (redirect targets of other groups).
+func (c *Crawler) fetchPass(ctx context.Context, mp mapper, main *mainStore) error {
+	r, p := c.man.Round, c.man.Pass
+	if c.curFrom.IsZero() || c.cur.Round != r {
+		c.cur, c.curFrom = RoundReport{Round: r}, time.Now()
+	}
+	if ok, err := c.set.Marked(fmt.Sprintf("pass:%d:%d", r, p+1)); err != nil {
+		return err
+	} else if ok { // the next pass's input was stored before a crash
+		c.man.Pass, c.man.Merged = p+1, nil
+		return c.save()
+	}
+	in, err := readInput(passFile(c.root, r, p), r)
+	if err != nil {
+		return err
+	}
+	if c.cfg.MaxPages > 0 {
+		left := c.cfg.MaxPages - int64(main.recordsAdded(c.man))
+		if left < int64(len(in)) {
+			in = in[:max(left, 0)]
+		}
+	}
+	tasks := c.split(r, p, in)
+	c.log.Info("layered pass", "round", r, "pass", p, "urls", len(in), "tasks", len(tasks))
+	results, err := mp.fetch(ctx, tasks)
+	if err != nil {
+		return err
+	}
+	var next []frontier.Request
+	queued := map[string]bool{}
+	var done []string // fetched in this pass, redirect targets included
+	for _, res := range results {
+		for _, pl := range res.Pages {
+			queued[pl.URL] = true
+			done = append(done, pl.URL)
+		}
+	}
+	for i, t := range tasks {
+		if !slices.Contains(c.man.Merged, t.ID()) {
+			if err := main.merge(taskDir(c.root, t)); err != nil {
+				return err
+			}
+			c.man.Merged = append(c.man.Merged, t.ID())
+			if err := c.save(); err != nil {
+				return err
+			}
+		}
+		for _, d := range results[i].Redirects {
+			if queued[d.URL] {
+				continue
+			}
+			ok, err := c.set.Contains(ctx, d.URL)
+			if err != nil {
+				return err
+			}
+			if !ok && d.Redirects <= c.cfg.MaxRedirects {
+				queued[d.URL] = true
+				next = append(next, d)
+			}
+		}
+	}
+	if len(next) == 0 {
+		c.man.Phase, c.man.Merged = "reduce", nil
+		return c.save()
+	}
+	if err := writeInput(passFile(c.root, r, p+1), next); err != nil {
+		return err
+	}
+	nextURLs := make([]string, len(next), len(next)+len(done))
+	for i, d := range next {
+		nextURLs[i] = d.URL
+	}
+	if err := c.set.AddAll(ctx, append(nextURLs, done...), fmt.Sprintf("pass:%d:%d", r, p+1)); err != nil {
+		return err
+	}
+	c.man.Pass, c.man.Merged = p+1, nil
+	return c.save()
+}
+
+// split is the S200 partition of a pass's URLs into fetch tasks, one per
+// non-empty group, in group order.
+func (c *Crawler) split(r, p int, in []frontier.Request) []Task {
+	byGroup := map[int][]frontier.Request{}
+	for _, q := range in {
+		g := GroupOf(q.URL, c.opt.Groups)
+		byGroup[g] = append(byGroup[g], q)
+	}
+	var tasks []Task
+	for g := range c.opt.Groups {
+		if len(byGroup[g]) > 0 {
+			tasks = append(tasks, Task{Kind: KindFetch, Round: r, Pass: p, Group: g, Reqs: byGroup[g]})
+		}
+	}
+	return tasks
+}
+
+// reduce is S300–S500 for the current round: gather the links of all its
+// passes, remove noise (the DOM pass already ran in the map; here the
+// clustering map and reduce), remove duplicates with the cache, store the
+// next round's input.
+func (c *Crawler) reduce(ctx context.Context, mp mapper) error {
+	r := c.man.Round
+	repPath := filepath.Join(roundDir(c.root, r), ReportFile)
+	if ok, err := c.set.Marked(fmt.Sprintf("reduce:%d", r)); err != nil {
+		return err
+	} else if ok { // finished before a crash: take its report
+		var rep RoundReport
+		if err := readJSON(repPath, &rep); err != nil {
+			return err
+		}
+		return c.advance(rep)
+	}
+	if c.curFrom.IsZero() || c.cur.Round != r {
+		c.cur, c.curFrom = RoundReport{Round: r}, time.Now()
+	}
+	rep := RoundReport{Round: r, Outcomes: map[string]int{}}
+	var occ []string // link occurrences, in page order
+	var fetched []string
+	for p := 0; ; p++ {
+		in, err := readInput(passFile(c.root, r, p), r)
+		if errors.Is(err, fs.ErrNotExist) || err != nil && p > 0 {
+			break
+		} else if err != nil {
+			return err
+		}
+		rep.Passes++
+		if p == 0 {
+			rep.URLsIn = len(in)
+		} else {
+			rep.Redirects += len(in)
+		}
+		for _, t := range c.split(r, p, in) {
+			var res FetchResult
+			if err := readJSON(filepath.Join(taskDir(c.root, t), ResultFile), &res); err != nil {
+				return fmt.Errorf("cannot reduce round %d: result of task %s missing: %w", r, t.ID(), err)
+			}
+			rep.Fetched += res.Fetched
+			rep.Pages += res.Stored
+			for k, v := range res.Outcomes {
+				rep.Outcomes[k] += v
+			}
+			for _, pl := range res.Pages {
+				fetched = append(fetched, pl.URL)
+				rep.Links += len(pl.Links) + len(pl.Noise)
+				rep.NoiseDOM += len(pl.Noise)
+				occ = append(occ, pl.Links...)
+			}
+		}
+	}
+	// S311–S314: cluster the distinct candidates, by domain-hash group.
+	var uniq []string
+	seen := map[string]bool{}
+	for _, u := range occ {
+		if !seen[u] {
+			seen[u] = true
+			uniq = append(uniq, u)
+		}
+	}
+	rep.Candidates = len(uniq)
+	removed := map[string]string{}
+	if !c.opt.NoCluster && len(uniq) > 0 {
+		byGroup := map[int][]string{}
+		for _, u := range uniq {
+			g := GroupOf(u, c.opt.Groups)
+			byGroup[g] = append(byGroup[g], u)
+		}
+		var tasks []Task
+		for g := range c.opt.Groups {
+			if len(byGroup[g]) > 0 {
+				tasks = append(tasks, Task{Kind: KindCluster, Round: r, Group: g, URLs: byGroup[g]})
+			}
+		}
+		blocks, err := mp.cluster(ctx, tasks)
+		if err != nil {
+			return err
+		}
+		merged := denoise.Merge(blocks)
+		rep.Blocks, rep.Clusters, rep.NoiseClusters = merged.Blocks, merged.Clusters, merged.NoiseClusters
+		for _, rm := range merged.Removed {
+			removed[rm.URL] = rm.Reason
+		}
+		if err := writeJSON(filepath.Join(roundDir(c.root, r), "clean.json"), merged); err != nil { // S314
+			return err
+		}
+	}
+	// S400: the cache de-dup over every clean occurrence.
+	now := time.Now()
+	for _, u := range fetched { // S401: the round's URLs, redirect targets included
+		c.cache.Admit(u, now)
+	}
+	var next []frontier.Request
+	for _, u := range occ {
+		switch removed[u] {
+		case denoise.ReasonNoiseCluster:
+			rep.NoiseCluster++
+			continue
+		case denoise.ReasonOutlier:
+			rep.NoiseOutlier++
+			continue
+		}
+		hit, err := c.cache.Check(ctx, u, time.Now())
+		if err != nil {
+			return err
+		}
+		switch hit {
+		case dedup.InVisit:
+			rep.DupVisit++
+		case dedup.InCache:
+			rep.DupCache++
+		case dedup.InStore:
+			rep.DupStore++
+		case dedup.New:
+			next = append(next, frontier.Request{URL: u, Depth: r + 1, Priority: r + 1})
+		}
+	}
+	rep.New = len(next)
+	rep.Evicted = c.cache.Stats().Evicted
+	rep.Elapsed = time.Since(c.curFrom)
+	c.m.noise.WithLabelValues("dom").Add(float64(rep.NoiseDOM))
+	c.m.noise.WithLabelValues("cluster").Add(float64(rep.NoiseCluster))
+	c.m.noise.WithLabelValues("outlier").Add(float64(rep.NoiseOutlier))
+	c.m.dups.WithLabelValues("visit").Add(float64(rep.DupVisit))
+	c.m.dups.WithLabelValues("cache").Add(float64(rep.DupCache))
+	c.m.dups.WithLabelValues("store").Add(float64(rep.DupStore))
+	// S500: a next round only below the depth limit.
+	nextURLs := make([]string, 0, len(next))
+	if r+1 < c.opt.Rounds && len(next) > 0 {
+		if err := writeInput(passFile(c.root, r+1, 0), next); err != nil {
+			return err
+		}
+		for _, q := range next {
+			nextURLs = append(nextURLs, q.URL)
+		}
+	}
+	if err := writeJSON(repPath, rep); err != nil {
+		return err
+	}
+	// Redirect targets fetched inside their task were not stored yet.
+	if err := c.set.AddAll(ctx, append(nextURLs, fetched...), fmt.Sprintf("reduce:%d", r)); err != nil {
+		return err
+	}
+	return c.advance(rep)
+}
+
+// advance records a finished round and moves to the next one (S500).
+func (c *Crawler) advance(rep RoundReport) error {
+	c.man.Reports = append(c.man.Reports, rep)
+	c.cache.Rotate()
+	c.m.rounds.Inc()
+	c.log.Info("layered round done", "round", rep.Round, "fetched", rep.Fetched, "new", rep.New)
+	if rep.New == 0 || rep.Round+1 >= c.opt.Rounds {
+		c.man.Round, c.man.Phase, c.man.Merged = rep.Round+1, "done", nil
+	} else {
+		c.man.Round, c.man.Pass, c.man.Phase, c.man.Merged = rep.Round+1, 0, "fetch", nil
+	}
+	if err := c.save(); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(c.root, ReportFile), c.man.Reports)
+}
+
+// mainStore is the one page store of the data directory (S600 target).
+type mainStore struct {
+	pages *store.PageFiles
+	recs  *store.Records
+	log   *slog.Logger
+	added int
+}
+
+func openMainStore(dir string, log *slog.Logger) (*mainStore, error) {
+	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	recs, err := store.OpenRecords(dir, store.Options{Logger: log})
+	if err != nil {
+		pages.Close()
+		return nil, err
+	}
+	return &mainStore{pages: pages, recs: recs, log: log}, nil
+}
+
+func (m *mainStore) close() error {
+	return errors.Join(m.recs.Sync(), m.pages.Sync(), m.recs.Close(), m.pages.Close())
+}
+
+// recordsAdded is the number of fetches of all finished rounds plus those
+// merged in this process (for --max-pages).
+func (m *mainStore) recordsAdded(man manifest) int {
+	n := m.added
+	for _, r := range man.Reports {
+		n += r.Fetched
+	}
+	return n
+}
+
+// merge is S600 for one task: its records (the last one of each URL) and
+// page bodies are appended to the main store with new page numbers, then
+// the task's copies are removed (its result.json stays). A crash between
+// the appends and the manifest update merges the task again on restart:
+// its records then appear twice in records.jsonl, and readers keep the
+// last one, as after a crash of the plain crawl.
+func (m *mainStore) merge(dir string) error {
+	recs, err := store.OpenRecords(dir, store.Options{Logger: m.log})
+	if err != nil {
+		return err
+	}
+	var list []store.Record
+	idx := map[string]int{}
+	_, err = recs.Iterate(func(r store.Record) error {
+		if i, ok := idx[r.URL]; ok {
+			list[i] = r
+			return nil
+		}
+		idx[r.URL] = len(list)
+		list = append(list, r)
+		return nil
+	})
+	recs.Close()
+	if err != nil {
+		return fmt.Errorf("cannot read records of %s: %w", dir, err)
+	}
+	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: m.log})
+	if err != nil {
+		return err
+	}
+	defer pages.Close()
+	for _, r := range list {
+		if r.PageNo >= 0 {
+			pg, err := pages.Read(r.PageNo)
+			if err != nil {
+				return fmt.Errorf("cannot merge page of %s: %w", r.URL, err)
+			}
+			no, err := m.pages.Append(pg.URL, r.FetchedAt, pg.Body)
+			if err != nil {
+				return fmt.Errorf("cannot merge page of %s: %w", r.URL, err)
+			}
+			r.PageNo = no
+		}
+		if err := m.recs.Append(r); err != nil {
+			return fmt.Errorf("cannot merge record of %s: %w", r.URL, err)
+		}
+		m.added++
+	}
+	if err := errors.Join(m.pages.Sync(), m.recs.Sync(), pages.Close()); err != nil {
+		return err
+	}
+	return errors.Join(os.RemoveAll(filepath.Join(dir, "pages")), os.Remove(filepath.Join(dir, store.RecordsFileName)))
+}

@@ -1,0 +1,581 @@
+package layered
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/denoise"
+	"github.com/spider-crawler/spider/internal/store"
+)
+
+// keys names the Redis keys of a distributed layered crawl. They share the
+// hash tag {spider:NAME}, so a Redis Cluster keeps them in one slot and the
+// transactions below stay atomic.
+type keys struct{ p string }
+
+func newKeys(crawl string) keys { return keys{p: "{spider:" + crawl + "}:layered:"} }
+
+func (k keys) coord() string        { return k.p + "coord" }
+func (k keys) created() string      { return k.p + "created" }
+func (k keys) todo() string         { return k.p + "todo" }
+func (k keys) proc(w string) string { return k.p + "proc:" + w }
+func (k keys) workers() string      { return k.p + "workers" }
+func (k keys) hb(w string) string   { return k.p + "hb:" + w }
+func (k keys) out(id string) string { return k.p + "out:" + id }
+func (k keys) done() string         { return k.p + "done" }
+func (k keys) finished() string     { return k.p + "finished" }
+func (k keys) seq() string          { return k.p + "seq" }
+
+// payload is a task's output as a worker sends it: a fetch task's result
+// with its records and page bodies (so that the coordinator's page store
+// gets them, S200 reduce), or a cluster task's block results.
+type payload struct {
+	Task    string                `json:"task"`
+	Fetch   *FetchResult          `json:"fetch,omitempty"`
+	Records []store.Record        `json:"records,omitempty"`
+	Bodies  [][]byte              `json:"bodies,omitempty"` // by Records index; nil without a page
+	Blocks  []denoise.BlockResult `json:"blocks,omitempty"`
+	Worker  string                `json:"worker"`
+}
+
+func encodePayload(p *payload) ([]byte, error) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if err := json.NewEncoder(zw).Encode(p); err != nil {
+		return nil, fmt.Errorf("cannot encode the output of task %s: %w", p.Task, err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func decodePayload(b []byte) (*payload, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("cannot decode a task output: %w", err)
+	}
+	var p payload
+	if err := json.NewDecoder(io.LimitReader(zr, 4<<30)).Decode(&p); err != nil {
+		return nil, fmt.Errorf("cannot decode a task output: %w", err)
+	}
+	return &p, nil
+}
+
+// runDistributed is Run with Redis: this process coordinates if it may
+// (no crawl of this name exists yet, or this data directory holds it) and
+// the role is free; every process also works on tasks until the crawl is
+// finished.
+func (c *Crawler) runDistributed(ctx context.Context) error {
+	if _, err := cluster.NewKeys(c.opt.Crawl); err != nil {
+		return err
+	}
+	if c.opt.NodeID == "" {
+		host, _ := os.Hostname()
+		c.opt.NodeID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	k := newKeys(c.opt.Crawl)
+	rdb := c.opt.Redis
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var coordinating atomic.Bool
+	werr := make(chan error, 1)
+	go func() { werr <- c.work(ctx, k, &coordinating) }()
+
+	for {
+		if fin, err := rdb.Exists(ctx, k.finished()).Result(); err != nil {
+			return fmt.Errorf("cannot reach Redis: %w", err)
+		} else if fin > 0 {
+			cancel(nil)
+			<-werr
+			return nil
+		}
+		ok, err := c.tryCoordinate(ctx, k)
+		if err != nil {
+			return err
+		}
+		if ok {
+			coordinating.Store(true)
+			err := c.coordinateLeased(ctx, k)
+			coordinating.Store(false)
+			if err != nil {
+				cancel(err)
+				<-werr
+				return err
+			}
+			rdb.Set(context.WithoutCancel(ctx), k.finished(), "1", 0)
+			rdb.Del(context.WithoutCancel(ctx), k.coord())
+			cancel(nil)
+			<-werr
+			return nil
+		}
+		select {
+		case err := <-werr:
+			if err != nil {
+				return err
+			}
+			return nil
+		case <-ctx.Done():
+			<-werr
+			return context.Cause(ctx)
+		case <-time.After(c.opt.LeaseTTL / 3):
+		}
+	}
+}
+
+// tryCoordinate takes the coordinator role if it is free and this data
+// directory may hold the crawl.
+func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
+	rdb := c.opt.Redis
+	created, err := rdb.Exists(ctx, k.created()).Result()
+	if err != nil {
+		return false, fmt.Errorf("cannot reach Redis: %w", err)
+	}
+	_, statErr := os.Stat(filepath.Join(c.root, ManifestFile))
+	if created > 0 && statErr != nil {
+		return false, nil // a worker: the crawl's state is in another data directory
+	}
+	ok, err := rdb.SetNX(ctx, k.coord(), c.opt.NodeID, c.opt.LeaseTTL).Result()
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := rdb.Set(ctx, k.created(), c.opt.NodeID, 0).Err(); err != nil {
+		return false, err
+	}
+	c.log.Info("layered: coordinating", "crawl", c.opt.Crawl, "node", c.opt.NodeID)
+	return true, nil
+}
+
+// coordinateLeased runs the rounds with the map tasks on Redis, keeping the
+// coordinator lease alive.
+func (c *Crawler) coordinateLeased(ctx context.Context, k keys) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		t := time.NewTicker(c.opt.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				// Renew only our own lease (compare and extend in one script).
+				n, err := renewScript.Run(ctx, c.opt.Redis, []string{k.coord()}, c.opt.NodeID, c.opt.LeaseTTL.Milliseconds()).Int()
+				if err == nil && n == 0 {
+					cancel(errors.New("lost the coordinator role (lease expired): restart this process to take it back"))
+					return
+				}
+			}
+		}
+	}()
+	err := c.coordinate(ctx, &redisMapper{c: c, k: k})
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`)
+
+// work is the worker loop every process runs: take a task (moved atomically
+// to this worker's processing list), run it, post its output and remove it
+// from the processing list in one transaction. A worker whose heartbeat
+// expires has its processing list handed out again by the coordinator.
+func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) error {
+	rdb := c.opt.Redis
+	n, err := rdb.Incr(ctx, k.seq()).Result()
+	if err != nil {
+		return fmt.Errorf("cannot register as a worker: %w", err)
+	}
+	id := c.opt.NodeID + "-" + strconv.FormatInt(n, 10)
+	beat := func() error {
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, k.hb(id), "1", c.opt.LeaseTTL)
+			p.SAdd(ctx, k.workers(), id)
+			return nil
+		})
+		return err
+	}
+	if err := beat(); err != nil {
+		return fmt.Errorf("cannot register as a worker: %w", err)
+	}
+	defer rdb.Del(context.WithoutCancel(ctx), k.hb(id))
+	hbCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(c.opt.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-t.C:
+				if err := beat(); err != nil {
+					c.log.Warn("layered: heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		raw, err := rdb.BLMove(ctx, k.todo(), k.proc(id), "LEFT", "RIGHT", time.Second).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.log.Warn("layered: cannot take a task", "err", err)
+			time.Sleep(time.Second)
+			continue
+		}
+		var t Task
+		if err := json.Unmarshal([]byte(raw), &t); err != nil {
+			c.log.Error("layered: dropping an unreadable task", "err", err)
+			rdb.LRem(ctx, k.proc(id), 1, raw)
+			continue
+		}
+		c.m.tasks.WithLabelValues(t.Kind).Inc()
+		local := coordinating.Load()
+		p, err := c.runTask(ctx, t, local)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the task stays in the processing list; redone after the lease
+			}
+			return fmt.Errorf("task %s: %w", t.ID(), err)
+		}
+		p.Worker = id
+		b, err := encodePayload(p)
+		if err != nil {
+			return err
+		}
+		_, err = rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
+			pp.Set(ctx, k.out(t.ID()), b, 0)
+			pp.LRem(ctx, k.proc(id), 1, raw)
+			pp.RPush(ctx, k.done(), t.ID())
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("cannot post the output of task %s: %w", t.ID(), err)
+		}
+		if t.Kind == KindFetch && !local {
+			os.RemoveAll(taskDir(c.root, t)) // the coordinator has it now
+		}
+	}
+}
+
+// runTask runs one task and builds its payload; local says the coordinator
+// is this process, so a fetch task's pages are already where it reads them.
+func (c *Crawler) runTask(ctx context.Context, t Task, local bool) (*payload, error) {
+	p := &payload{Task: t.ID()}
+	switch t.Kind {
+	case KindCluster:
+		blocks, err := c.runCluster(ctx, t)
+		p.Blocks = blocks
+		return p, err
+	case KindFetch:
+	default:
+		return nil, fmt.Errorf("unknown task kind %q (is every process the same spider version?)", t.Kind)
+	}
+	dir := taskDir(c.root, t)
+	res, err := c.runFetch(ctx, dir, t)
+	if err != nil {
+		return nil, err
+	}
+	p.Fetch = res
+	if local {
+		return p, nil
+	}
+	recs, err := store.OpenRecords(dir, store.Options{Logger: c.log})
+	if err != nil {
+		return nil, err
+	}
+	_, err = recs.Iterate(func(r store.Record) error { p.Records = append(p.Records, r); return nil })
+	recs.Close()
+	if err != nil {
+		return nil, err
+	}
+	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: c.log})
+	if err != nil {
+		return nil, err
+	}
+	defer pages.Close()
+	p.Bodies = make([][]byte, len(p.Records))
+	for i, r := range p.Records {
+		if r.PageNo < 0 {
+			continue
+		}
+		pg, err := pages.Read(r.PageNo)
+		if err != nil {
+			return nil, err
+		}
+		p.Bodies[i] = pg.Body
+	}
+	return p, nil
+}
+
+// redisMapper hands the map tasks out on Redis and gathers their outputs.
+type redisMapper struct {
+	c *Crawler
+	k keys
+}
+
+func (m *redisMapper) fetch(ctx context.Context, tasks []Task) ([]*FetchResult, error) {
+	have := func(t Task) bool {
+		_, err := os.Stat(filepath.Join(taskDir(m.c.root, t), ResultFile))
+		return err == nil
+	}
+	err := m.run(ctx, tasks, have, func(t Task, p *payload) error { return m.ingest(t, p) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*FetchResult, len(tasks))
+	for i, t := range tasks {
+		var r FetchResult
+		if err := readJSON(filepath.Join(taskDir(m.c.root, t), ResultFile), &r); err != nil {
+			return nil, fmt.Errorf("cannot read the result of task %s: %w", t.ID(), err)
+		}
+		out[i] = &r
+	}
+	return out, nil
+}
+
+func (m *redisMapper) cluster(ctx context.Context, tasks []Task) ([]denoise.BlockResult, error) {
+	got := map[string][]denoise.BlockResult{}
+	err := m.run(ctx, tasks, func(t Task) bool { _, ok := got[t.ID()]; return ok }, func(t Task, p *payload) error {
+		got[t.ID()] = p.Blocks
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var all []denoise.BlockResult
+	for _, t := range tasks {
+		all = append(all, got[t.ID()]...)
+	}
+	return all, nil
+}
+
+// ingest writes a remote fetch task's pages and records into the task's
+// directory here, then its result (the marker that the task is done).
+func (m *redisMapper) ingest(t Task, p *payload) error {
+	dir := taskDir(m.c.root, t)
+	if _, err := os.Stat(filepath.Join(dir, ResultFile)); err == nil {
+		return nil // run by this process
+	}
+	if p.Fetch == nil {
+		return fmt.Errorf("output of task %s holds no fetch result", t.ID())
+	}
+	// A half-ingested directory from a crash is rebuilt from scratch.
+	if err := errors.Join(os.RemoveAll(filepath.Join(dir, "pages")), removeIfExists(filepath.Join(dir, store.RecordsFileName))); err != nil {
+		return err
+	}
+	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: m.c.log})
+	if err != nil {
+		return err
+	}
+	recs, err := store.OpenRecords(dir, store.Options{Logger: m.c.log})
+	if err != nil {
+		pages.Close()
+		return err
+	}
+	for i, r := range p.Records {
+		if r.PageNo >= 0 && i < len(p.Bodies) && p.Bodies[i] != nil {
+			no, err := pages.Append(r.FinalURL, r.FetchedAt, p.Bodies[i])
+			if err != nil {
+				pages.Close()
+				recs.Close()
+				return err
+			}
+			r.PageNo = no
+		} else {
+			r.PageNo = -1
+		}
+		if err := recs.Append(r); err != nil {
+			pages.Close()
+			recs.Close()
+			return err
+		}
+	}
+	if err := errors.Join(pages.Close(), recs.Close()); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, ResultFile), p.Fetch)
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// run pushes the tasks not yet done (nor queued or held by a worker),
+// then waits for their outputs, handing out again the tasks of workers
+// whose heartbeat expired.
+func (m *redisMapper) run(ctx context.Context, tasks []Task, have func(Task) bool, ingest func(Task, *payload) error) error {
+	rdb, k := m.c.opt.Redis, m.k
+	left := map[string]Task{}
+	for _, t := range tasks {
+		if !have(t) {
+			left[t.ID()] = t
+		}
+	}
+	take := func(id string) error {
+		t, ok := left[id]
+		if !ok {
+			return nil
+		}
+		b, err := rdb.Get(ctx, k.out(id)).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		p, err := decodePayload(b)
+		if err != nil {
+			return err
+		}
+		if err := ingest(t, p); err != nil {
+			return err
+		}
+		delete(left, id)
+		return rdb.Del(ctx, k.out(id)).Err()
+	}
+	// Outputs posted while no coordinator was listening.
+	for id := range left {
+		if err := take(id); err != nil {
+			return err
+		}
+	}
+	queued, err := m.listed(ctx)
+	if err != nil {
+		return err
+	}
+	var push []any
+	for _, t := range tasks {
+		if _, ok := left[t.ID()]; ok && !queued[t.ID()] {
+			b, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			push = append(push, b)
+		}
+	}
+	if len(push) > 0 {
+		if err := rdb.RPush(ctx, k.todo(), push...).Err(); err != nil {
+			return fmt.Errorf("cannot hand out tasks: %w", err)
+		}
+	}
+	lastReap := time.Now()
+	for len(left) > 0 {
+		res, err := rdb.BLPop(ctx, time.Second, k.done()).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return fmt.Errorf("cannot wait for task outputs: %w", err)
+		default:
+			if err := take(res[1]); err != nil {
+				return err
+			}
+		}
+		if time.Since(lastReap) >= m.c.opt.LeaseTTL/2 || errors.Is(err, redis.Nil) {
+			lastReap = time.Now()
+			if err := m.reap(ctx); err != nil {
+				return err
+			}
+			for id := range left { // a done notice may have been consumed before a restart
+				if err := take(id); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// listed returns the IDs of the tasks queued or held by workers.
+func (m *redisMapper) listed(ctx context.Context) (map[string]bool, error) {
+	rdb, k := m.c.opt.Redis, m.k
+	out := map[string]bool{}
+	lists := []string{k.todo()}
+	ws, err := rdb.SMembers(ctx, k.workers()).Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		lists = append(lists, k.proc(w))
+	}
+	for _, l := range lists {
+		items, err := rdb.LRange(ctx, l, 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			var t Task
+			if json.Unmarshal([]byte(it), &t) == nil {
+				out[t.ID()] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// reap hands out again the tasks held by workers whose heartbeat expired.
+func (m *redisMapper) reap(ctx context.Context) error {
+	rdb, k := m.c.opt.Redis, m.k
+	ws, err := rdb.SMembers(ctx, k.workers()).Result()
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		alive, err := rdb.Exists(ctx, k.hb(w)).Result()
+		if err != nil {
+			return err
+		}
+		if alive > 0 {
+			continue
+		}
+		for {
+			_, err := rdb.LMove(ctx, k.proc(w), k.todo(), "LEFT", "LEFT").Result()
+			if errors.Is(err, redis.Nil) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			m.c.log.Info("layered: task of a silent worker handed out again", "worker", w)
+		}
+		rdb.SRem(ctx, k.workers(), w)
+	}
+	return nil
+}

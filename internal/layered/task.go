@@ -1,0 +1,369 @@
+package layered
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/denoise"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/parse"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/urls"
+)
+
+// Task kinds.
+const (
+	// KindFetch crawls one domain-hash group of a pass (S200 map) and runs
+	// the DOM pass on its pages (S301/S302).
+	KindFetch = "fetch"
+	// KindCluster clusters the candidate URLs of one domain-hash group
+	// (S312/S313 map).
+	KindCluster = "cluster"
+)
+
+// Task is one map task: one domain-hash group of one pass of one round.
+type Task struct {
+	Kind  string `json:"kind"`
+	Round int    `json:"round"`
+	Pass  int    `json:"pass"`
+	Group int    `json:"group"`
+	// Reqs are the URLs to fetch (KindFetch), all of the group.
+	Reqs []frontier.Request `json:"reqs,omitempty"`
+	// URLs are the candidates to cluster (KindCluster).
+	URLs []string `json:"urls,omitempty"`
+}
+
+// ID names the task uniquely within a crawl.
+func (t Task) ID() string {
+	return fmt.Sprintf("%s-r%03d-p%02d-g%04d", t.Kind, t.Round, t.Pass, t.Group)
+}
+
+// GroupOf is the S200 split: a hash of the URL's registrable domain modulo
+// groups, so that every URL of a domain lands in the same group (and so
+// with the same crawl node). URLs that do not parse go to group 0.
+func GroupOf(raw string, groups int) int {
+	if groups <= 1 {
+		return 0
+	}
+	return int(xxhash.Sum64String(denoise.BlockKey(raw)) % uint64(groups))
+}
+
+// PageLinks is what the map made of one fetched URL.
+type PageLinks struct {
+	URL     string `json:"url"`
+	Outcome string `json:"outcome"`
+	// Links are the followable links of depth round+1 that survived the
+	// DOM pass, normalised and in page order.
+	Links []string `json:"links,omitempty"`
+	// Noise are the followable links the DOM pass removed.
+	Noise []string `json:"noise,omitempty"`
+}
+
+// FetchResult is the output of a fetch task, saved as result.json in the
+// task's directory next to its pages and records.
+type FetchResult struct {
+	Task  string      `json:"task"`
+	Pages []PageLinks `json:"pages"`
+	// Redirects are redirect targets, fetched in the next pass of the same
+	// round unless already stored.
+	Redirects []frontier.Request `json:"redirects,omitempty"`
+	Fetched   int                `json:"fetched"`
+	Stored    int                `json:"stored"`
+	Outcomes  map[string]int     `json:"outcomes"`
+}
+
+// linkLine is one line of a task's links.jsonl: a URL done and what the
+// fetcher discovered on it. It is written after the fetcher stored the
+// record, so a URL with a line is never fetched again by the task.
+type linkLine struct {
+	URL        string             `json:"url"`
+	Outcome    string             `json:"outcome"`
+	Discovered []frontier.Request `json:"discovered,omitempty"`
+}
+
+// runFetch executes a fetch task in dir (created if needed): S200's crawl
+// of one group, then S301/S302 on its pages. A task whose result.json
+// exists is not run again; a task interrupted half-way continues without
+// refetching the URLs it finished.
+func (c *Crawler) runFetch(ctx context.Context, dir string, t Task) (*FetchResult, error) {
+	resPath := filepath.Join(dir, ResultFile)
+	var done FetchResult
+	if err := readJSON(resPath, &done); err == nil {
+		return &done, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	lines, err := readLinks(filepath.Join(dir, "links.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.crawlGroup(ctx, dir, t, lines); err != nil {
+		return nil, err
+	}
+	res, err := c.domPass(dir, t, lines)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeJSON(resPath, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func readLinks(path string) (*linkLog, error) {
+	l := &linkLog{path: path, done: map[string]int{}}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var ll linkLine
+		if json.Unmarshal(sc.Bytes(), &ll) != nil {
+			continue // a torn last line: that URL is fetched again
+		}
+		l.add(ll)
+	}
+	return l, sc.Err()
+}
+
+// linkLog is the in-memory view of links.jsonl.
+type linkLog struct {
+	path  string
+	lines []linkLine
+	done  map[string]int // URL → index in lines
+}
+
+func (l *linkLog) add(ll linkLine) {
+	if i, ok := l.done[ll.URL]; ok {
+		l.lines[i] = ll
+		return
+	}
+	l.done[ll.URL] = len(l.lines)
+	l.lines = append(l.lines, ll)
+}
+
+// hostQueue is one host's URLs inside a group and when it may be asked next.
+type hostQueue struct {
+	reqs []frontier.Request
+	next time.Time
+}
+
+// crawlGroup fetches the task's URLs with one crawl.Fetcher, one request at
+// a time: the group's hosts are served in turn, each no sooner than the
+// configured delay (or its robots.txt Crawl-delay, or a back-off) after its
+// previous request ended. Since a domain's URLs all belong to one group and
+// a group is crawled by one task at a time, this is all the politeness a
+// host needs. Redirect targets are returned for the next pass.
+func (c *Crawler) crawlGroup(ctx context.Context, dir string, t Task, log *linkLog) error {
+	cfg := c.cfg
+	cfg.Data = dir
+	cfg.WARC = false
+	cfg.MaxDepth = c.opt.Rounds - 1
+	if cfg.MaxRate > 0 {
+		cfg.MaxRate = cfg.MaxRate / float64(max(c.opt.Workers, 1))
+	}
+	f, err := crawl.NewFetcher(cfg, c.log, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	lf, err := os.OpenFile(log.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot open %s: %w", log.path, err)
+	}
+	defer lf.Close()
+
+	queued := map[string]bool{}
+	hosts := map[string]*hostQueue{}
+	var order []string
+	push := func(r frontier.Request, front bool) {
+		u, err := url.Parse(r.URL)
+		key := r.URL
+		if err == nil {
+			key = urls.HostPort(u)
+		}
+		r.Key = key
+		q := hosts[key]
+		if q == nil {
+			q = &hostQueue{}
+			hosts[key] = q
+			order = append(order, key)
+		}
+		if front {
+			q.reqs = append([]frontier.Request{r}, q.reqs...)
+		} else {
+			q.reqs = append(q.reqs, r)
+		}
+	}
+	for _, r := range t.Reqs {
+		if _, ok := log.done[r.URL]; ok || queued[r.URL] {
+			continue
+		}
+		queued[r.URL] = true
+		push(r, false)
+	}
+	delay := time.Duration(cfg.Delay)
+	for {
+		var q *hostQueue
+		for _, k := range order { // earliest ready host; ties in arrival order
+			h := hosts[k]
+			if len(h.reqs) > 0 && (q == nil || h.next.Before(q.next)) {
+				q = h
+			}
+		}
+		if q == nil {
+			return nil
+		}
+		if wait := time.Until(q.next); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return ctx.Err()
+			case <-timer.C:
+			}
+		}
+		req := q.reqs[0]
+		q.reqs = q.reqs[1:]
+		v, err := f.Visit(ctx, req, time.Now())
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		q.next = time.Now().Add(max(delay, v.CrawlDelay, v.Delay))
+		if v.Retry {
+			req.Attempt++
+			push(req, true)
+			continue
+		}
+		// Links (depth+1) and redirect targets (same depth) alike go to the
+		// reduce: only it knows every URL stored so far, so a target is
+		// fetched in the next pass only if no round had it.
+		ll := linkLine{URL: req.URL, Outcome: v.Outcome, Discovered: v.Discovered}
+		b, _ := json.Marshal(ll)
+		if _, err := lf.Write(append(b, '\n')); err != nil {
+			return fmt.Errorf("cannot append to %s: %w", log.path, err)
+		}
+		log.add(ll)
+		c.m.fetched.Inc()
+		c.fetchedN.Add(1)
+	}
+}
+
+// domPass is S301/S302 over the task's stored pages: each HTML page is
+// split into blocks (parse.Blocks drops style, script and the head), and
+// the followable links found only in blocks whose link-text ratio is above
+// the threshold are noise. Links outside every block (a refresh) and links
+// the blocks do not see are kept.
+func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error) {
+	res := &FetchResult{Task: t.ID(), Outcomes: map[string]int{}}
+	recs := map[string]store.Record{}
+	r, err := store.OpenRecords(dir, store.Options{Logger: c.log})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Iterate(func(rec store.Record) error { recs[rec.URL] = rec; return nil }); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("cannot read the records of task %s: %w", t.ID(), err)
+	}
+	r.Close()
+	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: c.log})
+	if err != nil {
+		return nil, err
+	}
+	defer pages.Close()
+	for _, ll := range log.lines {
+		res.Fetched++
+		res.Outcomes[ll.Outcome]++
+		pl := PageLinks{URL: ll.URL, Outcome: ll.Outcome}
+		var links []string
+		for _, d := range ll.Discovered {
+			if d.Depth == t.Round {
+				res.Redirects = append(res.Redirects, d)
+				continue
+			}
+			links = append(links, d.URL)
+		}
+		rec, ok := recs[ll.URL]
+		if ok && rec.PageNo >= 0 {
+			res.Stored++
+		}
+		var noise map[string]bool
+		if ok && rec.PageNo >= 0 && rec.Status == 200 && isHTML(rec.ContentType) && len(links) > 0 && !c.opt.NoDOM {
+			pg, err := pages.Read(rec.PageNo)
+			if err != nil {
+				return nil, fmt.Errorf("cannot read page of %s: %w", ll.URL, err)
+			}
+			noise = c.noiseLinks(rec, pg.Body)
+		}
+		for _, l := range links {
+			if noise[l] {
+				pl.Noise = append(pl.Noise, l)
+			} else {
+				pl.Links = append(pl.Links, l)
+			}
+		}
+		res.Pages = append(res.Pages, pl)
+	}
+	return res, nil
+}
+
+func isHTML(ct string) bool { return ct == "text/html" || ct == "application/xhtml+xml" }
+
+// noiseLinks returns the normalised URLs that appear only in noise blocks
+// of the page.
+func (c *Crawler) noiseLinks(rec store.Record, body []byte) map[string]bool {
+	base, err := url.Parse(rec.FinalURL)
+	if err != nil || !base.IsAbs() {
+		base, _ = url.Parse(rec.URL)
+	}
+	blocks := parse.Blocks(base, body)
+	noise, kept := parse.NoiseLinks(blocks, c.opt.NoiseThreshold)
+	keep := map[string]bool{}
+	for _, l := range kept {
+		if n, err := c.norm.Normalize(l.URL); err == nil {
+			keep[n.String()] = true
+		}
+	}
+	out := map[string]bool{}
+	for _, l := range noise {
+		if n, err := c.norm.Normalize(l.URL); err == nil && !keep[n.String()] {
+			out[n.String()] = true
+		}
+	}
+	return out
+}
+
+// runCluster executes a cluster task: S312/S313 on each domain block of
+// the group.
+func (c *Crawler) runCluster(ctx context.Context, t Task) ([]denoise.BlockResult, error) {
+	blocks := denoise.SplitBlocks(t.URLs)
+	out := make([]denoise.BlockResult, 0, len(blocks))
+	for name, list := range blocks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, c.filter.Block(name, list))
+	}
+	return out, nil
+}
