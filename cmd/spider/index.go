@@ -1,16 +1,210 @@
 package main
 
-// PLACEHOLDER owned by a helper: replace this whole file.
-
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/index"
 )
 
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
+	fs := newFlagSet("index", `index --data DIR [flags]                         (embedded, incremental)
+       spider index --data OUT --redis URL --writer [--nodes N]   (distributed: the single writer)
+       spider index --data NODE_DIR --redis URL --mapper          (distributed: a map worker)`, stderr)
+	data := fs.String("data", "spider-data", "data directory of a crawl (the index goes to DIR/index)")
+	rebuild := fs.Bool("rebuild", false, "discard the index and index every record again")
+	batch := fs.Int("batch", 100_000, "record lines per new segment")
+	workers := fs.Int("workers", 0, "goroutines analysing pages (default: all CPUs; mappers: 1)")
+	merge := fs.Bool("merge", false, "merge all segments into one at the end")
+	maxSegs := fs.Int("max-segments", 8, "segments allowed before the background merger merges some")
+	writer := fs.Bool("writer", false, "distributed build: be the single writer (needs --redis)")
+	mapper := fs.Bool("mapper", false, "distributed build: be a map worker over this node's --data (needs --redis)")
+	nodes := fs.Int("nodes", 1, "writer: number of data nodes whose mappers must report before the build ends")
+	node := fs.String("node", "", "mapper: name of this data node; mappers of one node share its tasks (default: host name and --data path)")
+	taskRecords := fs.Int("task-records", 2000, "mapper: record lines per map task")
+	lease := fs.Duration("lease-ttl", 5*time.Second, "writer: a mapper silent this long is dead and its task is redone")
+	reset := fs.Bool("reset", false, "writer: clear what a previous, interrupted build left in Redis first")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	var rf redisFlags
+	rf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: index takes no arguments, got %q", errUsage, fs.Args())
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	switch {
+	case *writer && *mapper:
+		return fmt.Errorf("%w: --writer and --mapper exclude each other; run one process of each", errUsage)
+	case (*writer || *mapper) && rf.url == "":
+		return fmt.Errorf("%w: --writer and --mapper need --redis redis://host:port (or SPIDER_REDIS)", errUsage)
+	case !*writer && !*mapper && rf.url != "":
+		return fmt.Errorf("%w: with --redis, say which role this process has: --writer or --mapper", errUsage)
+	case *batch <= 0 || *taskRecords <= 0 || *maxSegs <= 0 || *nodes <= 0:
+		return fmt.Errorf("%w: --batch, --task-records, --max-segments and --nodes must be positive", errUsage)
+	case *workers < 0:
+		return fmt.Errorf("%w: --workers must be 0 (automatic) or positive", errUsage)
+	}
+
+	if *mapper {
+		rdb, err := rf.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		st, err := index.RunMapper(ctx, rdb, *data, index.MapperOptions{Crawl: rf.crawl, Node: *node,
+			TaskRecords: *taskRecords, Workers: *workers, Logger: log})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "mapper done: %d tasks, %d pages, %.1f MB in %s (%.0f pages/s)\n", st.Tasks, st.Pages,
+			float64(st.Bytes)/1e6, st.Took.Round(time.Millisecond), float64(st.Pages)/max(st.Took.Seconds(), 1e-9))
+		return nil
+	}
+	if *writer {
+		rdb, err := rf.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		if *reset {
+			if err := index.ResetDist(ctx, rdb, rf.crawl); err != nil {
+				return err
+			}
+		}
+		st, err := index.RunDistWriter(ctx, rdb, filepath.Join(*data, index.DirName), index.DistWriterOptions{
+			Crawl: rf.crawl, Nodes: *nodes, LeaseTTL: *lease, Logger: log,
+			Progress: func(p index.WriterProgress) {
+				fmt.Fprintf(stderr, "index: %d/%d tasks from %d node(s), %d mapper(s) alive, %d pages (%.0f pages/s, %.1f MB/s)\n",
+					p.Done, p.Tasks, p.Nodes, p.Mappers, p.Pages, float64(p.Pages)/max(p.Elapsed.Seconds(), 1e-9),
+					float64(p.Bytes)/1e6/max(p.Elapsed.Seconds(), 1e-9))
+			}})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "index built: %d tasks, %d pages, %d deletions, %d task(s) redone, %.1f MB analysed in %s (%.0f pages/s)\n",
+			st.Tasks, st.Docs, st.Deleted, st.Requeued, float64(st.Bytes)/1e6, st.Took.Round(time.Millisecond),
+			float64(st.Docs)/max(st.Took.Seconds(), 1e-9))
+		return nil
+	}
+
+	st, err := index.Build(ctx, *data, index.BuildOptions{Workers: *workers, BatchRecords: *batch, Rebuild: *rebuild,
+		ForceMerge: *merge, MaxSegments: *maxSegs, Logger: log,
+		Progress: func(s index.BuildStats) {
+			fmt.Fprintf(stderr, "index: %d pages (%.0f pages/s, %.1f MB/s), %d segment(s)\n", s.Docs,
+				float64(s.Docs)/max(s.Took.Seconds(), 1e-9), float64(s.Bytes)/1e6/max(s.Took.Seconds(), 1e-9), s.Segments)
+		}})
+	if err != nil {
+		if errors.Is(err, index.ErrRecordsShrank) {
+			return fmt.Errorf("%w", err)
+		}
+		return err
+	}
+	if st.Records == 0 {
+		fmt.Fprintf(stdout, "index is up to date (%d bytes of records indexed); %d segment(s)\n", st.ToOffset, st.Segments)
+		return nil
+	}
+	secs := max(st.Took.Seconds(), 1e-9)
+	fmt.Fprintf(stdout, "indexed %d records: %d pages added, %d deletions, %d skipped (noindex or unreadable); %.1f MB in %s "+
+		"(%.0f pages/s, %.1f MB/s; dictionary load %s); %d segment(s)\n",
+		st.Records, st.Docs, st.Deleted, st.Skipped, float64(st.Bytes)/1e6, st.Took.Round(time.Millisecond),
+		float64(st.Docs)/secs, float64(st.Bytes)/1e6/secs, st.AnalyzerLoad.Round(time.Millisecond), st.Segments)
+	return nil
 }
+
 func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
+	fs := newFlagSet("search", `search --data DIR [--limit 10] [--page N] [--rank-weight W] [--explain] "query"
+
+Query syntax: words (all must match), "a phrase", a OR b, -word or NOT word,
+site:host, ( grouping ).`, stderr)
+	data := fs.String("data", "spider-data", "data directory of a crawl with an index (spider index)")
+	limit := fs.Int("limit", 10, "results per page (1–1000)")
+	page := fs.Int("page", 1, "page of results, from 1")
+	weight := fs.Float64("rank-weight", -1, "weight of the PageRank boost (0: BM25 only; default 1)")
+	explain := fs.Bool("explain", false, "show how each score was computed")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: give a query, e.g. spider search --data DIR \"tax refund\"", errUsage)
+	}
+	if *limit < 1 || *limit > 1000 {
+		return fmt.Errorf("%w: --limit must be between 1 and 1000", errUsage)
+	}
+	if *page < 1 || (*page-1)*(*limit) > 10_000 {
+		return fmt.Errorf("%w: --page must be at least 1 and reach no further than result 10000", errUsage)
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	query := strings.Join(fs.Args(), " ")
+	ix, err := index.Open(filepath.Join(*data, index.DirName), index.Options{Logger: log, ReloadInterval: -1})
+	if err != nil {
+		return err
+	}
+	defer ix.Close()
+	res, err := ix.Search(ctx, index.Request{Query: query, Offset: (*page - 1) * *limit, Limit: *limit,
+		RankWeight: *weight, Explain: *explain})
+	if err != nil {
+		if errors.Is(err, index.ErrQuery) {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printResult(stdout, query, *page, *limit, res)
+	return nil
+}
+
+// printResult writes a result page as text: title, URL, snippet with the
+// query terms in [brackets], score.
+func printResult(w io.Writer, query string, page, limit int, res *index.Result) {
+	first := (page-1)*limit + 1
+	switch {
+	case res.Total == 0:
+		fmt.Fprintf(w, "no results for %q (terms: %s; %s)\n", query, strings.Join(res.Terms, ", "), res.Took.Round(time.Microsecond))
+		return
+	case len(res.Hits) == 0:
+		fmt.Fprintf(w, "%d results for %q; page %d is past the last one\n", res.Total, query, page)
+		return
+	}
+	fmt.Fprintf(w, "results %d–%d of %d for %q (terms: %s; %s)\n", first, first+len(res.Hits)-1, res.Total, query,
+		strings.Join(res.Terms, ", "), res.Took.Round(time.Microsecond))
+	for i, h := range res.Hits {
+		title := h.Title
+		if title == "" {
+			title = "(no title)"
+		}
+		fmt.Fprintf(w, "\n%d. %s\n   %s\n   ", first+i, title, h.URL)
+		for _, f := range h.Snippet {
+			if f.Match {
+				fmt.Fprintf(w, "[%s]", f.Text)
+			} else {
+				io.WriteString(w, f.Text)
+			}
+		}
+		fmt.Fprintf(w, "\n   score %.4f (bm25 %.4f, pagerank %.3g)\n", h.Score, h.BM25, h.PageRank)
+		if h.Explain != "" {
+			for _, line := range strings.Split(h.Explain, "\n") {
+				fmt.Fprintf(w, "   | %s\n", line)
+			}
+		}
+	}
 }

@@ -1,0 +1,242 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/index/analysis"
+)
+
+// DirName is the index directory inside a crawl data directory.
+const DirName = "index"
+
+// BuildOptions configure Build. The zero value works.
+type BuildOptions struct {
+	// Workers analyse pages in parallel. Default GOMAXPROCS.
+	Workers int
+	// BatchRecords is how many record lines go into one segment. Default
+	// 100,000.
+	BatchRecords int
+	// Rebuild discards the index and its checkpoint first.
+	Rebuild bool
+	// ForceMerge merges all segments into one at the end.
+	ForceMerge bool
+	// MaxSegments is passed to the Writer (WriterOptions.MaxSegments).
+	MaxSegments int
+	// Progress, if set, is called after each batch and about once a second.
+	Progress func(BuildStats)
+	// Logger receives commits and merges. Nil discards.
+	Logger *slog.Logger
+}
+
+// BuildStats counts what a Build did.
+type BuildStats struct {
+	FromOffset, ToOffset int64         // records.jsonl bytes indexed by this run
+	Records              int           // record lines read
+	Docs                 int           // pages analysed and added
+	Deleted              int           // URLs whose last record has no indexable page
+	Skipped              int           // pages not indexed: noindex or unreadable body
+	Bytes                int64         // page body bytes analysed
+	Segments             int           // live segments at the end
+	AnalyzerLoad         time.Duration // time to load the segmentation dictionaries
+	Took                 time.Duration
+}
+
+// Build indexes the records of dataDir/records.jsonl that the index in
+// dataDir/index does not hold yet (all of them with Rebuild), batch by
+// batch, each batch a new segment committed with its checkpoint, so a
+// crash or Ctrl-C loses at most the batch in progress. Pages of a running
+// crawl can be indexed: only complete records and pages are read, and
+// nothing of the crawl is written. The last record of a URL wins.
+func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, error) {
+	start := time.Now()
+	var st BuildStats
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opt.BatchRecords <= 0 {
+		opt.BatchRecords = 100_000
+	}
+	a, err := analysis.Shared()
+	if err != nil {
+		return st, err
+	}
+	// Load the Chinese dictionaries while English pages are analysed.
+	go a.Preload()
+	w, err := OpenWriter(filepath.Join(dataDir, DirName), WriterOptions{MaxSegments: opt.MaxSegments, Logger: opt.Logger})
+	if err != nil {
+		return st, err
+	}
+	defer w.Close()
+	if opt.Rebuild {
+		if err := w.Reset("embedded"); err != nil {
+			return st, err
+		}
+	}
+	w.StartMerger(ctx)
+	st.FromOffset = w.Checkpoint()
+	st.ToOffset = st.FromOffset
+
+	var (
+		docs     atomic.Int64
+		skipped  atomic.Int64
+		bytesIn  atomic.Int64
+		progress = func() {
+			if opt.Progress != nil {
+				s := st
+				s.Docs, s.Skipped, s.Bytes = int(docs.Load()), int(skipped.Load()), bytesIn.Load()
+				s.Segments, s.Took = w.Segments(), time.Since(start)
+				opt.Progress(s)
+			}
+		}
+	)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		pages, err := openPageReader(filepath.Join(dataDir, "pages"))
+		if err != nil {
+			return st, err
+		}
+		r, err := analyzeRange(ctx, a, dataDir, pages, st.ToOffset, -1, opt.BatchRecords, opt.Workers, func(d *Doc, n int) {
+			if d != nil {
+				docs.Add(1)
+				bytesIn.Add(int64(n))
+			} else {
+				skipped.Add(1)
+			}
+			select {
+			case <-tick.C:
+				progress()
+			default:
+			}
+		}, w.log)
+		pages.close()
+		if err != nil {
+			return st, err
+		}
+		if r.records == 0 {
+			break
+		}
+		st.Records += r.records
+		st.Deleted += r.deleted
+		var out []Doc
+		var deleted []string
+		for _, it := range r.items {
+			if it.doc != nil {
+				out = append(out, *it.doc)
+			} else {
+				deleted = append(deleted, it.url)
+			}
+		}
+		if err := w.Commit(out, deleted, r.end, "embedded"); err != nil {
+			return st, err
+		}
+		st.ToOffset = r.end
+		progress()
+	}
+	if err := w.WaitMerges(ctx); err != nil {
+		return st, err
+	}
+	if opt.ForceMerge {
+		if _, err := w.Merge(ctx, true); err != nil {
+			return st, fmt.Errorf("cannot merge the index into one segment: %w", err)
+		}
+	}
+	st.Docs, st.Skipped, st.Bytes = int(docs.Load()), int(skipped.Load()), bytesIn.Load()
+	st.Segments, st.Took = w.Segments(), time.Since(start)
+	st.AnalyzerLoad = a.LoadTime()
+	return st, nil
+}
+
+// rangeItem is the outcome for one URL of a range of records: its last
+// record there and the page's Doc, or nil when the URL has no indexable
+// page (a deletion).
+type rangeItem struct {
+	url    string
+	doc    *Doc
+	rec    Record
+	offset int64 // offset of the record's line in records.jsonl
+}
+
+// rangeResult is what analyzeRange found.
+type rangeResult struct {
+	items   []rangeItem // in order of first appearance
+	records int         // record lines read
+	deleted int         // URLs whose last record is not indexable
+	end     int64       // offset after the last line read
+}
+
+// analyzeRange reads the record lines of dataDir/records.jsonl in [from,
+// to) (to < 0: to the end), at most maxRecords of them, keeps the last
+// record of each URL and analyses the indexable pages with workers
+// goroutines. done is called after each page (from the workers) with the
+// Doc (nil if skipped) and the body size. The embedded build and the
+// distributed mappers share it, so both make the same documents.
+func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pages *pageReader, from, to int64,
+	maxRecords, workers int, done func(d *Doc, bodyBytes int), log *slog.Logger) (rangeResult, error) {
+	var r rangeResult
+	at := map[string]int{}
+	end, err := ScanRecords(dataDir, from, to, func(rec Record, end int64) bool {
+		it := rangeItem{url: rec.URL, rec: rec, offset: end}
+		if k, ok := at[rec.URL]; ok {
+			r.items[k] = it
+		} else {
+			at[rec.URL] = len(r.items)
+			r.items = append(r.items, it)
+		}
+		r.records++
+		return maxRecords <= 0 || r.records < maxRecords
+	})
+	if err != nil {
+		return r, err
+	}
+	r.end = end
+	jobs := make(chan int)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(jobs)
+		for k, it := range r.items {
+			if !it.rec.Indexable() {
+				r.deleted++
+				continue
+			}
+			select {
+			case jobs <- k:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for range max(workers, 1) {
+		g.Go(func() error {
+			for k := range jobs {
+				it := &r.items[k]
+				body, err := pages.read(it.rec.PageNo)
+				if err != nil {
+					log.Warn("index: cannot read page", "url", it.url, "err", err)
+					done(nil, 0)
+					continue
+				}
+				if d, ok := makeDoc(a, it.rec, body); ok {
+					it.doc = &d
+					done(&d, len(body))
+				} else {
+					done(nil, len(body))
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return r, err
+	}
+	return r, ctx.Err()
+}

@@ -1,0 +1,239 @@
+package index
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"compress/flate"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/spider-crawler/spider/internal/index/analysis"
+)
+
+// StoredTextBytes is how much of a page's text a segment keeps (compressed)
+// for snippets; every word of the page is indexed regardless.
+const StoredTextBytes = 32 << 10
+
+// titleGap separates the title's positions from the body's, so that a
+// phrase never spans the two.
+const titleGap = 16
+
+// Doc is one analysed page: what a mapper sends to the single writer of
+// SPEC §1 and what the embedded build adds to a segment.
+type Doc struct {
+	URL   string
+	Title string
+	Text  []byte // DEFLATE-compressed stored text (at most StoredTextBytes before compression)
+	Len   int    // number of word positions (title and body), for BM25
+	Terms []TermPositions
+}
+
+// TermPositions is one term of a Doc with its positions, ascending.
+type TermPositions struct {
+	Term string
+	Pos  []uint32
+}
+
+// flaters reuses DEFLATE compressors (each holds ~1 MB of state).
+var flaters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	return w
+}}
+
+// NewDoc analyses a page's title and text into a Doc. Terms come out sorted.
+func NewDoc(a *analysis.Analyzer, url, title, text string) Doc {
+	byTerm := make(map[string][]uint32, 256)
+	pos := 0
+	add := func(base int) func(analysis.Token) {
+		return func(t analysis.Token) {
+			p := base + t.Pos
+			byTerm[t.Term] = append(byTerm[t.Term], uint32(p))
+			pos = max(pos, p+1)
+		}
+	}
+	a.Analyze(title, add(0))
+	base := pos
+	if base > 0 {
+		base += titleGap
+	}
+	pos = base
+	a.Analyze(text, add(base))
+	d := Doc{URL: url, Title: title, Len: pos, Terms: make([]TermPositions, 0, len(byTerm))}
+	for t, p := range byTerm {
+		// Title and sub-word expansion can repeat a position; keep each once.
+		slices.Sort(p)
+		d.Terms = append(d.Terms, TermPositions{Term: t, Pos: slices.Compact(p)})
+	}
+	slices.SortFunc(d.Terms, func(x, y TermPositions) int { return strings.Compare(x.Term, y.Term) })
+	stored := text
+	if len(stored) > StoredTextBytes {
+		stored = stored[:StoredTextBytes]
+		for len(stored) > 0 && stored[len(stored)-1]&0xC0 == 0x80 { // do not cut a rune
+			stored = stored[:len(stored)-1]
+		}
+		if len(stored) > 0 && stored[len(stored)-1] >= 0xC0 {
+			stored = stored[:len(stored)-1]
+		}
+	}
+	var buf bytes.Buffer
+	fw := flaters.Get().(*flate.Writer)
+	fw.Reset(&buf)
+	io.WriteString(fw, stored)
+	fw.Close()
+	flaters.Put(fw)
+	d.Text = buf.Bytes()
+	return d
+}
+
+// segmentData is what one segment file holds before it is written.
+type segmentData struct {
+	docs  []Doc
+	tombs []uint64
+}
+
+// add adds a document; a later Doc with the same URL replaces an earlier
+// one.
+func (b *segmentData) add(d Doc) { b.docs = append(b.docs, d) }
+
+// delete records that url has no document (any more).
+func (b *segmentData) delete(url string) { b.tombs = append(b.tombs, urlHash(url)) }
+
+// write writes the segment: documents sorted by URL (the last one added of
+// a URL kept), tombstones sorted and unique. The same documents and
+// deletions always give the same bytes.
+func (b *segmentData) write(w io.Writer) (docs, terms int, err error) {
+	// Keep the last Doc of each URL: stable sort by URL, then keep the last
+	// of each run.
+	slices.SortStableFunc(b.docs, compareDocs)
+	docsOut := b.docs[:0]
+	for i, d := range b.docs {
+		if i+1 < len(b.docs) && b.docs[i+1].URL == d.URL {
+			continue
+		}
+		docsOut = append(docsOut, d)
+	}
+	ds := docsOut
+	slices.Sort(b.tombs)
+	b.tombs = slices.Compact(b.tombs)
+
+	// Invert: term → postings, built with documents in id order.
+	type acc struct {
+		buf  []byte
+		df   int
+		last int
+	}
+	inv := make(map[string]*acc, 1024)
+	for id, d := range ds {
+		for _, tp := range d.Terms {
+			a := inv[tp.Term]
+			if a == nil {
+				a = &acc{last: 0}
+				inv[tp.Term] = a
+				a.buf = binary.AppendUvarint(a.buf, uint64(id))
+			} else {
+				a.buf = binary.AppendUvarint(a.buf, uint64(id-a.last))
+			}
+			a.last = id
+			a.df++
+			a.buf = binary.AppendUvarint(a.buf, uint64(len(tp.Pos)))
+			prev := uint32(0)
+			for _, p := range tp.Pos {
+				a.buf = binary.AppendUvarint(a.buf, uint64(p-prev))
+				prev = p
+			}
+		}
+	}
+	termList := make([]string, 0, len(inv))
+	for t := range inv {
+		termList = append(termList, t)
+	}
+	slices.Sort(termList)
+
+	sw := &segWriter{w: w}
+	hdr := make([]byte, headerSize)
+	copy(hdr, segMagic)
+	binary.LittleEndian.PutUint32(hdr[8:], segVersion)
+	sw.write(hdr)
+
+	var total int64
+	docOffs := make([]uint64, len(ds))
+	sw.begin(secDocs)
+	var tmp []byte
+	for i, d := range ds {
+		docOffs[i] = sw.off - sw.secs[secDocs][0]
+		tmp = tmp[:0]
+		tmp = appendBytes(tmp, []byte(d.URL))
+		tmp = appendBytes(tmp, []byte(d.Title))
+		tmp = appendBytes(tmp, d.Text)
+		sw.write(tmp)
+		total += int64(d.Len)
+	}
+	sw.end()
+	sw.begin(secDocTab)
+	for i, d := range ds {
+		tmp = binary.LittleEndian.AppendUint64(tmp[:0], docOffs[i])
+		tmp = binary.LittleEndian.AppendUint32(tmp, uint32(d.Len))
+		sw.write(tmp)
+	}
+	sw.end()
+	sw.begin(secHashes)
+	for _, d := range ds {
+		sw.write(binary.LittleEndian.AppendUint64(tmp[:0], urlHash(d.URL)))
+	}
+	sw.end()
+	sw.begin(secTombs)
+	for _, h := range b.tombs {
+		sw.write(binary.LittleEndian.AppendUint64(tmp[:0], h))
+	}
+	sw.end()
+	postOffs := make([]uint64, len(termList))
+	sw.begin(secPostings)
+	var po uint64
+	for i, t := range termList {
+		postOffs[i] = po
+		sw.write(inv[t].buf)
+		po += uint64(len(inv[t].buf))
+	}
+	sw.end()
+	sw.begin(secDict)
+	blockOffs := make([]uint64, 0, len(termList)/dictBlock+1)
+	var do uint64
+	for i, t := range termList {
+		if i%dictBlock == 0 {
+			blockOffs = append(blockOffs, do)
+		}
+		a := inv[t]
+		tmp = appendBytes(tmp[:0], []byte(t))
+		tmp = binary.AppendUvarint(tmp, uint64(a.df))
+		tmp = binary.AppendUvarint(tmp, postOffs[i])
+		tmp = binary.AppendUvarint(tmp, uint64(len(a.buf)))
+		sw.write(tmp)
+		do += uint64(len(tmp))
+	}
+	sw.end()
+	sw.begin(secDictIdx)
+	for _, o := range blockOffs {
+		sw.write(binary.LittleEndian.AppendUint64(tmp[:0], o))
+	}
+	sw.end()
+	sw.footer(len(ds), len(termList), total)
+	if sw.err != nil {
+		return 0, 0, fmt.Errorf("cannot write segment: %w", sw.err)
+	}
+	return len(ds), len(termList), nil
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 1<<20) }
+
+// compareDocs orders documents by URL.
+func compareDocs(x, y Doc) int { return cmp.Compare(x.URL, y.URL) }

@@ -1,0 +1,175 @@
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Result packets of the distributed build travel from mappers to the single
+// writer through a Redis list. A packet is binary (JSON would double the
+// traffic and the writer's decoding time, which bounds the build):
+//
+//	"SPK" u8 version
+//	u8 kind: 'D' documents, 'E' end of a task attempt
+//	uv len, tag; uv len, attempt; uv packet number within the attempt
+//	'D': uv items, then per item:
+//	     uv len, URL; uv fetched-at (Unix ns); uv record offset; u8 has-doc;
+//	     with a doc: uv len, title; uv len, stored text; uv length;
+//	     uv terms, per term: uv len, term; uv positions; position deltas
+//	'E': uv packets the attempt sent before this one
+const (
+	packetMagic   = "SPK"
+	packetVersion = 1
+)
+
+// ErrPacket is wrapped by errors decoding a result packet.
+var ErrPacket = errors.New("malformed index result packet")
+
+// packet is one decoded result packet.
+type packet struct {
+	kind    byte
+	tag     string
+	attempt string
+	seq     int
+	items   []packetItem
+	count   int // 'E': packets sent before it
+}
+
+// packetItem is one URL's outcome: a document, or a deletion when doc is
+// nil.
+type packetItem struct {
+	url     string
+	fetched int64
+	offset  int64
+	doc     *Doc
+}
+
+func encodePacket(p *packet) []byte {
+	b := append([]byte(packetMagic), packetVersion, p.kind)
+	b = appendBytes(b, []byte(p.tag))
+	b = appendBytes(b, []byte(p.attempt))
+	b = binary.AppendUvarint(b, uint64(p.seq))
+	if p.kind == 'E' {
+		return binary.AppendUvarint(b, uint64(p.count))
+	}
+	b = binary.AppendUvarint(b, uint64(len(p.items)))
+	for _, it := range p.items {
+		b = appendBytes(b, []byte(it.url))
+		b = binary.AppendUvarint(b, uint64(it.fetched))
+		b = binary.AppendUvarint(b, uint64(it.offset))
+		if it.doc == nil {
+			b = append(b, 0)
+			continue
+		}
+		d := it.doc
+		b = append(b, 1)
+		b = appendBytes(b, []byte(d.Title))
+		b = appendBytes(b, d.Text)
+		b = binary.AppendUvarint(b, uint64(d.Len))
+		b = binary.AppendUvarint(b, uint64(len(d.Terms)))
+		for _, t := range d.Terms {
+			b = appendBytes(b, []byte(t.Term))
+			b = binary.AppendUvarint(b, uint64(len(t.Pos)))
+			prev := uint32(0)
+			for _, p := range t.Pos {
+				b = binary.AppendUvarint(b, uint64(p-prev))
+				prev = p
+			}
+		}
+	}
+	return b
+}
+
+// decodePacket decodes a packet, checking every length against the input
+// so that no input can make it allocate more than a small multiple of its
+// size or panic.
+func decodePacket(b []byte) (*packet, error) {
+	bad := func(what string) (*packet, error) {
+		return nil, fmt.Errorf("%w: %s", ErrPacket, what)
+	}
+	if len(b) < 5 || string(b[:3]) != packetMagic {
+		return bad("no packet magic")
+	}
+	if b[3] != packetVersion {
+		return bad(fmt.Sprintf("version %d, this spider reads %d (run the same spider version everywhere)", b[3], packetVersion))
+	}
+	p := &packet{kind: b[4]}
+	r := reader{b: b, off: 5}
+	p.tag = string(r.bytes())
+	p.attempt = string(r.bytes())
+	p.seq = int(r.uvarint() & (1<<31 - 1))
+	switch p.kind {
+	case 'E':
+		p.count = int(r.uvarint() & (1<<31 - 1))
+	case 'D':
+		n := r.uvarint()
+		if n > uint64(len(b)) {
+			return bad("item count exceeds the packet")
+		}
+		for range n {
+			var it packetItem
+			it.url = string(r.bytes())
+			it.fetched = int64(r.uvarint() & (1<<63 - 1))
+			it.offset = int64(r.uvarint() & (1<<63 - 1))
+			if r.err || r.off >= len(b) {
+				return bad("truncated item")
+			}
+			has := b[r.off]
+			r.off++
+			if has == 1 {
+				d := &Doc{URL: it.url}
+				d.Title = string(r.bytes())
+				d.Text = append([]byte(nil), r.bytes()...)
+				d.Len = int(r.uvarint() & (1<<31 - 1))
+				nt := r.uvarint()
+				if nt > uint64(len(b)) {
+					return bad("term count exceeds the packet")
+				}
+				d.Terms = make([]TermPositions, 0, nt)
+				for range nt {
+					t := string(r.bytes())
+					np := r.uvarint()
+					if r.err || np == 0 || np > uint64(len(b)-r.off) {
+						return bad("bad position count")
+					}
+					pos := make([]uint32, np)
+					var last uint64
+					for k := range pos {
+						last += r.uvarint()
+						if last >= 1<<31 {
+							return bad("position out of range")
+						}
+						pos[k] = uint32(last)
+						if k > 0 && pos[k] <= pos[k-1] {
+							return bad("positions not ascending")
+						}
+					}
+					if n := len(d.Terms); n > 0 && d.Terms[n-1].Term >= t {
+						return bad("terms not sorted")
+					}
+					d.Terms = append(d.Terms, TermPositions{Term: t, Pos: pos})
+				}
+				it.doc = d
+			} else if has != 0 {
+				return bad("bad document flag")
+			}
+			if r.err {
+				return bad("truncated item")
+			}
+			p.items = append(p.items, it)
+		}
+	default:
+		return bad(fmt.Sprintf("unknown kind %q", p.kind))
+	}
+	if r.err {
+		return bad("truncated")
+	}
+	if r.off != len(b) {
+		return bad("trailing bytes")
+	}
+	if p.tag == "" || p.attempt == "" {
+		return bad("missing task tag or attempt")
+	}
+	return p, nil
+}

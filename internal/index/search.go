@@ -1,0 +1,833 @@
+package index
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/index/analysis"
+	"github.com/spider-crawler/spider/internal/rank"
+)
+
+// BM25 parameters (Robertson–Zaragoza defaults, as in Lucene).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// DefaultRankWeight is the weight of the PageRank boost when neither
+// Options nor Request set one.
+const DefaultRankWeight = 1.0
+
+// ErrNoIndex is wrapped by Open when the directory holds no index yet.
+var ErrNoIndex = errors.New("no search index")
+
+// Options configure Open. The zero value works.
+type Options struct {
+	// RankFile is the PageRank scores file (rank.ReadScores format).
+	// Default: rank.PagesFile under the parent of the index directory
+	// (DATA/rank/pages.tsv). A missing file means every rank is 0; that is
+	// logged once.
+	RankFile string
+	// RankWeight weighs the PageRank boost added to BM25 (see Hit). 0 or
+	// negative means DefaultRankWeight; use Request.RankWeight 0 for pure
+	// BM25.
+	RankWeight float64
+	// ReloadInterval is how often Search checks the manifest (and the
+	// rank file) for changes. Default 1s; negative disables the check
+	// (call Reload).
+	ReloadInterval time.Duration
+	// Logger receives reloads and the missing-ranks notice. Nil discards.
+	Logger *slog.Logger
+}
+
+// Request is one search.
+type Request struct {
+	Query  string
+	Offset int // hits to skip (paging); 0–10,000
+	Limit  int // hits to return; 0 means 10, at most 1,000
+	// RankWeight weighs the PageRank boost; negative means the index's
+	// default (Options.RankWeight), 0 ranks by BM25 alone.
+	RankWeight float64
+	Explain    bool // fill Hit.Explain
+}
+
+// Result is the answer to a Request.
+type Result struct {
+	Total int           // documents matching
+	Hits  []Hit         // Offset … Offset+Limit-1 of them, best first
+	Took  time.Duration // time spent in Search
+	Terms []string      // the query's positive terms, after analysis
+}
+
+// Hit is one matching page. Score = BM25 + RankWeight × ln(1 + PageRank × R),
+// where R is the number of ranked pages (so a page of average rank gets
+// RankWeight × ln 2).
+type Hit struct {
+	URL, Title string
+	Snippet    []Fragment
+	Score      float64
+	BM25       float64
+	PageRank   float64
+	Explain    string
+}
+
+// Fragment is a piece of a snippet: plain text, Match marks a query term.
+type Fragment struct {
+	Text  string
+	Match bool
+}
+
+// Stats describe an open index.
+type Stats struct {
+	Docs     int   // live documents
+	Terms    int   // dictionary entries summed over segments
+	Segments int   // segment files
+	Bytes    int64 // size of the segment files
+	Ranked   int   // pages with a PageRank score
+}
+
+// Index is an open, read-only view of an index directory that follows the
+// writer: Search notices a new manifest (new or merged segments) within
+// Options.ReloadInterval. It is safe for concurrent use.
+type Index struct {
+	dir string
+	opt Options
+	log *slog.Logger
+	an  *analysis.Analyzer
+
+	mu        sync.Mutex // guards the fields below and reloads
+	cur       *snapshot
+	stamp     fileStamp
+	rankStamp fileStamp
+	ranks     *rankSet
+	lastCheck time.Time
+	rankNoted bool
+	closed    bool
+}
+
+// fileStamp identifies one version of a file.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+	ok   bool
+}
+
+func stampOf(path string) fileStamp {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{mod: info.ModTime(), size: info.Size(), ok: true}
+}
+
+// rankSet is a loaded scores file.
+type rankSet struct {
+	scores map[string]float64
+	n      float64
+}
+
+// snapshot is one manifest's segments, shared by the searches that started
+// under it.
+type snapshot struct {
+	segs    []*refSegment
+	deleted [][]bool
+	live    int
+	avgdl   float64
+	refs    atomic.Int64
+}
+
+// refSegment is a segment shared by snapshots; it is unmapped when the last
+// snapshot using it is released.
+type refSegment struct {
+	*segment
+	refs atomic.Int64
+}
+
+func (s *snapshot) release() {
+	if s.refs.Add(-1) == 0 {
+		for _, seg := range s.segs {
+			if seg.refs.Add(-1) == 0 {
+				seg.close()
+			}
+		}
+	}
+}
+
+// Open opens the index in dir (DATA/index). It fails with an error wrapping
+// ErrNoIndex when dir has no manifest, and ErrCorrupt when a file is
+// damaged.
+func Open(dir string, opt Options) (*Index, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.RankWeight <= 0 {
+		opt.RankWeight = DefaultRankWeight
+	}
+	if opt.ReloadInterval == 0 {
+		opt.ReloadInterval = time.Second
+	}
+	if opt.RankFile == "" {
+		opt.RankFile = filepath.Join(filepath.Dir(filepath.Clean(dir)), filepath.FromSlash(rank.PagesFile))
+	}
+	if _, exists, err := readManifest(dir); err != nil {
+		return nil, err
+	} else if !exists {
+		return nil, fmt.Errorf("cannot open the search index: %s holds no %s; build it with spider index --data %s: %w",
+			dir, ManifestFile, filepath.Dir(filepath.Clean(dir)), ErrNoIndex)
+	}
+	a, err := analysis.Shared()
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{dir: dir, opt: opt, log: opt.Logger, an: a}
+	if err := ix.Reload(); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// Reload re-reads the manifest and the rank file if they changed, opening
+// new segments and releasing merged ones (searches still running keep
+// theirs until they finish).
+func (ix *Index) Reload() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.reloadLocked()
+}
+
+func (ix *Index) reloadLocked() error {
+	if ix.closed {
+		return errors.New("cannot reload the search index: it is closed")
+	}
+	ix.lastCheck = time.Now()
+	ix.loadRanks()
+	st := stampOf(filepath.Join(ix.dir, ManifestFile))
+	if ix.cur != nil && st == ix.stamp {
+		return nil
+	}
+	m, exists, err := readManifest(ix.dir)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("cannot reload the search index: %s disappeared from %s: %w", ManifestFile, ix.dir, ErrNoIndex)
+	}
+	old := map[string]*refSegment{}
+	if ix.cur != nil {
+		for _, s := range ix.cur.segs {
+			old[s.name] = s
+		}
+	}
+	snap := &snapshot{}
+	snap.refs.Store(1)
+	fail := func(err error) error {
+		for _, s := range snap.segs {
+			if s.refs.Add(-1) == 0 {
+				s.close()
+			}
+		}
+		return err
+	}
+	for _, meta := range m.Segments {
+		if s := old[meta.Name]; s != nil {
+			s.refs.Add(1)
+			snap.segs = append(snap.segs, s)
+			continue
+		}
+		seg, err := openSegment(ix.dir, meta.Name)
+		if errors.Is(err, fs.ErrNotExist) && ix.cur != nil {
+			// A merge replaced the manifest after we read it; keep the old
+			// snapshot and retry at the next check.
+			return fail(nil)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		rs := &refSegment{segment: seg}
+		rs.refs.Store(1)
+		snap.segs = append(snap.segs, rs)
+	}
+	plain := make([]*segment, len(snap.segs))
+	for i, s := range snap.segs {
+		plain[i] = s.segment
+	}
+	snap.deleted = computeDeleted(plain)
+	var total int64
+	for i, s := range snap.segs {
+		for d := range s.ndocs {
+			if !snap.deleted[i][d] {
+				snap.live++
+				total += int64(s.docLen(d))
+			}
+		}
+	}
+	if snap.live > 0 {
+		snap.avgdl = float64(total) / float64(snap.live)
+	}
+	prev := ix.cur
+	ix.cur, ix.stamp = snap, st
+	if prev != nil {
+		prev.release()
+		ix.log.Info("index: reloaded", "segments", len(snap.segs), "docs", snap.live)
+	}
+	return nil
+}
+
+// loadRanks (re)reads the rank file when it changed.
+func (ix *Index) loadRanks() {
+	st := stampOf(ix.opt.RankFile)
+	if st == ix.rankStamp && (ix.ranks != nil || ix.rankNoted) {
+		return
+	}
+	ix.rankStamp = st
+	scores, err := rank.ReadScores(ix.opt.RankFile)
+	if err != nil {
+		if !ix.rankNoted {
+			ix.rankNoted = true
+			ix.log.Warn("index: no PageRank scores; ranking by BM25 only (run spider rank --data DIR)", "err", err)
+		}
+		ix.ranks = nil
+		return
+	}
+	ix.ranks = &rankSet{scores: scores, n: float64(len(scores))}
+	ix.log.Info("index: loaded PageRank scores", "file", ix.opt.RankFile, "pages", len(scores))
+}
+
+// acquire returns the current snapshot, checking for a new manifest first
+// when the reload interval passed.
+func (ix *Index) acquire() (*snapshot, *rankSet, error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil, nil, errors.New("cannot search: the index is closed")
+	}
+	if ix.opt.ReloadInterval > 0 && time.Since(ix.lastCheck) >= ix.opt.ReloadInterval {
+		if err := ix.reloadLocked(); err != nil {
+			ix.log.Warn("index: cannot reload; searching the previous version", "err", err)
+		}
+	}
+	ix.cur.refs.Add(1)
+	return ix.cur, ix.ranks, nil
+}
+
+// Stats returns the size of the current snapshot.
+func (ix *Index) Stats() Stats {
+	snap, ranks, err := ix.acquire()
+	if err != nil {
+		return Stats{}
+	}
+	defer snap.release()
+	st := Stats{Docs: snap.live, Segments: len(snap.segs)}
+	for _, s := range snap.segs {
+		st.Terms += s.nterms
+		st.Bytes += int64(len(s.data))
+	}
+	if ranks != nil {
+		st.Ranked = len(ranks.scores)
+	}
+	return st
+}
+
+// Close releases the index. Searches running keep their segments until
+// they end; later calls fail.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	ix.cur.release()
+	return nil
+}
+
+// match is a document matching (part of) a query in one segment.
+type match struct {
+	doc   int32
+	score float64
+}
+
+// evalCtx evaluates a query on one segment.
+type evalCtx struct {
+	ctx   context.Context
+	seg   *segment
+	del   []bool
+	n     float64 // live documents in the index
+	avgdl float64
+	df    map[string]int // document frequency over all segments
+	ti    map[string]*termInfo
+	err   error
+}
+
+func (e *evalCtx) lookup(term string) *termInfo {
+	if t, ok := e.ti[term]; ok {
+		return t
+	}
+	ti, ok, err := e.seg.lookup(term)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	var p *termInfo
+	if ok {
+		p = &ti
+	}
+	e.ti[term] = p
+	return p
+}
+
+func (e *evalCtx) idf(term string) float64 {
+	df := float64(e.df[term])
+	return math.Log(1 + (e.n-df+0.5)/(df+0.5))
+}
+
+func (e *evalCtx) bm25(term string, tf, dl int) float64 {
+	norm := bm25K1 * (1 - bm25B + bm25B*float64(dl)/max(e.avgdl, 1))
+	return e.idf(term) * float64(tf) * (bm25K1 + 1) / (float64(tf) + norm)
+}
+
+// termMatches scores every document holding term.
+func (e *evalCtx) termMatches(term string) []match {
+	ti := e.lookup(term)
+	if ti == nil {
+		return nil
+	}
+	it := newPostIter(e.seg, *ti)
+	out := make([]match, 0, ti.df)
+	for p, ok := it.next(); ok; p, ok = it.next() {
+		out = append(out, match{doc: int32(p.doc), score: e.bm25(term, p.freq, e.seg.docLen(p.doc))})
+	}
+	if it.err != nil && e.err == nil {
+		e.err = it.err
+	}
+	return out
+}
+
+func (e *evalCtx) eval(n qnode) []match {
+	if e.err != nil {
+		return nil
+	}
+	switch n := n.(type) {
+	case qterms:
+		var acc []match
+		for i, t := range n.terms {
+			m := e.termMatches(t)
+			if i == 0 {
+				acc = m
+			} else {
+				acc = intersect(acc, m)
+			}
+			if len(acc) == 0 {
+				return nil
+			}
+		}
+		return acc
+	case qphrase:
+		return e.phrase(n)
+	case *qor:
+		var acc []match
+		for _, k := range n.kids {
+			acc = union(acc, e.eval(k))
+		}
+		return acc
+	case *qand:
+		var acc []match
+		if len(n.pos) == 0 {
+			for d := range e.seg.ndocs {
+				if !e.del[d] {
+					acc = append(acc, match{doc: int32(d)})
+				}
+			}
+		}
+		for i, k := range n.pos {
+			m := e.eval(k)
+			if i == 0 {
+				acc = m
+			} else {
+				acc = intersect(acc, m)
+			}
+			if len(acc) == 0 {
+				return nil
+			}
+		}
+		if len(n.sites) > 0 {
+			acc = slices.DeleteFunc(acc, func(m match) bool {
+				u, ok := e.seg.docURL(int(m.doc))
+				if !ok {
+					return true
+				}
+				for _, s := range n.sites {
+					if siteMatch(u, s) {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		for _, k := range n.neg {
+			acc = subtract(acc, e.eval(k))
+		}
+		return acc
+	}
+	return nil
+}
+
+// phrase finds documents holding the terms at their relative positions.
+func (e *evalCtx) phrase(n qphrase) []match {
+	iters := make([]postIter, len(n.terms))
+	for i, t := range n.terms {
+		ti := e.lookup(t)
+		if ti == nil {
+			return nil
+		}
+		iters[i] = newPostIter(e.seg, *ti)
+	}
+	cur := make([]posting, len(n.terms))
+	for i := range iters {
+		p, ok := iters[i].next()
+		if !ok {
+			return nil
+		}
+		cur[i] = p
+	}
+	var out []match
+	var pos [][]int
+	for {
+		// Align all iterators on the largest current document.
+		maxDoc := cur[0].doc
+		for _, p := range cur {
+			maxDoc = max(maxDoc, p.doc)
+		}
+		aligned := true
+		for i := range cur {
+			for cur[i].doc < maxDoc {
+				p, ok := iters[i].next()
+				if !ok {
+					e.noteIter(&iters[i])
+					return out
+				}
+				cur[i] = p
+			}
+			if cur[i].doc != maxDoc {
+				aligned = false
+			}
+		}
+		if !aligned {
+			continue
+		}
+		pos = pos[:0]
+		for i := range cur {
+			pos = append(pos, cur[i].positions(nil))
+		}
+		if phraseAt(pos, n.rel) {
+			dl := e.seg.docLen(maxDoc)
+			s := 0.0
+			for i, t := range n.terms {
+				s += e.bm25(t, cur[i].freq, dl)
+			}
+			out = append(out, match{doc: int32(maxDoc), score: s})
+		}
+		p, ok := iters[0].next()
+		if !ok {
+			e.noteIter(&iters[0])
+			return out
+		}
+		cur[0] = p
+	}
+}
+
+func (e *evalCtx) noteIter(it *postIter) {
+	if it.err != nil && e.err == nil {
+		e.err = it.err
+	}
+}
+
+// phraseAt reports whether some start position s has term i at s+rel[i]
+// for every i.
+func phraseAt(pos [][]int, rel []int) bool {
+	for _, s := range pos[0] {
+		ok := true
+		for i := 1; i < len(pos) && ok; i++ {
+			_, ok = slices.BinarySearch(pos[i], s+rel[i])
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func intersect(a, b []match) []match {
+	out := a[:0:0]
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i].doc < b[j].doc:
+			i++
+		case a[i].doc > b[j].doc:
+			j++
+		default:
+			out = append(out, match{doc: a[i].doc, score: a[i].score + b[j].score})
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func union(a, b []match) []match {
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]match, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || i < len(a) && a[i].doc < b[j].doc:
+			out = append(out, a[i])
+			i++
+		case i >= len(a) || b[j].doc < a[i].doc:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, match{doc: a[i].doc, score: a[i].score + b[j].score})
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+func subtract(a, b []match) []match {
+	if len(b) == 0 {
+		return a
+	}
+	out := a[:0]
+	j := 0
+	for _, m := range a {
+		for j < len(b) && b[j].doc < m.doc {
+			j++
+		}
+		if j < len(b) && b[j].doc == m.doc {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// scored is a candidate hit.
+type scored struct {
+	seg   int
+	doc   int32
+	bm25  float64
+	pr    float64
+	score float64
+	url   string
+}
+
+// hitHeap is a min-heap by score: the worst kept hit is at the top.
+type hitHeap []scored
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return worse(h[i], h[j]) }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(scored)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// worse orders hits: lower score, then later segment and document (ties
+// broken deterministically).
+func worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	if a.seg != b.seg {
+		return a.seg > b.seg
+	}
+	return a.doc > b.doc
+}
+
+// Search runs req. Errors about the query wrap ErrQuery; a damaged segment
+// gives an error wrapping ErrCorrupt.
+func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	if req.Offset < 0 || req.Offset > 10_000 {
+		return nil, queryErr("offset %d is out of range; use 0 to 10000", req.Offset)
+	}
+	if req.Limit < 0 || req.Limit > 1000 {
+		return nil, queryErr("limit %d is out of range; use 1 to 1000 (0 means 10)", req.Limit)
+	}
+	if req.Limit == 0 {
+		req.Limit = 10
+	}
+	weight := req.RankWeight
+	if weight < 0 {
+		weight = ix.opt.RankWeight
+	}
+	q, err := parseQuery(ix.an, req.Query)
+	if err != nil {
+		return nil, err
+	}
+	snap, ranks, err := ix.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer snap.release()
+
+	// Document frequencies over all segments.
+	df := map[string]int{}
+	allTerms := collectTerms(q.root, nil)
+	for _, s := range snap.segs {
+		for _, t := range allTerms {
+			if _, done := df[t]; !done {
+				df[t] = 0
+			}
+			ti, ok, err := s.lookup(t)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				df[t] += ti.df
+			}
+		}
+	}
+	keep := req.Offset + req.Limit
+	h := make(hitHeap, 0, keep+1)
+	total := 0
+	for si, s := range snap.segs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e := &evalCtx{ctx: ctx, seg: s.segment, del: snap.deleted[si], n: float64(snap.live),
+			avgdl: snap.avgdl, df: df, ti: map[string]*termInfo{}}
+		ms := e.eval(q.root)
+		if e.err != nil {
+			return nil, e.err
+		}
+		for _, m := range ms {
+			if snap.deleted[si][m.doc] {
+				continue
+			}
+			total++
+			c := scored{seg: si, doc: m.doc, bm25: m.score, score: m.score}
+			if ranks != nil && weight != 0 {
+				u, _ := s.docURL(int(m.doc))
+				c.pr = ranks.scores[u]
+				c.score += weight * math.Log1p(c.pr*ranks.n)
+			}
+			if len(h) < keep {
+				heap.Push(&h, c)
+			} else if worse(h[0], c) {
+				h[0] = c
+				heap.Fix(&h, 0)
+			}
+		}
+	}
+	all := make([]scored, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		all[i] = heap.Pop(&h).(scored)
+	}
+	res := &Result{Total: total, Terms: q.terms}
+	if req.Offset < len(all) {
+		all = all[req.Offset:]
+	} else {
+		all = nil
+	}
+	for _, c := range all {
+		seg := snap.segs[c.seg]
+		d, err := seg.doc(int(c.doc))
+		if err != nil {
+			return nil, err
+		}
+		if ranks != nil && c.pr == 0 {
+			c.pr = ranks.scores[d.URL]
+		}
+		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr}
+		text, err := inflate(d.Text)
+		if err != nil {
+			return nil, fmt.Errorf("stored text of %s in segment %s is damaged: %w", d.URL, seg.name, ErrCorrupt)
+		}
+		hit.Snippet = makeSnippet(ix.an, text, q.terms)
+		if req.Explain {
+			hit.Explain = explain(seg.segment, int(c.doc), q, df, float64(snap.live), snap.avgdl, c, weight, ranks)
+		}
+		res.Hits = append(res.Hits, hit)
+	}
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// collectTerms lists every term of the query, negative parts included (for
+// document frequencies).
+func collectTerms(n qnode, out []string) []string {
+	switch n := n.(type) {
+	case qterms:
+		out = append(out, n.terms...)
+	case qphrase:
+		out = append(out, n.terms...)
+	case *qor:
+		for _, k := range n.kids {
+			out = collectTerms(k, out)
+		}
+	case *qand:
+		for _, k := range n.pos {
+			out = collectTerms(k, out)
+		}
+		for _, k := range n.neg {
+			out = collectTerms(k, out)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// explain describes how a hit's score was made.
+func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl float64, c scored, weight float64, ranks *rankSet) string {
+	e := &evalCtx{seg: s, n: n, avgdl: avgdl, df: df, ti: map[string]*termInfo{}}
+	var b strings.Builder
+	dl := s.docLen(doc)
+	fmt.Fprintf(&b, "score %.4f = bm25 %.4f + rank %.4f; doc length %d (average %.1f)\n", c.score, c.bm25, c.score-c.bm25, dl, avgdl)
+	for _, t := range q.terms {
+		ti := e.lookup(t)
+		tf := 0
+		if ti != nil {
+			it := newPostIter(s, *ti)
+			for p, ok := it.next(); ok; p, ok = it.next() {
+				if p.doc == doc {
+					tf = p.freq
+					break
+				}
+				if p.doc > doc {
+					break
+				}
+			}
+		}
+		if tf == 0 {
+			fmt.Fprintf(&b, "  %q: not in this page\n", t)
+			continue
+		}
+		fmt.Fprintf(&b, "  %q: tf %d, df %d, idf %.4f → %.4f\n", t, tf, df[t], e.idf(t), e.bm25(t, tf, dl))
+	}
+	if ranks == nil {
+		b.WriteString("  pagerank: no scores file (run spider rank)")
+	} else {
+		fmt.Fprintf(&b, "  pagerank %.3g × %g pages → %g × ln(1+%.4f) = %.4f", c.pr, ranks.n, weight, c.pr*ranks.n, weight*math.Log1p(c.pr*ranks.n))
+	}
+	return b.String()
+}

@@ -1,0 +1,329 @@
+package index
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html/charset"
+
+	"github.com/spider-crawler/spider/internal/index/analysis"
+	"github.com/spider-crawler/spider/internal/parse"
+	"github.com/spider-crawler/spider/internal/store"
+)
+
+// Record is the part of a crawl record (store.Record) the index reads.
+type Record struct {
+	URL         string    `json:"url"`
+	FinalURL    string    `json:"final_url,omitempty"`
+	Status      int       `json:"status"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	ContentType string    `json:"content_type,omitempty"`
+	Charset     string    `json:"charset,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	PageNo      int64     `json:"page_no"`
+}
+
+// Indexable reports whether the record's page is indexed: status 200, an
+// HTML media type and a stored body.
+func (r Record) Indexable() bool {
+	if r.Status != 200 || r.PageNo < 0 {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.ContentType)
+	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml")
+}
+
+// ErrRecordsShrank is wrapped when records.jsonl is shorter than the
+// index's checkpoint: the crawl directory was replaced.
+var ErrRecordsShrank = errors.New("records.jsonl is shorter than the index checkpoint")
+
+// ScanRecords calls fn for each complete line of dataDir/records.jsonl from
+// byte offset from, with the offset just after the line, until fn returns
+// false or the file ends, and returns the offset reached. It reads the file
+// without opening it for writing, so it is safe while a crawl appends: a
+// partial last line is left for the next scan. Lines that are not JSON
+// records are skipped.
+func ScanRecords(dataDir string, from, to int64, fn func(rec Record, end int64) bool) (int64, error) {
+	path := filepath.Join(dataDir, store.RecordsFileName)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return from, fmt.Errorf("cannot read %s: no crawl records there; pass the --data directory of a crawl: %w", path, err)
+	}
+	if err != nil {
+		return from, fmt.Errorf("cannot read crawl records: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return from, fmt.Errorf("cannot read crawl records: %w", err)
+	}
+	size := info.Size()
+	if size < from {
+		return from, fmt.Errorf("cannot index %s: it has %d bytes but %d were indexed, so the crawl was restarted; rebuild the index with --rebuild: %w",
+			path, size, from, ErrRecordsShrank)
+	}
+	if to >= 0 && to < size {
+		size = to
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
+	off := from
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err == io.EOF {
+			return off, nil // a partial line (or nothing) is left
+		}
+		if err != nil {
+			return off, fmt.Errorf("cannot read crawl records: %w", err)
+		}
+		off += int64(len(line))
+		var rec Record
+		if json.Unmarshal(line, &rec) != nil || rec.URL == "" {
+			continue
+		}
+		if !fn(rec, off) {
+			return off, nil
+		}
+	}
+}
+
+// pageReader reads page bodies from a crawl's page files without opening
+// them for writing. store.OpenPageFiles repairs a torn tail by truncating,
+// which would destroy the page a running crawl is appending; the index must
+// be able to read while a crawl runs, so it reads the same format (see
+// package store) read-only and simply stops at an incomplete tail.
+type pageReader struct {
+	dir   string
+	locs  []pageLoc
+	mu    sync.Mutex
+	files map[int]*os.File
+}
+
+type pageLoc struct {
+	file      int
+	off, size int64
+}
+
+// openPageReader reads dir/PageIndex and locates every complete page.
+func openPageReader(dir string) (*pageReader, error) {
+	idx, err := os.ReadFile(filepath.Join(dir, store.IndexFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &pageReader{dir: dir, files: map[int]*os.File{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the page index: %w", err)
+	}
+	// Data file lengths are read after the index: every page the index
+	// lists was written before its line.
+	var lens []int64
+	for k := 0; ; k++ {
+		info, err := os.Stat(filepath.Join(dir, store.DataFileName(k)))
+		if err != nil {
+			break
+		}
+		lens = append(lens, info.Size())
+	}
+	locs, err := locatePages(idx, lens)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the page index %s: %w", filepath.Join(dir, store.IndexFileName), err)
+	}
+	return &pageReader{dir: dir, locs: locs, files: map[int]*os.File{}}, nil
+}
+
+// locatePages parses PageIndex lines ("no size urlSize timeSize url time")
+// and packs the pages into data files of the given lengths the way package
+// store does: a page starts the next data file only when the current one is
+// used up exactly. It stops at the first incomplete line or missing data.
+func locatePages(idx []byte, lens []int64) ([]pageLoc, error) {
+	var locs []pageLoc
+	f, dOff := 0, int64(0)
+	for len(idx) > 0 {
+		nl := bytes.IndexByte(idx, '\n')
+		if nl < 0 {
+			break
+		}
+		line := idx[:nl]
+		idx = idx[nl+1:]
+		fields := bytes.SplitN(line, []byte{' '}, 3)
+		if len(fields) < 3 {
+			return nil, fmt.Errorf("line %d is malformed: %w", len(locs)+1, ErrCorrupt)
+		}
+		no, err1 := parseDecimal(fields[0])
+		size, err2 := parseDecimal(fields[1])
+		if err1 != nil || err2 != nil || no != int64(len(locs)) {
+			return nil, fmt.Errorf("line %d is malformed: %w", len(locs)+1, ErrCorrupt)
+		}
+		if len(lens) == 0 {
+			break
+		}
+		for dOff+size > lens[f] && dOff == lens[f] && f+1 < len(lens) {
+			f, dOff = f+1, 0
+		}
+		if dOff+size > lens[f] {
+			break
+		}
+		locs = append(locs, pageLoc{file: f, off: dOff, size: size})
+		dOff += size
+	}
+	return locs, nil
+}
+
+func parseDecimal(b []byte) (int64, error) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, errors.New("bad number")
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, errors.New("bad number")
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
+
+// read returns page no's body; safe for concurrent use.
+func (p *pageReader) read(no int64) ([]byte, error) {
+	if no < 0 || no >= int64(len(p.locs)) {
+		return nil, fmt.Errorf("page %d is not in the page files (they hold %d complete pages)", no, len(p.locs))
+	}
+	l := p.locs[no]
+	p.mu.Lock()
+	f := p.files[l.file]
+	if f == nil {
+		var err error
+		f, err = os.Open(filepath.Join(p.dir, store.DataFileName(l.file)))
+		if err != nil {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("cannot read page %d: %w", no, err)
+		}
+		p.files[l.file] = f
+	}
+	p.mu.Unlock()
+	body := make([]byte, l.size)
+	if _, err := f.ReadAt(body, l.off); err != nil {
+		return nil, fmt.Errorf("cannot read page %d: %w", no, err)
+	}
+	return body, nil
+}
+
+func (p *pageReader) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.files {
+		f.Close()
+	}
+	p.files = nil
+}
+
+// makeDoc parses a stored page and analyses it. ok is false when the page
+// asks not to be indexed (meta robots noindex).
+func makeDoc(a *analysis.Analyzer, rec Record, body []byte) (Doc, bool) {
+	p, ok := extract(rec, body)
+	if !ok {
+		return Doc{}, false
+	}
+	return NewDoc(a, rec.URL, p.Title, p.Text), true
+}
+
+// extract parses a stored page into its title and text. Bodies of HTML
+// pages are stored converted to UTF-8 by the fetcher; a body that is not
+// valid UTF-8 (the conversion failed) is decoded from the record's charset
+// if known. ok is false for meta robots noindex.
+func extract(rec Record, body []byte) (Page, bool) {
+	if !utf8.Valid(body) && rec.Charset != "" {
+		if enc, _ := charset.Lookup(rec.Charset); enc != nil {
+			if dec, err := enc.NewDecoder().Bytes(body); err == nil {
+				body = dec
+			}
+		}
+	}
+	baseText := rec.FinalURL
+	if baseText == "" {
+		baseText = rec.URL
+	}
+	base, err := url.Parse(baseText)
+	if err != nil || !base.IsAbs() {
+		base = &url.URL{Scheme: "http", Host: "invalid"}
+	}
+	page, _ := parse.Parse(base, body, parse.Options{MaxLinks: 1})
+	if page == nil || page.MetaRobots.NoIndex {
+		return Page{}, false
+	}
+	title := page.Title
+	if title == "" {
+		title = strings.TrimSpace(rec.Title)
+	}
+	return Page{URL: rec.URL, Title: title, Text: page.Text}, true
+}
+
+// Page is a page's extracted text, as ReadPages gives it.
+type Page struct {
+	URL, Title, Text string
+}
+
+// ReadPages calls fn with the title and text of every page the index would
+// hold for dataDir (the last record of each URL, indexable, not noindex),
+// in records order. It exists for benchmarks that feed the same text to
+// other engines.
+func ReadPages(ctx context.Context, dataDir string, fn func(Page) error) error {
+	pages, err := openPageReader(filepath.Join(dataDir, "pages"))
+	if err != nil {
+		return err
+	}
+	defer pages.close()
+	last := map[string]Record{}
+	var order []string
+	if _, err := ScanRecords(dataDir, 0, -1, func(rec Record, _ int64) bool {
+		if _, ok := last[rec.URL]; !ok {
+			order = append(order, rec.URL)
+		}
+		last[rec.URL] = rec
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, u := range order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec := last[u]
+		if !rec.Indexable() {
+			continue
+		}
+		body, err := pages.read(rec.PageNo)
+		if err != nil {
+			continue
+		}
+		p, ok := extract(rec, body)
+		if !ok {
+			continue
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
