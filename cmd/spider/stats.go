@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 func runStats(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -23,11 +25,25 @@ func runStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	ts, terr := topics.ReadStatus(*data)
+	if terr != nil && !errors.Is(terr, topics.ErrNoStatus) {
+		return terr
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		if terr == nil {
+			// The summary's fields, plus "topics" for a crawl with topics.
+			return enc.Encode(struct {
+				*crawl.Summary
+				Topics topics.Status `json:"topics"`
+			}{s, ts})
+		}
 		return enc.Encode(s)
 	}
 	s.Print(stdout)
+	if terr == nil {
+		ts.Print(stdout)
+	}
 	return nil
 }

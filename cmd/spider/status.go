@@ -12,16 +12,21 @@ import (
 
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", "status --redis URL [--crawl NAME] [--json]", stderr)
+	fs := newFlagSet("status", "status --redis URL [--crawl NAME] [--json] | status --data DIR [--json]", stderr)
 	var rf redisFlags
 	rf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	buckets := fs.Int("buckets", 4096, "peer-to-peer crawls: the nodes' --buckets")
+	data := fs.String("data", "", "a local crawl's data directory: show its topic scheduler (crawls run with --topics; live while it runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *data != "" {
+		return printTopicStatus(*data, *asJSON, stdout)
 	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
@@ -103,5 +108,21 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 		}
 		tw.Flush()
 	}
+	return nil
+}
+
+// printTopicStatus shows the topic scheduler of the local crawl in dataDir
+// (its status file is rewritten on every daemon tick while the crawl runs).
+func printTopicStatus(dataDir string, asJSON bool, stdout io.Writer) error {
+	st, err := topics.ReadStatus(dataDir)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	st.Print(stdout)
 	return nil
 }

@@ -127,6 +127,12 @@ type Config struct {
 	// MaxRate caps requests per second over the whole crawl; 0 means only
 	// per-host politeness limits. It can never exceed HardMaxRate.
 	MaxRate float64 `yaml:"max_rate"`
+	// Topics names a topics file (internal/topics): the crawl is scheduled
+	// by the PQ-MCSA multi-topic scheduler of SPEC §4 inside the frontier's
+	// politeness, the topics' seeds are added to Seeds, and depth levels
+	// overlap (as with LooseDepth: topics, not levels, order the crawl).
+	// Empty (default): no topic scheduling.
+	Topics string `yaml:"topics"`
 }
 
 // HardMaxRate is the ceiling on Config.MaxRate: no configuration makes one
@@ -256,6 +262,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max-body-bytes %d is too small: use at least 1024", c.MaxBodyBytes)
+	}
+	if c.Topics != "" {
+		if _, err := os.Stat(c.Topics); err != nil {
+			bad("cannot use topics file: %w", err)
+		}
 	}
 	if c.Timeout <= 0 || c.ConnectTimeout <= 0 || c.FirstByteTimeout <= 0 {
 		bad("time-outs must be positive")

@@ -28,6 +28,16 @@
 // The heap holds only back queues that have URLs and a free lease slot, so
 // its top is always the next URL that may be started.
 //
+// # Selector
+//
+// With Config.Selector set, Next offers the Selector every back queue whose
+// key may start a request now (at most MaxCandidates, visited from the heap
+// top) and leases the head of the one it chooses; politeness is unchanged
+// because only ready keys are offered. The multi-topic scheduler
+// (internal/topics) is such a Selector. PushUrgent puts URLs at the head of
+// their keys' back queues (a topic's hub revisits). The frontier counts the
+// URLs of each Request.Topic in memory for the Selector (TopicQueued).
+//
 // # Why B is bounded
 //
 // A back queue is created on demand for a key when the router meets the key

@@ -84,6 +84,10 @@ type Config struct {
 	// depth (a depth limit then cuts exactly the URLs beyond it). The price:
 	// a level ends only when its slowest host has finished it.
 	Strict bool
+	// Selector, if not nil, chooses which of the keys that may start a
+	// request now is leased (see Selector); nil takes the one that has
+	// waited longest (the heap top).
+	Selector Selector
 }
 
 func (c *Config) setDefaults() error {
@@ -195,6 +199,10 @@ type Frontier struct {
 	keyDelay map[string]time.Duration // SetKeyDelay values above Config.Delay
 	topics   []string
 	topicIdx map[string]uint32
+	topicN   []int // URLs in memory per topic index
+
+	cands []Candidate  // Selector scratch
+	candQ []*backQueue // back queue of each candidate
 
 	ready   readyHeap
 	idle    idleHeap
@@ -353,6 +361,10 @@ func (f *Frontier) makeItem(r Request) item {
 		f.topics = append(f.topics, topic)
 		f.topicIdx[topic] = t
 	}
+	for int(t) >= len(f.topicN) {
+		f.topicN = append(f.topicN, 0)
+	}
+	f.topicN[t]++
 	return item{
 		url:       strings.Clone(r.URL),
 		ks:        ks,
@@ -415,6 +427,9 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 			if len(f.ready) > 0 {
 				bq := f.ready[0]
 				if !bq.ks.nextStart.After(now) {
+					if f.cfg.Selector != nil {
+						bq = f.selectLocked(now)
+					}
 					l := f.leaseLocked(bq, now)
 					f.mu.Unlock()
 					return l, nil
@@ -546,6 +561,7 @@ func (f *Frontier) leaseLocked(bq *backQueue, now time.Time) *Lease {
 		f.withURLs--
 	}
 	f.mem--
+	f.topicN[it.topic]--
 	ks.leases++
 	f.leased++
 	// With PerKey > 1 this spaces starts by the delay; with PerKey 1 the key
@@ -686,6 +702,7 @@ func (f *Frontier) Close() error {
 	f.ready = nil
 	f.keys = map[string]*keyState{}
 	f.mem, f.frontN, f.withURLs, f.active = 0, 0, 0, 0
+	clear(f.topicN)
 	return f.spill.close()
 }
 
@@ -776,6 +793,7 @@ func (f *Frontier) Drop(pred func(key string) bool) int {
 			it := q.popFront()
 			if pred(it.ks.key) {
 				forget(it.ks, 1)
+				f.topicN[it.topic]--
 				f.frontN--
 				continue
 			}
@@ -788,7 +806,10 @@ func (f *Frontier) Drop(pred func(key string) bool) int {
 			continue
 		}
 		n := ks.bq.items.len()
-		ks.bq.items = deque{}
+		for ks.bq.items.len() > 0 {
+			it := ks.bq.items.popFront()
+			f.topicN[it.topic]--
+		}
 		forget(ks, n)
 		f.placeLocked(ks.bq)
 	}

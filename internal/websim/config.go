@@ -214,6 +214,13 @@ type Config struct {
 	// FeatureRobots); "" lets each host use the menu (FeatureRobots) or allow-all.
 	Robots string
 
+	// PublishEvery, when positive, makes the web grow: every PublishEvery
+	// after New, each section page /s/N/ of every host lists one more new
+	// article /s/N/new/K.html (K = 1, 2, …, newest first), whose topic is the
+	// section's. Web.PublishedAt tells when a new article appeared. Default
+	// 0: the static web (Truth then never changes).
+	PublishEvery time.Duration
+
 	// LogCap is the number of access-log entries kept in memory; further entries are
 	// counted as dropped. Default 1,000,000; negative keeps none.
 	LogCap int
@@ -314,6 +321,8 @@ func (c Config) resolve() (settings, error) {
 		return s, fmt.Errorf("cannot give %d hosts their own address: %w: at most %d with PerIP", s.Hosts, ErrBadConfig, MaxPerIPHosts)
 	case s.Latency < 0 || s.Bandwidth < 0 || s.SlowLatency < 0 || s.SlowBandwidth < 0 || s.HangTime < 0:
 		return s, fmt.Errorf("cannot use negative latency, bandwidth or hang time: %w", ErrBadConfig)
+	case s.PublishEvery < 0:
+		return s, fmt.Errorf("cannot publish every %s: %w: use 0 (static) or a positive interval", s.PublishEvery, ErrBadConfig)
 	case s.BusyCount < 0 || s.LargeSize < 0 || s.BombSize < 0 || s.CrawlDelay < 0:
 		return s, fmt.Errorf("cannot use negative busy count, large size, bomb size or crawl delay: %w", ErrBadConfig)
 	}

@@ -47,6 +47,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.LargeSize, "large-size", 5<<20, "body size of large pages in bytes")
 	fs.Int64Var(&c.BombSize, "bomb-size", 1<<30, "decompressed size of the gzip bomb in bytes")
 	fs.DurationVar(&c.CrawlDelay, "crawl-delay", 0, "Crawl-delay written in robots.txt files that have one (default 100ms)")
+	fs.DurationVar(&c.PublishEvery, "publish-every", 0, "every this long, each section page lists one more new article /s/N/new/K.html (0 = static web)")
 	fs.StringVar(&c.Robots, "robots-kind", "", "force one robots.txt kind on every host: "+strings.Join(robotsNames[:], ", "))
 	fs.IntVar(&c.LogCap, "log-cap", 1_000_000, "access-log entries kept in memory (negative: none)")
 	for i, f := range FeatureList() {

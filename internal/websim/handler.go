@@ -87,6 +87,8 @@ func (w *Web) served(rt route) bool {
 		return f.Has(FeatureDuplicates)
 	case rCalendar, rBeacon:
 		return f.Has(FeatureNoise)
+	case rNews:
+		return rt.b <= w.published(time.Now())
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package websim
 
 import (
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -181,6 +182,8 @@ func (w *Web) build(hi int, rt route, d *doc) bool {
 		b.section(rt.a)
 	case rArticle:
 		b.article(rt.a, rt.b, sh.pageID(rt))
+	case rNews:
+		b.news(rt.a, rt.b)
 	case rPrint:
 		b.path = appendPath(b.path[:0], route{kind: rArticle, a: rt.a, b: rt.b})
 		b.dir = dirOf(b.dir[:0], b.path)
@@ -659,6 +662,9 @@ func (b *builder) section(n int) {
 		b.add(tagLink, blockHead, relPrev, b.hi, "/s/"+strconv.Itoa(n-1)+"/", formRoot, "")
 	}
 	b.nav()
+	for k := b.w.published(time.Now()); k >= 1; k-- {
+		b.content(formRoot, newsPath(n, k), b.anchor(), relNone)
+	}
 	for m := 1; sh.validArticle(n, m); m++ {
 		b.content(b.randForm(), "/s/"+strconv.Itoa(n)+"/a/"+strconv.Itoa(m)+".html", b.anchor(), relNone)
 	}

@@ -45,6 +45,7 @@ const (
 	rMalformed // /x/malformed/K
 	rLarge     // /x/large/K
 	rBomb      // /x/bomb/K
+	rNews      // /s/N/new/K.html a=N b=K (Config.PublishEvery)
 )
 
 // route is a parsed path.
@@ -279,6 +280,10 @@ func parseSection(seg []string, sh shape) (route, bool) {
 	switch {
 	case len(seg) == 3 && seg[2] == "":
 		return route{kind: rSection, a: sec}, true
+	case len(seg) == 4 && seg[2] == "new":
+		if k, ok := numSuffix(seg[3], ".html"); ok && k >= 1 {
+			return route{kind: rNews, a: sec, b: k}, true
+		}
 	case len(seg) == 4 && seg[2] == "a":
 		m, ok := numSuffix(seg[3], ".html")
 		if ok && sh.validArticle(sec, m) {
@@ -386,6 +391,12 @@ func appendPath(dst []byte, r route) []byte {
 		dst = append(dst, "/s/"...)
 		itoa(r.a)
 		dst = append(dst, "/a/"...)
+		itoa(r.b)
+		dst = append(dst, ".html"...)
+	case rNews:
+		dst = append(dst, "/s/"...)
+		itoa(r.a)
+		dst = append(dst, "/new/"...)
 		itoa(r.b)
 		dst = append(dst, ".html"...)
 	case rAbout:

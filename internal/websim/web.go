@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // host is the precomputed, per-host part of the model (O(1) memory per host).
@@ -48,6 +49,8 @@ type Web struct {
 	large     []byte // a chunk of paragraphs repeated to pad large pages
 	hugeOnce  sync.Once
 	huge      []byte // the filler of huge robots.txt files
+
+	start time.Time // when New built the web: the origin of PublishEvery
 }
 
 // New builds the web described by cfg. It holds O(Hosts + PagesPerHost) memory; pages are
@@ -68,6 +71,7 @@ func New(cfg Config) (*Web, error) {
 		done:     make(chan struct{}),
 	}
 	w.log = newAccessLog(s.LogCap, s.LogWriter, s.Logger)
+	w.start = time.Now()
 	w.busy.init(100_000)
 	seed := uint64(s.Seed)
 	// A seed-dependent permutation of host ranks: rank r ↦ (r*mul + add) mod Hosts.

@@ -1,0 +1,200 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/exthash"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/topics"
+)
+
+// topicRun is the multi-topic scheduling of a crawl with Config.Topics: the
+// PQ-MCSA scheduler (the frontier's Selector), its task records in an
+// extendible hash table under DATA/topics/tcb, and the hub pages being
+// revisited.
+type topicRun struct {
+	cfg   *topics.Config
+	sched *topics.Scheduler
+	tcb   *exthash.Table
+	data  string
+	log   *slog.Logger
+
+	mu        sync.Mutex
+	recrawls  map[string]bool // hub URLs queued or in flight for a revisit
+	revisited int64
+}
+
+// loadTopics reads cfg.Topics and adds the topics' seeds to cfg.Seeds.
+func loadTopics(cfg *Config) (*topics.Config, error) {
+	tc, err := topics.Load(cfg.Topics)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, s := range cfg.Seeds {
+		have[s] = true
+	}
+	for _, t := range tc.Topics {
+		for _, s := range t.Seeds {
+			if !have[s] {
+				cfg.Seeds = append(cfg.Seeds, s)
+				have[s] = true
+			}
+		}
+	}
+	return tc, nil
+}
+
+// newTopicRun builds the scheduler (URLs normalised by f) and restores the
+// task records a previous run saved.
+func newTopicRun(cfg Config, tc *topics.Config, f *Fetcher, logger *slog.Logger) (*topicRun, error) {
+	norm := func(s string) (string, error) {
+		u, err := f.norm.Parse(s)
+		if err != nil {
+			return "", err
+		}
+		return u.String(), nil
+	}
+	sched, err := topics.New(tc, topics.Options{Normalize: norm})
+	if err != nil {
+		return nil, err
+	}
+	tcb, err := exthash.Open(filepath.Join(cfg.Data, "topics", "tcb"), exthash.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot open topic task records: %w", err)
+	}
+	n, err := sched.Load(tcb)
+	if err != nil {
+		tcb.Close()
+		return nil, err
+	}
+	if n > 0 {
+		logger.Info("resuming topic task records", "tasks", n)
+	}
+	return &topicRun{cfg: tc, sched: sched, tcb: tcb, data: cfg.Data, log: logger, recrawls: map[string]bool{}}, nil
+}
+
+// revisits reports whether a topic revisits its hubs (Recrawl > 0).
+func (tr *topicRun) revisits() bool {
+	for _, t := range tr.cfg.Topics {
+		if t.Recrawl > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tag sets the Topic of each request from its URL.
+func (tr *topicRun) tag(reqs []frontier.Request) {
+	for i := range reqs {
+		reqs[i].Topic = tr.sched.Classify(reqs[i].URL)
+	}
+}
+
+// isRecrawl reports whether r is a hub revisit (not a pending URL of the
+// State: those carry the Seq the State gave them).
+func (tr *topicRun) isRecrawl(r frontier.Request) bool {
+	if r.Seq != 0 {
+		return false
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.recrawls[r.URL]
+}
+
+func (tr *topicRun) endRecrawl(url string) {
+	tr.mu.Lock()
+	delete(tr.recrawls, url)
+	tr.mu.Unlock()
+}
+
+// save writes the task records and the status file.
+func (tr *topicRun) save(now time.Time) error {
+	err := tr.sched.Save(tr.tcb)
+	return errors.Join(err, topics.WriteStatus(tr.data, tr.sched.Status(now)))
+}
+
+func (tr *topicRun) close() error {
+	err := tr.save(time.Now())
+	return errors.Join(err, tr.tcb.Close())
+}
+
+// daemon runs the scheduler's daemon every tick until ctx ends: slice
+// adjustment, hub revisits due (queued through the frontier, so politeness
+// holds), task records and status saved.
+func (s *Scheduler) topicDaemon(ctx context.Context, f *Fetcher) error {
+	tr := s.topics
+	t := time.NewTicker(time.Duration(tr.cfg.Tick))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			tr.sched.Tick(now)
+			var reqs []frontier.Request
+			for _, rc := range tr.sched.DueRecrawls(now) {
+				u, err := f.norm.Parse(rc.URL)
+				if err != nil {
+					continue
+				}
+				r := f.request(u, 0, 0)
+				r.Topic = rc.Topic
+				tr.mu.Lock()
+				if !tr.recrawls[r.URL] {
+					tr.recrawls[r.URL] = true
+					reqs = append(reqs, r)
+				}
+				tr.mu.Unlock()
+			}
+			if len(reqs) > 0 {
+				if err := s.fr.PushUrgent(reqs); err != nil {
+					return fmt.Errorf("cannot queue hub revisits: %w", err)
+				}
+			}
+			if err := tr.save(now); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// finishRecrawl applies a hub revisit: the links found that are new are
+// recorded and queued (the hub itself stays completed).
+func (s *Scheduler) finishRecrawl(ctx context.Context, lease *frontier.Lease, v Visit) error {
+	tr := s.topics
+	tr.endRecrawl(lease.Request.URL)
+	tr.tag(v.Discovered)
+	news, err := s.st.Discover(ctx, v.Discovered)
+	if err != nil {
+		s.done(lease, frontier.DoneInfo{})
+		return fmt.Errorf("cannot record links of revisited %s: %w", lease.Request.URL, err)
+	}
+	// What a revisit finds is what the revisit is for (new pages of a
+	// time-critical topic): it goes ahead of its hosts' queues.
+	if err := s.fr.PushUrgent(news); err != nil {
+		s.done(lease, frontier.DoneInfo{})
+		return fmt.Errorf("cannot queue discovered URLs: %w", err)
+	}
+	s.done(lease, frontier.DoneInfo{Delay: v.Delay})
+	tr.mu.Lock()
+	tr.revisited++
+	tr.mu.Unlock()
+	s.m.discovered.Add(float64(len(news)))
+	return nil
+}
+
+// TopicStatus returns the topic scheduler's status; false when the crawl
+// runs without topics.
+func (s *Scheduler) TopicStatus() (topics.Status, bool) {
+	if s.topics == nil {
+		return topics.Status{}, false
+	}
+	return s.topics.sched.Status(time.Now()), true
+}
