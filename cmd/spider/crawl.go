@@ -62,6 +62,7 @@ func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 	fs.Var(listFlag{&c.DenySuffixes}, "deny-suffix", "path suffix not to fetch, replaces the default list (repeatable)")
 	fs.Var(listFlag{&c.AllowHosts}, "allow-host", "only crawl these hosts, *.suffix allowed (repeatable)")
 	fs.Var(listFlag{&c.DenyHosts}, "deny-host", "never crawl these hosts (repeatable)")
+	fs.StringVar(&c.Topics, "topics", c.Topics, "YAML file of crawl topics: multi-topic priority scheduling (SPEC §4 PQ-MCSA)")
 	fs.Float64Var(&c.MaxRate, "max-rate", c.MaxRate, fmt.Sprintf("requests/s over the whole crawl; 0 = per-host limits only; at most %d", crawl.HardMaxRate))
 }
 
@@ -100,14 +101,15 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	lo := layeredFlags(fs)
 	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (SPEC §0 mixed topology)")
 	mo := mixedFlags(fs)
+	addr := fs.String("addr", "", "serve the dashboard, search page, JSON API and /metrics on HOST:PORT while crawling (embedded crawls); control needs SPIDER_TOKEN")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg := *cfgp
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
-	if len(cfg.Seeds) == 0 {
+	if len(cfg.Seeds) == 0 && cfg.Topics == "" {
 		fs.Usage()
-		return fmt.Errorf("%w: give at least one seed URL", errUsage)
+		return fmt.Errorf("%w: give at least one seed URL (or --topics FILE with seeds)", errUsage)
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -127,14 +129,25 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return fmt.Errorf("%w: unknown --dedup %q: use bucket or protocol", errUsage, *dedupMode)
 	}
+	if *addr != "" && (*mode != "normal" || *dedupMode != "bucket" || rf.url != "") {
+		return usageError(stderr, "--addr serves an embedded crawl only; for a distributed crawl run spider serve --redis URL")
+	}
 	if rf.url != "" {
 		return runPeer(ctx, cfg, rf, p2p.Options{Crawl: rf.crawl, NodeID: *nodeID, Weight: *weight, Buckets: *buckets}, *quiet, logger, stdout)
 	}
-	eng, err := crawl.New(cfg, logger, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	eng, err := crawl.New(cfg, logger, reg)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	stopServe := func() {}
+	if *addr != "" {
+		if stopServe, err = serveCrawl(ctx, *addr, eng, cfg.Data, reg, logger, stderr); err != nil {
+			return err
+		}
+		defer stopServe()
+	}
 
 	showProgress := !*quiet && isTerminal(stderr)
 	done := make(chan struct{})
@@ -143,6 +156,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	runErr := eng.Run(ctx)
 	close(done)
+	stopServe() // before eng.Close: the server reads the engine
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 // State is the crawl's durable state as the scheduling role uses it: the
@@ -59,6 +60,7 @@ type Engine struct {
 	fetcher  *Fetcher
 	stopOnce sync.Once
 	stop     context.CancelFunc
+	ctl      control // Pause, Resume, Stop, AddSeeds (control.go)
 }
 
 // New opens the data directory (creating it), the embedded crawl state and
@@ -66,6 +68,16 @@ type Engine struct {
 // be nil.
 func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, error) {
 	cfg.Defaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var tc *topics.Config
+	if cfg.Topics != "" {
+		var err error
+		if tc, err = loadTopics(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	fetcher, err := NewFetcher(cfg, logger, reg)
 	if err != nil {
 		return nil, err
@@ -77,8 +89,19 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		fetcher.Close()
 		return nil, err
 	}
-	sched, err := NewScheduler(cfg, st, logger, reg)
+	var tr *topicRun
+	if tc != nil {
+		if tr, err = newTopicRun(cfg, tc, fetcher, logger); err != nil {
+			st.Close()
+			fetcher.Close()
+			return nil, err
+		}
+	}
+	sched, err := newScheduler(cfg, st, logger, reg, tr)
 	if err != nil {
+		if tr != nil {
+			tr.close()
+		}
 		st.Close()
 		fetcher.Close()
 		return nil, err
@@ -102,21 +125,32 @@ type Scheduler struct {
 
 	flightMu sync.Mutex
 	inFlight map[string]struct{} // URLs leased and not yet finished or released
+
+	topics *topicRun // nil without Config.Topics
 }
 
 // NewScheduler schedules a crawl of cfg from st (embedded or Redis). The
 // scheduler owns st from then on: Close closes it.
 func NewScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+	return newScheduler(cfg, st, logger, reg, nil)
+}
+
+// newScheduler is NewScheduler with the topic scheduling tr (nil: none).
+func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Registerer, tr *topicRun) (*Scheduler, error) {
 	cfg.Defaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	fr, err := newFrontier(cfg, logger, reg)
+	var sel frontier.Selector
+	if tr != nil {
+		sel = tr.sched
+	}
+	fr, err := newFrontier(cfg, logger, reg, sel)
 	if err != nil {
 		return nil, err
 	}
 	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
-		inFlight: map[string]struct{}{}}, nil
+		inFlight: map[string]struct{}{}, topics: tr}, nil
 }
 
 // Start loads what a previous run left pending into the frontier and
@@ -131,6 +165,9 @@ func (s *Scheduler) Start(ctx context.Context, seeds []frontier.Request) error {
 	}
 	if resumed > 0 {
 		s.log.Info("resuming crawl", "pending", resumed)
+	}
+	if s.topics != nil {
+		s.topics.tag(seeds)
 	}
 	news, err := s.st.Discover(ctx, seeds)
 	if err != nil {
@@ -150,9 +187,16 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 		if err != nil {
 			return nil, err
 		}
+		recrawl := s.topics != nil && s.topics.isRecrawl(lease.Request)
 		if !s.claim(lease.Request.URL) {
 			s.fr.Done(lease, frontier.DoneInfo{}) // another copy is being fetched
+			if recrawl {
+				s.topics.endRecrawl(lease.Request.URL)
+			}
 			continue
+		}
+		if recrawl {
+			return lease, nil // a hub revisit: not pending in the State
 		}
 		cur, err := s.st.Current(ctx, lease.Request)
 		if err == nil && cur {
@@ -189,6 +233,9 @@ func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 // Release gives a lease back without a result (cancelled, or its worker
 // died): with retry the URL is queued again with Attempt+1.
 func (s *Scheduler) Release(lease *frontier.Lease, retry bool) {
+	if !retry && s.topics != nil && s.topics.isRecrawl(lease.Request) {
+		s.topics.endRecrawl(lease.Request.URL)
+	}
 	s.done(lease, frontier.DoneInfo{Retry: retry})
 }
 
@@ -218,6 +265,10 @@ func (s *Scheduler) Close() error {
 		errs = append(errs, s.fr.Close())
 		s.fr = nil
 	}
+	if s.topics != nil {
+		errs = append(errs, s.topics.close())
+		s.topics = nil
+	}
 	if s.st != nil {
 		errs = append(errs, s.st.Close())
 		s.st = nil
@@ -234,7 +285,7 @@ func (s *Scheduler) Counters(ctx context.Context) (map[string]int64, error) {
 func (s *Scheduler) Sync() error { return s.st.Sync() }
 
 // newFrontier makes the frontier a crawl of cfg schedules from.
-func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*frontier.Frontier, error) {
+func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer, sel frontier.Selector) (*frontier.Frontier, error) {
 	fq, strict := frontierLevels(cfg)
 	return frontier.New(frontier.Config{
 		FrontQueues:  fq,
@@ -245,6 +296,7 @@ func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*f
 		SpillDir:     filepath.Join(cfg.Data, "spill"),
 		Logger:       logger,
 		Registerer:   reg,
+		Selector:     sel,
 	})
 }
 
@@ -255,7 +307,7 @@ const maxLevels = 64
 // frontierLevels gives one front queue per depth level and turns on the
 // level barrier unless the depth is unlimited or LooseDepth is set.
 func frontierLevels(cfg Config) (queues int, strict bool) {
-	if cfg.MaxDepth < 0 || cfg.LooseDepth {
+	if cfg.MaxDepth < 0 || cfg.LooseDepth || cfg.Topics != "" {
 		return frontier.DefaultFrontQueues, false
 	}
 	return min(cfg.MaxDepth+1, maxLevels), true
@@ -316,7 +368,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// fetches in flight finish and are recorded, so none is wasted.
 	nextCtx, stopNext := context.WithCancel(ctx)
 	defer stopNext()
-	e.stop = stopNext
+	e.startHandOut(nextCtx, stopNext)
 	seeds, err := e.fetcher.SeedRequests()
 	if err != nil {
 		return err
@@ -332,7 +384,21 @@ func (e *Engine) Run(ctx context.Context) error {
 	for i := 0; i < e.cfg.Concurrency; i++ {
 		g.Go(func() error { return e.worker(gctx, nextCtx) })
 	}
+	var daemonErr chan error
+	stopDaemon := func() {}
+	if e.topics != nil {
+		dctx, cancel := context.WithCancel(gctx)
+		stopDaemon = cancel
+		daemonErr = make(chan error, 1)
+		go func() { daemonErr <- e.topicDaemon(dctx, e.fetcher) }()
+	}
 	err = g.Wait()
+	stopDaemon()
+	if daemonErr != nil {
+		if derr := <-daemonErr; derr != nil && err == nil {
+			err = derr
+		}
+	}
 	if serr := e.Sync(); serr != nil && err == nil {
 		err = serr
 	}
@@ -347,6 +413,16 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) worker(ctx, nextCtx context.Context) error {
 	for {
 		lease, err := e.Next(nextCtx)
+		if errors.Is(err, frontier.ErrDrained) && e.topics != nil && e.topics.revisits() {
+			// Time-critical topics revisit their hubs: the crawl goes on
+			// until MaxPages or ctx, waiting for the next revisit.
+			select {
+			case <-nextCtx.Done():
+				return nil
+			case <-time.After(time.Duration(e.topics.cfg.Tick)):
+				continue
+			}
+		}
 		if errors.Is(err, frontier.ErrDrained) || err != nil && nextCtx.Err() != nil && ctx.Err() == nil {
 			return nil
 		}
@@ -400,6 +476,13 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	req := lease.Request
 	if v.CrawlDelay > 0 {
 		s.fr.SetKeyDelay(req.Key, v.CrawlDelay)
+	}
+	if s.topics != nil && !v.Retry {
+		s.topics.sched.Finished(req, time.Since(lease.Start), v.Text)
+		if s.topics.isRecrawl(req) {
+			return s.finishRecrawl(ctx, lease, v)
+		}
+		s.topics.tag(v.Discovered)
 	}
 	if v.Retry {
 		req.Attempt++

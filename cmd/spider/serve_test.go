@@ -1,0 +1,469 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/server"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+func TestServeRejectsBadInput(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "token")
+	short := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	os.WriteFile(short, []byte("abc\n"), 0o600)
+	data := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"nothing to serve", []string{"serve"}, 2, "--data DIR"},
+		{"argument", []string{"serve", "--data", data, "extra"}, 2, "unexpected argument"},
+		{"missing dir", []string{"serve", "--data", filepath.Join(data, "nope")}, 1, "not a directory"},
+		{"empty token file", []string{"serve", "--data", data, "--token-file", empty}, 1, "is empty"},
+		{"short token", []string{"serve", "--data", data, "--token-file", short, "--addr", "127.0.0.1:0"}, 1, "at least 16"},
+		{"bad address", []string{"serve", "--data", data, "--addr", "256.1.1.1:80"}, 1, "cannot listen"},
+		{"crawl --addr with --redis", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, c.args...)
+			if code != c.code || !strings.Contains(errOut, c.want) {
+				t.Fatalf("code %d (want %d), stderr %q (want %q)", code, c.code, errOut, c.want)
+			}
+		})
+	}
+}
+
+// process is a spider command run in-process (no binary to build) whose
+// server address is read from its "serving on http://ADDR/" line.
+type process struct {
+	base   string
+	out    syncBuffer // stdout and stderr
+	done   chan error
+	cancel context.CancelFunc
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var servingRE = regexp.MustCompile(`serving on (http://[^/ ]+)/`)
+
+// startCommand runs a subcommand's run function until it returns or the
+// test ends, and waits for its server's address.
+func startCommand(t *testing.T, fn func(context.Context, []string, io.Writer, io.Writer) error, args ...string) *process {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &process{done: make(chan error, 1), cancel: cancel}
+	go func() { p.done <- fn(ctx, args, &p.out, &p.out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			t.Error("the command did not end after its context was cancelled")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := servingRE.FindStringSubmatch(p.out.String()); m != nil {
+			p.base = m[1]
+			return p
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("%v exited before serving: %v\n%s", args, err, p.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v printed no address\n%s", args, p.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wait waits for the command to return by itself, without error.
+func (p *process) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err != nil {
+			t.Fatalf("command failed: %v\n%s", err, p.out.String())
+		}
+	case <-time.After(d):
+		t.Fatalf("command did not return within %s\n%s", d, p.out.String())
+	}
+}
+
+func getJSON(t *testing.T, u string, v any) int {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	return resp.StatusCode
+}
+
+func post(t *testing.T, u, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", u, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	defer func(start time.Time) { t.Logf("%s: %s", what, time.Since(start).Round(time.Millisecond)) }(time.Now())
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestServeEndToEnd: spider crawl --addr serves a live dashboard whose
+// control endpoints pause, resume, add a seed and stop the crawl; then
+// spider index builds the index and spider serve searches it.
+func TestServeEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: builds the binary, crawls, indexes")
+	}
+	web, err := websim.Start(context.Background(), websim.Config{Seed: 5, Hosts: 4, PagesPerHost: 80, ChineseShare: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seeds := web.SeedURLs(2)
+	data := t.TempDir()
+	resolve := filepath.Join(t.TempDir(), "resolve.txt")
+	os.WriteFile(resolve, []byte(strings.Join(web.Resolve(), "\n")), 0o600)
+	const token = "e2e-token-0123456789abcdef"
+
+	t.Setenv("SPIDER_TOKEN", token)
+	crawl := startCommand(t, runCrawl, "--data", data, "--resolve-file", resolve, "--log-level", "info",
+		"--allow-private", "--delay", "40ms", "--concurrency", "2", "--scope", "host", "--max-depth", "-1", "--addr", "127.0.0.1:0", seeds[0])
+	if strings.Contains(crawl.out.String(), token) {
+		t.Fatal("the token was printed")
+	}
+	var st server.CrawlStatus
+	eventually(t, "pages on the dashboard API", time.Minute, func() bool {
+		getJSON(t, crawl.base+"/api/crawl", &st)
+		return st.Pages >= 5
+	})
+	if st.Source != "in-process" || st.State != "running" || !st.Control || st.Queue == nil {
+		t.Fatalf("status %+v", st)
+	}
+	resp, err := http.Get(crawl.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"spider_pages_total", "spider_http_requests_total", "go_goroutines"} {
+		if !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+
+	if code, body := post(t, crawl.base+"/api/crawl/pause", "", ""); code != 401 {
+		t.Fatalf("pause without token: %d %s", code, body)
+	}
+	if code, body := post(t, crawl.base+"/api/crawl/pause", token, ""); code != 200 {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	eventually(t, "paused state with nothing in flight", 30*time.Second, func() bool {
+		getJSON(t, crawl.base+"/api/crawl", &st)
+		return st.State == "paused" && st.Queue.InFlight == 0
+	})
+	time.Sleep(time.Second) // records of the last fetches reach the file
+	getJSON(t, crawl.base+"/api/crawl", &st)
+	paused := st.Pages
+	time.Sleep(1500 * time.Millisecond)
+	if getJSON(t, crawl.base+"/api/crawl", &st); st.Pages != paused {
+		t.Fatalf("paused crawl went from %d to %d pages", paused, st.Pages)
+	}
+	if code, body := post(t, crawl.base+"/api/crawl/seeds", token, `{"urls": ["javascript:alert(1)"]}`); code != 400 {
+		t.Fatalf("bad seed: %d %s", code, body)
+	}
+	if code, body := post(t, crawl.base+"/api/crawl/seeds", token, fmt.Sprintf(`{"urls": [%q]}`, seeds[1])); code != 200 || !strings.Contains(body, `"added": 1`) {
+		t.Fatalf("add seed: %d %s", code, body)
+	}
+	if code, body := post(t, crawl.base+"/api/crawl/resume", token, ""); code != 200 {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	eventually(t, "the added seed in the records", time.Minute, func() bool {
+		_, ok := readRecords(t, data)[seeds[1]]
+		return ok
+	})
+	if code, body := post(t, crawl.base+"/api/crawl/stop", token, ""); code != 200 {
+		t.Fatalf("stop: %d %s", code, body)
+	}
+	crawl.wait(t, time.Minute)
+	if !strings.Contains(crawl.out.String(), "crawled") || strings.Contains(crawl.out.String(), token) {
+		t.Fatalf("no summary after stop, or the token was printed: %q", crawl.out.String())
+	}
+
+	// Index what was crawled, then search it through spider serve.
+	var indexOut bytes.Buffer
+	if err := runIndex(context.Background(), []string{"--data", data}, &indexOut, &indexOut); err != nil {
+		t.Fatalf("spider index: %v\n%s", err, indexOut.String())
+	}
+	word := titleWord(t, data)
+	t.Setenv("SPIDER_TOKEN", "")
+	srv := startCommand(t, runServe, "--data", data, "--addr", "127.0.0.1:0")
+	var ans struct {
+		Total int          `json:"total"`
+		Hits  []server.Hit `json:"hits"`
+	}
+	if code := getJSON(t, srv.base+"/api/search?q="+url.QueryEscape(word)+"&explain=true", &ans); code != 200 || ans.Total == 0 || len(ans.Hits) == 0 {
+		t.Fatalf("search %q: %d, %+v", word, code, ans)
+	}
+	resp, err = http.Get(srv.base + "/?q=" + url.QueryEscape(word))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(page, []byte("<mark>")) || !bytes.Contains(page, []byte(ans.Hits[0].URL)) {
+		t.Fatalf("search page for %q: %d\n%s", word, resp.StatusCode, page)
+	}
+	if code := getJSON(t, srv.base+"/api/crawl", &st); code != 200 || st.Source != "data-dir" || st.State != "stopped" || st.Pages == 0 {
+		t.Fatalf("served data dir status: %d %+v", code, st)
+	}
+	if code, _ := post(t, srv.base+"/api/crawl/pause", "", ""); code != 403 {
+		t.Fatalf("control on serve without a token: %d, want 403", code)
+	}
+	srv.cancel()
+	srv.wait(t, 30*time.Second)
+}
+
+func readRecords(t *testing.T, dir string) map[string]store.Record {
+	t.Helper()
+	out := map[string]store.Record{}
+	b, err := os.ReadFile(filepath.Join(dir, store.RecordsFileName))
+	if err != nil {
+		return out
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var r store.Record
+		if json.Unmarshal(line, &r) == nil {
+			out[r.URL] = r
+		}
+	}
+	return out
+}
+
+// titleWord picks the most frequent lower-case ASCII word (4+ letters) in
+// the crawled titles: a query that surely has hits.
+func titleWord(t *testing.T, dir string) string {
+	t.Helper()
+	counts := map[string]int{}
+	for _, r := range readRecords(t, dir) {
+		for _, w := range regexp.MustCompile(`[A-Za-z]{4,}`).FindAllString(r.Title, -1) {
+			counts[strings.ToLower(w)]++
+		}
+	}
+	var words []string
+	for w := range counts {
+		words = append(words, w)
+	}
+	sort.Slice(words, func(i, j int) bool {
+		if counts[words[i]] != counts[words[j]] {
+			return counts[words[i]] > counts[words[j]]
+		}
+		return words[i] < words[j]
+	})
+	if len(words) == 0 {
+		t.Fatal("no word in the crawled titles")
+	}
+	return words[0]
+}
+
+// TestServeLoad is the search page's load test: 100 concurrent clients on
+// loopback query the index of SPIDER_SERVE_LOAD (a data directory) with
+// words of its crawled titles, and the test reports latency percentiles.
+// It skips without the variable. SPIDER_SERVE_LOAD_REQUESTS sets the
+// number of requests (default 20000), SPIDER_SERVE_LOAD_CLIENTS the
+// number of clients (default 100); SPIDER_SERVE_LOAD_CACHE=0 turns the
+// result cache off.
+//
+//	SPIDER_SERVE_LOAD=/path/to/data go test -run TestServeLoad -v ./cmd/spider
+func TestServeLoad(t *testing.T) {
+	data := os.Getenv("SPIDER_SERVE_LOAD")
+	if data == "" {
+		t.Skip("set SPIDER_SERVE_LOAD=DATA_DIR (a crawl with an index) to run the load test")
+	}
+	total := 20000
+	if v := os.Getenv("SPIDER_SERVE_LOAD_REQUESTS"); v != "" {
+		fmt.Sscan(v, &total)
+	}
+	clients := 100
+	if v := os.Getenv("SPIDER_SERVE_LOAD_CLIENTS"); v != "" {
+		fmt.Sscan(v, &clients)
+	}
+	searcher, err := openSearcher(filepath.Join(data, "index"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer searcher.Close()
+	docs := searcher.Stats().Docs
+	if docs == 0 {
+		t.Fatalf("%s/index holds no documents", data)
+	}
+	queries := loadQueries(t, data, 500)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	opt := server.Options{Searcher: searcher}
+	if os.Getenv("SPIDER_SERVE_LOAD_CACHE") == "0" {
+		opt.CacheSize = -1
+	}
+	stop, err := startServer(ctx, "127.0.0.1:0", opt, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ln := servingRE.FindStringSubmatch(out.String())[1]
+
+	for _, target := range []string{"page", "api"} {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}, Timeout: 30 * time.Second}
+		urlOf := func(i int) string {
+			q := url.QueryEscape(queries[i%len(queries)])
+			if target == "api" {
+				return ln + "/api/search?q=" + q
+			}
+			return ln + "/?q=" + q
+		}
+		for i := range 200 { // warm-up: page cache, connections
+			resp, err := client.Get(urlOf(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		lat := make([]time.Duration, total)
+		var next, failed atomic.Int64
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= total {
+						return
+					}
+					t0 := time.Now()
+					resp, err := client.Get(urlOf(i))
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != 200 {
+							err = fmt.Errorf("status %d", resp.StatusCode)
+						}
+					}
+					lat[i] = time.Since(t0)
+					if err != nil {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		el := time.Since(start)
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+		t.Logf("%s: %d docs, %d requests, %d clients, %d failed: %.0f req/s; p50 %s p90 %s p99 %s max %s",
+			target, docs, total, clients, failed.Load(), float64(total)/el.Seconds(),
+			pct(0.50).Round(10*time.Microsecond), pct(0.90).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[len(lat)-1].Round(time.Millisecond))
+		if failed.Load() > 0 {
+			t.Errorf("%d requests failed", failed.Load())
+		}
+	}
+}
+
+// loadQueries returns up to n distinct words (4+ letters, or two Han
+// characters) of the titles in dataDir's records, in file order.
+func loadQueries(t *testing.T, dataDir string, n int) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dataDir, store.RecordsFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	re := regexp.MustCompile(`[A-Za-z]{4,}|\p{Han}{2}`)
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() && len(out) < n {
+		var r struct {
+			Title string `json:"title"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			continue
+		}
+		for _, w := range re.FindAllString(strings.ToLower(r.Title), -1) {
+			if !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no title words to query")
+	}
+	return out
+}

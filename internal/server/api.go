@@ -1,0 +1,315 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits of the API's input.
+const (
+	maxQueryBytes = 1000    // longest query
+	maxOffset     = 10000   // deepest hit reachable by paging
+	maxLimit      = 100     // most hits per request
+	maxBodyBytes  = 1 << 20 // largest control request body
+	maxSeeds      = 10000   // most seeds per request
+	maxRankWeight = 100     // largest rank_weight
+	searchTimeout = 10 * time.Second
+)
+
+// errorBody is every error answer: {"error": "what was wrong and what to do"}.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		code, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error": "cannot encode the answer"}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+// statusOf maps a Searcher's or Controller's error to an HTTP status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrBadQuery), errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrUnsupported):
+		return http.StatusNotImplemented
+	case errors.Is(err, ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// searchParams parses and checks the search parameters shared by the
+// page and the API: q, offset, limit, rank_weight, explain.
+func (s *Server) searchParams(r *http.Request) (SearchRequest, error) {
+	q := r.URL.Query()
+	req := SearchRequest{Query: strings.TrimSpace(q.Get("q")), Limit: s.opt.PageSize, RankWeight: -1}
+	if !utf8.ValidString(req.Query) {
+		return req, errors.New("the query is not valid UTF-8")
+	}
+	if len(req.Query) > maxQueryBytes {
+		return req, fmt.Errorf("the query has %d bytes: use at most %d", len(req.Query), maxQueryBytes)
+	}
+	var err error
+	if v := q.Get("offset"); v != "" {
+		if req.Offset, err = strconv.Atoi(v); err != nil || req.Offset < 0 || req.Offset > maxOffset {
+			return req, fmt.Errorf("offset %q: use a whole number from 0 to %d", v, maxOffset)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		if req.Limit, err = strconv.Atoi(v); err != nil || req.Limit < 1 || req.Limit > maxLimit {
+			return req, fmt.Errorf("limit %q: use a whole number from 1 to %d", v, maxLimit)
+		}
+	}
+	if v := q.Get("rank_weight"); v != "" {
+		if req.RankWeight, err = strconv.ParseFloat(v, 64); err != nil || !(req.RankWeight >= 0 && req.RankWeight <= maxRankWeight) {
+			return req, fmt.Errorf("rank_weight %q: use a number from 0 (BM25 alone) to %d (the weight of PageRank in the score)", v, maxRankWeight)
+		}
+	}
+	if v := q.Get("explain"); v != "" {
+		if req.Explain, err = strconv.ParseBool(v); err != nil {
+			return req, fmt.Errorf("explain %q: use true or false", v)
+		}
+	}
+	return req, nil
+}
+
+// search runs req with a time limit; an empty query gives no hits.
+func (s *Server) search(ctx context.Context, req SearchRequest) (*SearchResult, error) {
+	if req.Query == "" {
+		return &SearchResult{Hits: []Hit{}, Terms: []string{}}, nil
+	}
+	run := func(ctx context.Context) (*SearchResult, error) {
+		start := time.Now()
+		res, err := s.opt.Searcher.Search(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if res.Took == 0 {
+			res.Took = time.Since(start)
+		}
+		return normalise(res), nil
+	}
+	if s.cache != nil {
+		return s.cache.get(ctx, req, s.opt.Searcher.Stats(), run)
+	}
+	ctx, cancel := context.WithTimeout(ctx, searchTimeout)
+	defer cancel()
+	return run(ctx)
+}
+
+// normalise replaces nil slices by empty ones (JSON [] rather than null).
+func normalise(res *SearchResult) *SearchResult {
+	if res.Hits == nil {
+		res.Hits = []Hit{}
+	}
+	if res.Terms == nil {
+		res.Terms = []string{}
+	}
+	for i := range res.Hits {
+		if res.Hits[i].Snippet == nil {
+			res.Hits[i].Snippet = []Fragment{}
+		}
+	}
+	return res
+}
+
+// searchAnswer is the body of /api/search.
+type searchAnswer struct {
+	Query  string   `json:"query"`
+	Offset int      `json:"offset"`
+	Limit  int      `json:"limit"`
+	Total  int      `json:"total"`
+	TookMS float64  `json:"took_ms"`
+	Cached bool     `json:"cached"`
+	Terms  []string `json:"terms"`
+	Hits   []Hit    `json:"hits"`
+}
+
+const noIndexMsg = "no search index here: build it with spider index --data DIR, then restart spider serve"
+
+func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Searcher == nil {
+		writeError(w, http.StatusServiceUnavailable, noIndexMsg)
+		return
+	}
+	req, err := s.searchParams(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.Query == "" {
+		writeError(w, http.StatusBadRequest, "no query: pass q, e.g. /api/search?q=crawler")
+		return
+	}
+	res, err := s.search(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, searchAnswer{Query: req.Query, Offset: req.Offset, Limit: req.Limit, Total: res.Total,
+		TookMS: float64(res.Took.Microseconds()) / 1000, Cached: res.Cached, Terms: res.Terms, Hits: res.Hits})
+}
+
+// fail answers an error from a Searcher or Controller: its message for
+// input and state errors, a generic one (and a log line) otherwise.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := statusOf(err)
+	msg := err.Error()
+	if code == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeError(w, code, msg)
+}
+
+func (s *Server) apiIndex(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Searcher == nil {
+		writeError(w, http.StatusServiceUnavailable, noIndexMsg)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.opt.Searcher.Stats())
+}
+
+const noCrawlMsg = "no crawl to show here: start spider serve with --data DIR (or --redis URL), or crawl with spider crawl --addr"
+
+func (s *Server) apiCrawl(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Crawl == nil {
+		writeError(w, http.StatusServiceUnavailable, noCrawlMsg)
+		return
+	}
+	st, err := s.opt.Crawl.Snapshot(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.opt.Control == nil {
+		st.Control = false
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// controlAnswer is the body of a successful control request.
+type controlAnswer struct {
+	OK     bool   `json:"ok"`
+	Action string `json:"action"`
+	Added  *int   `json:"added,omitempty"`
+}
+
+const noControlMsg = "this server cannot control the crawl: it does not run in this process; use spider crawl --addr to serve a crawl you can pause, resume, stop and add seeds to"
+
+// control runs a control action or answers 501 when there is no
+// controller.
+func (s *Server) control(w http.ResponseWriter, r *http.Request, action string, fn func(Controller) error) {
+	if s.opt.Control == nil {
+		writeError(w, http.StatusNotImplemented, noControlMsg)
+		return
+	}
+	if err := fn(s.opt.Control); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("crawl control", "action", action, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, controlAnswer{OK: true, Action: action})
+}
+
+func (s *Server) apiPause(w http.ResponseWriter, r *http.Request) {
+	s.control(w, r, "pause", func(c Controller) error { return c.Pause(r.Context()) })
+}
+
+func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) {
+	s.control(w, r, "resume", func(c Controller) error { return c.Resume(r.Context()) })
+}
+
+func (s *Server) apiStop(w http.ResponseWriter, r *http.Request) {
+	s.control(w, r, "stop", func(c Controller) error { return c.Stop(r.Context()) })
+}
+
+// readBody decodes a JSON request body of at most maxBodyBytes into v,
+// refusing unknown fields and trailing data.
+func readBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("cannot read the request body as JSON (at most %d bytes): %w", maxBodyBytes, err)
+	}
+	if dec.More() {
+		return errors.New("the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// seedsRequest is the body of POST /api/crawl/seeds.
+type seedsRequest struct {
+	URLs []string `json:"urls"`
+}
+
+func (s *Server) apiSeeds(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Control == nil {
+		writeError(w, http.StatusNotImplemented, noControlMsg)
+		return
+	}
+	var body seedsRequest
+	if err := readBody(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error()+`: send {"urls": ["https://example.org/"]}`)
+		return
+	}
+	if len(body.URLs) == 0 || len(body.URLs) > maxSeeds {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("give from 1 to %d URLs in \"urls\"", maxSeeds))
+		return
+	}
+	n, err := s.opt.Control.AddSeeds(r.Context(), body.URLs)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.Info("crawl control", "action", "seeds", "urls", len(body.URLs), "added", n, "remote", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, controlAnswer{OK: true, Action: "seeds", Added: &n})
+}
+
+// priorityRequest is the body of PUT /api/topics/{topic}/priority.
+type priorityRequest struct {
+	Priority *int `json:"priority"`
+}
+
+func (s *Server) apiTopicPriority(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Control == nil {
+		writeError(w, http.StatusNotImplemented, noControlMsg)
+		return
+	}
+	topic := r.PathValue("topic")
+	var body priorityRequest
+	if err := readBody(r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error()+`: send {"priority": 2}`)
+		return
+	}
+	if body.Priority == nil || *body.Priority < 0 || *body.Priority > 1000 {
+		writeError(w, http.StatusBadRequest, `give "priority" as a whole number from 0 to 1000`)
+		return
+	}
+	s.control(w, r, "topic-priority", func(c Controller) error { return c.SetTopicPriority(r.Context(), topic, *body.Priority) })
+}

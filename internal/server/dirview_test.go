@@ -1,0 +1,161 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/store"
+)
+
+// clock is a settable time source.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func recLine(t *testing.T, r store.Record) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func snapshotJSON(t *testing.T, v CrawlView) ([]byte, *CrawlStatus) {
+	t.Helper()
+	st, err := v.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n'), st
+}
+
+// TestDirView reads a records file with a re-recorded URL, a corrupt line
+// and a half-written last line; appends are picked up incrementally, and a
+// new (shorter) file is read from scratch.
+func TestDirView(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, store.RecordsFileName)
+	t0 := time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)
+	clk := &clock{t0.Add(10 * time.Second)}
+	v := NewDirView(dir, clk.now)
+
+	if b, st := snapshotJSON(t, v); st.Pages != 0 || st.State != "unknown" {
+		t.Fatalf("empty directory: %s", b)
+	}
+
+	var lines string
+	for i := range 8 {
+		r := store.Record{URL: fmt.Sprintf("http://www.d%d.test/p%d", i%3, i), Status: 200, Outcome: "200",
+			FetchedAt: t0.Add(time.Duration(i) * time.Second), Size: 1000}
+		lines += recLine(t, r)
+	}
+	lines += recLine(t, store.Record{URL: "http://www.d0.test/missing", Status: 404, Outcome: "404", FetchedAt: t0.Add(8 * time.Second)})
+	lines += recLine(t, store.Record{URL: "http://www.d1.test/<script>alert(1)</script>", Outcome: "timeout", FetchedAt: t0.Add(9 * time.Second), Error: "first byte after 2s"})
+	lines += "{not json\n"
+	// p0 fetched again after a kill: its last record counts.
+	lines += recLine(t, store.Record{URL: "http://www.d0.test/p0", Status: 503, Outcome: "503", FetchedAt: t0.Add(9 * time.Second), Error: "503 Service Unavailable"})
+	lines += `{"url": "http://www.d2.test/half", "status": 2` // being written
+	appendFile(t, path, lines)
+	clk.t = clk.t.Add(time.Second)
+
+	b, st := snapshotJSON(t, v)
+	golden(t, "dirview_1.json", b)
+	if st.Pages != 10 {
+		t.Fatalf("pages %d, want 10 (the half line is not read yet)", st.Pages)
+	}
+
+	appendFile(t, path, `00, "outcome": "200", "fetched_at": "2026-03-30T08:00:10Z", "size": 10}`+"\n")
+	clk.t = clk.t.Add(time.Second)
+	_, st = snapshotJSON(t, v)
+	if st.Pages != 11 {
+		t.Fatalf("after completing the half line: pages %d, want 11", st.Pages)
+	}
+	clk.t = clk.t.Add(100 * time.Millisecond)
+	appendFile(t, path, recLine(t, store.Record{URL: "http://x.test/", Outcome: "200", FetchedAt: clk.t}))
+	if _, st = snapshotJSON(t, v); st.Pages != 11 {
+		t.Fatalf("re-read within 500 ms: pages %d", st.Pages)
+	}
+
+	// A new crawl in the same directory: a shorter file.
+	if err := os.WriteFile(path, []byte(recLine(t, store.Record{URL: "http://new.test/", Outcome: "200", FetchedAt: t0})), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clk.t = clk.t.Add(time.Second)
+	if _, st = snapshotJSON(t, v); st.Pages != 1 || st.TopHosts[0].Name != "new.test" {
+		t.Fatalf("after the file was replaced: %+v", st)
+	}
+}
+
+// TestDirViewSeries: a long crawl is shown in at most SeriesPoints steps.
+func TestDirViewSeries(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)
+	var lines string
+	for i := range 1000 {
+		lines += recLine(t, store.Record{URL: fmt.Sprintf("http://a.test/%d", i), Outcome: "200", FetchedAt: t0.Add(time.Duration(i) * time.Second)})
+	}
+	appendFile(t, filepath.Join(dir, store.RecordsFileName), lines)
+	v := NewDirView(dir, func() time.Time { return t0.Add(24 * time.Hour) })
+	_, st := snapshotJSON(t, v)
+	if n := len(st.Series); n == 0 || n > SeriesPoints {
+		t.Fatalf("%d points", n)
+	}
+	var total float64
+	for _, p := range st.Series {
+		total += p.PagesPerSec * float64(p.Step)
+		if p.Step != st.Series[0].Step {
+			t.Fatalf("uneven steps: %+v", st.Series)
+		}
+	}
+	if total != 1000 {
+		t.Fatalf("series sums to %v pages, want 1000", total)
+	}
+	if st.PagesPerSec != 0 || st.State != "stopped" {
+		t.Fatalf("a day later: %v pages/s, state %q", st.PagesPerSec, st.State)
+	}
+}
+
+func FuzzDirViewApply(f *testing.F) {
+	f.Add([]byte(`{"url":"http://a.test/","status":200,"outcome":"200","fetched_at":"2026-03-30T08:00:00Z","size":5}`))
+	f.Add([]byte(`{"url":"http://a.test/","outcome":"timeout","error":"x"}`))
+	f.Add([]byte(`{"url":""}`))
+	f.Add([]byte(`{"url":"%zz","fetched_at":"0001-01-01T00:00:00Z"}`))
+	f.Add([]byte(`[1,2]`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		v := NewDirView(t.TempDir(), nil)
+		v.apply(line)
+		v.apply(line) // the same URL again replaces, never double-counts
+		var rows int64
+		for _, n := range v.rows {
+			rows += n
+		}
+		if rows != int64(len(v.last)) {
+			t.Fatalf("rows sum %d for %d URLs", rows, len(v.last))
+		}
+		if _, err := v.Snapshot(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+)
+
+// Engine is what the server uses of a crawl running in this process.
+type Engine interface {
+	Progress() crawl.Progress
+	RunState() string
+	Pause() error
+	Resume() error
+	Stop()
+	AddSeeds(ctx context.Context, urls []string) (int, error)
+}
+
+var _ Engine = (*crawl.Engine)(nil)
+
+// EngineView is the CrawlView and Controller of a crawl running in this
+// process (spider crawl --addr): counts and errors come from its data
+// directory's records, queue depths and state from the engine.
+type EngineView struct {
+	eng      Engine
+	dir      *DirView
+	finished atomic.Bool
+}
+
+var (
+	_ CrawlView  = (*EngineView)(nil)
+	_ Controller = (*EngineView)(nil)
+)
+
+// NewEngineView views eng, which writes its records into dataDir; now
+// may be nil (time.Now).
+func NewEngineView(eng Engine, dataDir string, now func() time.Time) *EngineView {
+	return &EngineView{eng: eng, dir: NewDirView(dataDir, now)}
+}
+
+// Finished marks the engine's Run as returned: the state becomes
+// "finished" and control calls answer ErrConflict.
+func (v *EngineView) Finished() { v.finished.Store(true) }
+
+// Snapshot implements CrawlView.
+func (v *EngineView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
+	st, err := v.dir.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Source = "in-process"
+	st.Control = !v.finished.Load()
+	st.State = v.eng.RunState()
+	if v.finished.Load() {
+		st.State = "finished"
+		return st, nil
+	}
+	p := v.eng.Progress()
+	st.Queue = &Queue{Queued: int64(p.Queued), InFlight: int64(p.InFlight), Hosts: int64(p.Hosts)}
+	return st, nil
+}
+
+// engineErr maps the engine's errors to the server's.
+func (v *EngineView) engineErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, crawl.ErrNotRunning) {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
+}
+
+func (v *EngineView) check(what string) error {
+	if v.finished.Load() {
+		return fmt.Errorf("%w: cannot %s: the crawl has finished", ErrConflict, what)
+	}
+	return nil
+}
+
+// Pause implements Controller.
+func (v *EngineView) Pause(context.Context) error {
+	if err := v.check("pause"); err != nil {
+		return err
+	}
+	return v.engineErr(v.eng.Pause())
+}
+
+// Resume implements Controller.
+func (v *EngineView) Resume(context.Context) error {
+	if err := v.check("resume"); err != nil {
+		return err
+	}
+	return v.engineErr(v.eng.Resume())
+}
+
+// Stop implements Controller: the crawl stops handing out URLs, finishes
+// its fetches in flight and ends; running it again resumes it.
+func (v *EngineView) Stop(context.Context) error {
+	if err := v.check("stop"); err != nil {
+		return err
+	}
+	v.eng.Stop()
+	return nil
+}
+
+// AddSeeds implements Controller. Every URL must be an absolute http(s)
+// URL; otherwise nothing is added and the error wraps ErrInvalid.
+func (v *EngineView) AddSeeds(ctx context.Context, urls []string) (int, error) {
+	if err := v.check("add seeds"); err != nil {
+		return 0, err
+	}
+	for _, s := range urls {
+		if err := checkSeed(s); err != nil {
+			return 0, err
+		}
+	}
+	n, err := v.eng.AddSeeds(ctx, urls)
+	return n, v.engineErr(err)
+}
+
+// SetTopicPriority implements Controller: this crawl has no topics.
+func (v *EngineView) SetTopicPriority(context.Context, string, int) error {
+	return fmt.Errorf("%w: topics are not enabled in this crawl", ErrUnsupported)
+}
+
+// checkSeed accepts absolute http and https URLs with a host.
+func checkSeed(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: seed %q is not an absolute http(s) URL: give URLs like https://example.org/", ErrInvalid, s)
+	}
+	return nil
+}
+
+// hostOf is the host[:port] of a URL, "" if it does not parse.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
