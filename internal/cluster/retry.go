@@ -14,7 +14,8 @@ import (
 const MaxOutage = 2 * time.Minute
 
 // Transient reports whether err is Redis being briefly unreachable or
-// restarting (connection refused or reset, EOF, LOADING), worth a retry.
+// restarting (connection refused or reset, EOF, LOADING, a transaction
+// aborted by LOADING), worth a retry.
 func Transient(err error) bool {
 	if err == nil {
 		return false
@@ -25,7 +26,9 @@ func Transient(err error) bool {
 		return true
 	}
 	s := err.Error()
-	return strings.HasPrefix(s, "LOADING") || strings.Contains(s, "connection refused") ||
+	// EXECABORT: a MULTI whose queued commands were refused (LOADING while
+	// the append-only file is replayed); nothing of it ran.
+	return strings.HasPrefix(s, "LOADING") || strings.HasPrefix(s, "EXECABORT") || strings.Contains(s, "connection refused") ||
 		strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
 }
 

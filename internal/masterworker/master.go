@@ -26,6 +26,7 @@ type MasterStats struct {
 	Stale    int64 // results ignored (old epoch, unknown lease, worker declared dead)
 	Requeued int64 // tasks taken back from dead workers
 	Bad      int64 // malformed packets dropped
+	Expired  int64 // tasks out longer than the task TTL, queued again
 }
 
 // Master is the scheduling node of a master–worker crawl.
@@ -43,10 +44,16 @@ type Master struct {
 	epoch       int64
 
 	mu     sync.Mutex
-	leases map[uint64]*frontier.Lease
+	leases map[uint64]outTask
 	nextID uint64
 
-	handed, results, stale, requeued, bad atomic.Int64
+	handed, results, stale, requeued, bad, expired atomic.Int64
+}
+
+// outTask is a task handed out and not answered yet.
+type outTask struct {
+	lease *frontier.Lease
+	at    time.Time // when it went on srq
 }
 
 // NewMaster prepares a master for cfg that schedules from sched (which it
@@ -64,14 +71,14 @@ func NewMaster(cfg crawl.Config, sched *crawl.Scheduler, seeds []frontier.Reques
 	}
 	return &Master{
 		opt: opt, cfg: cfg, rdb: rdb, sched: sched, seeds: seeds, log: logger, k: newKeys(opt.Crawl),
-		maxInFlight: maxInFlight, sem: make(chan struct{}, maxInFlight), leases: map[uint64]*frontier.Lease{},
+		maxInFlight: maxInFlight, sem: make(chan struct{}, maxInFlight), leases: map[uint64]outTask{},
 	}, nil
 }
 
 // Stats returns the master's counters.
 func (m *Master) Stats() MasterStats {
 	return MasterStats{Handed: m.handed.Load(), Results: m.results.Load(), Stale: m.stale.Load(),
-		Requeued: m.requeued.Load(), Bad: m.bad.Load()}
+		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load()}
 }
 
 // Progress reports the crawl's progress as the scheduler sees it.
@@ -169,7 +176,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 		m.mu.Lock()
 		m.nextID++
 		id := m.nextID
-		m.leases[id] = lease
+		m.leases[id] = outTask{lease: lease, at: time.Now()}
 		m.mu.Unlock()
 		b, err := json.Marshal(Task{Epoch: m.epoch, ID: id, Request: lease.Request})
 		if err == nil {
@@ -211,10 +218,16 @@ func (m *Master) finished(ctx context.Context) error {
 	return errDone
 }
 
-// markDone sets the key the workers watch (idempotent).
+// markDone sets the key the workers watch and wakes the workers' blocked
+// pops with the done sentinel on srq (idempotent: a second sentinel is
+// harmless).
 func (m *Master) markDone(ctx context.Context) error {
 	if err := cluster.Retry(ctx, func() error {
-		return m.rdb.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0).Err()
+		pipe := m.rdb.TxPipeline()
+		pipe.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0)
+		pipe.RPush(ctx, m.k.srq(), doneSentinel)
+		_, err := pipe.Exec(ctx)
+		return err
 	}); err != nil {
 		return fmt.Errorf("cannot mark the crawl done: %w", err)
 	}
@@ -226,7 +239,7 @@ func (m *Master) take(id uint64) *frontier.Lease {
 	defer m.mu.Unlock()
 	l := m.leases[id]
 	delete(m.leases, id)
-	return l
+	return l.lease
 }
 
 // collect pops results from nrq, up to resultBatch per round trip, and
@@ -269,10 +282,16 @@ func (m *Master) collect(ctx context.Context, out chan<- string) error {
 	}
 }
 
-// popWait bounds a blocking pop, and so how long a loop takes to notice the
-// end of the crawl (go-redis does not interrupt a blocked command when its
-// context is cancelled).
-const popWait = 200 * time.Millisecond
+// popWait bounds a blocking pop (go-redis does not interrupt a blocked
+// command when its context is cancelled, and its shortest blocking time-out
+// is 1 s).
+const popWait = time.Second
+
+// doneSentinel is the task the master appends to srq when the crawl is
+// done. A worker loop that pops it puts it back at the head of srq and
+// stops, so it wakes every blocked loop of every worker in turn, one round
+// trip each, instead of each waiting out its pop's time-out.
+const doneSentinel = "done"
 
 // resultBatch is the most results collect pops in one round trip.
 const resultBatch = 64
@@ -339,6 +358,7 @@ func (m *Master) reap(ctx context.Context) error {
 			continue
 		}
 		m.publish(ctx)
+		m.expire(ctx)
 		beats, err := m.rdb.HGetAll(ctx, m.k.workers()).Result()
 		if err != nil {
 			m.log.Warn("cannot read worker heartbeats", "err", err)
@@ -357,6 +377,78 @@ func (m *Master) reap(ctx context.Context) error {
 				}
 			}
 		}
+	}
+}
+
+// taskTTL is how long a task may stay out before the master takes it back:
+// longer than any fetch can take (a robots.txt fetch and the page, each
+// bounded by the fetch time-out, and the host's delay between them), so a
+// task still being fetched is never handed out twice.
+func (m *Master) taskTTL() time.Duration {
+	if m.opt.TaskTTL > 0 {
+		return m.opt.TaskTTL
+	}
+	return 2*time.Duration(m.cfg.Timeout) + 2*time.Duration(m.cfg.Delay) + 30*time.Second
+}
+
+// expire takes back tasks that have been out longer than taskTTL. A task
+// can be lost without its worker dying: when Redis restarts just after
+// moving it into a worker's processing list but before the worker got the
+// reply, the worker never sees it, keeps heart-beating, and the reaper
+// never looks at its list. Without this the host stays leased forever
+// and the crawl never ends.
+//
+// The task's copy is removed from srq and from every worker's processing
+// list first (a task waiting on srq because no worker runs would otherwise
+// be fetched twice, and a lost one would be handed back to srq when its
+// worker leaves).
+func (m *Master) expire(ctx context.Context) {
+	ttl := m.taskTTL()
+	type gone struct {
+		id    uint64
+		lease *frontier.Lease
+	}
+	var old []gone
+	m.mu.Lock()
+	for id, t := range m.leases {
+		if time.Since(t.at) > ttl {
+			old = append(old, gone{id, t.lease})
+		}
+	}
+	m.mu.Unlock()
+	if len(old) == 0 {
+		return
+	}
+	workers, err := m.rdb.HKeys(ctx, m.k.workers()).Result()
+	if err != nil {
+		return // Redis is away: try again at the next round
+	}
+	n := 0
+	for _, g := range old {
+		raw, err := json.Marshal(Task{Epoch: m.epoch, ID: g.id, Request: g.lease.Request})
+		if err != nil {
+			continue
+		}
+		pipe := m.rdb.Pipeline()
+		pipe.LRem(ctx, m.k.srq(), 1, raw)
+		for _, w := range workers {
+			if id, err := strconv.Atoi(w); err == nil {
+				pipe.LRem(ctx, m.k.processing(id), 1, raw)
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return
+		}
+		if l := m.take(g.id); l != nil { // else answered meanwhile
+			m.sched.Release(l, true)
+			<-m.sem
+			n++
+		}
+	}
+	old = old[:n]
+	if len(old) > 0 {
+		m.expired.Add(int64(len(old)))
+		m.log.Warn("tasks out longer than the task TTL are queued again", "tasks", len(old), "ttl", ttl)
 	}
 }
 
@@ -396,7 +488,7 @@ func (m *Master) publish(ctx context.Context) {
 	m.rdb.HSet(ctx, m.k.stats(), map[string]any{
 		"epoch": m.epoch, "fetched": p.Fetched, "errors": p.Errors, "queued": p.Queued,
 		"in_flight": p.InFlight, "hosts": p.Hosts, "elapsed_ms": p.Elapsed.Milliseconds(),
-		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad,
+		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad, "expired": s.Expired,
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
@@ -23,10 +24,11 @@ type fixture struct {
 	srv   *websim.Server
 	truth *websim.Truth
 	cfg   crawl.Config
+	rs    *redistest.Server
 	rdb   redis.UniversalClient
 }
 
-func newFixture(t *testing.T, web websim.Config, rules websim.TruthRules) *fixture {
+func newFixture(t *testing.T, web websim.Config, rules websim.TruthRules, ropts ...redistest.Option) *fixture {
 	t.Helper()
 	srv, err := websim.Start(context.Background(), web)
 	if err != nil {
@@ -50,11 +52,21 @@ func newFixture(t *testing.T, web websim.Config, rules websim.TruthRules) *fixtu
 	cfg.RetryDelay = crawl.Duration(50 * time.Millisecond)
 	cfg.Timeout = crawl.Duration(3 * time.Second)
 	cfg.FirstByteTimeout = crawl.Duration(2 * time.Second)
-	rs := redistest.Start(t)
-	return &fixture{srv: srv, truth: truth, cfg: cfg, rdb: rs.Client()}
+	rs := redistest.Start(t, ropts...)
+	return &fixture{srv: srv, truth: truth, cfg: cfg, rs: rs, rdb: rs.Client()}
 }
 
 func (f *fixture) master(t *testing.T, name string) *masterworker.Master {
+	t.Helper()
+	st, err := state.Open(filepath.Join(t.TempDir(), "state"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.masterOn(t, name, st)
+}
+
+// masterOn makes a master whose crawl state is st.
+func (f *fixture) masterOn(t *testing.T, name string, st crawl.State) *masterworker.Master {
 	t.Helper()
 	cfg := f.cfg
 	cfg.Data = t.TempDir()
@@ -64,10 +76,6 @@ func (f *fixture) master(t *testing.T, name string) *masterworker.Master {
 	}
 	seeds, err := fetcher.SeedRequests()
 	fetcher.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +92,7 @@ func (f *fixture) master(t *testing.T, name string) *masterworker.Master {
 }
 
 func opts(name string) masterworker.Options {
-	return masterworker.Options{Crawl: name, Heartbeat: 100 * time.Millisecond, WorkerTTL: 600 * time.Millisecond}
+	return masterworker.Options{Crawl: name, Heartbeat: 100 * time.Millisecond, WorkerTTL: 600 * time.Millisecond, TaskTTL: 5 * time.Second}
 }
 
 func (f *fixture) worker(t *testing.T, name string, concurrency int) (*masterworker.Worker, string) {
@@ -300,4 +308,50 @@ func TestMasterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(t, dirs, 2*4*2)
+}
+
+// TestRedisRestart: Redis (append-only file, fsync always) is killed and
+// started again 2 s later in the middle of a master–worker crawl whose master keeps
+// its state in Redis (as `spider master` does); master and workers wait for
+// it, and the crawl finishes with every URL fetched.
+func TestRedisRestart(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 57, Hosts: 12, PagesPerHost: 25, Latency: 5 * time.Millisecond},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny}, redistest.AppendOnly())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	st, err := rstate.Open(ctx, f.rdb, rstate.Options{Crawl: "mwr", Bucket: "mw", SeenMode: "bloom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.masterOn(t, "mwr", masterworker.RetryState(st))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	var dirs []string
+	var workers []*masterworker.Worker
+	for i := 0; i < 2; i++ {
+		w, dir := f.worker(t, "mwr", 4)
+		dirs, workers = append(dirs, dir), append(workers, w)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for workers[0].Fetched()+workers[1].Fetched() < 40 {
+		if time.Now().After(deadline) {
+			t.Fatal("the crawl did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Down for 2 s: longer than go-redis's own retries, so master and
+	// workers must wait the outage out themselves.
+	f.rs.Kill()
+	time.Sleep(2 * time.Second)
+	f.rs.Restart()
+	if err := g.Wait(); err != nil {
+		t.Fatalf("crawl across a Redis restart: %v", err)
+	}
+	if n := workers[0].Fetched() + workers[1].Fetched(); n < int64(len(f.truth.MustFetch)) {
+		t.Errorf("workers fetched %d, truth has %d", n, len(f.truth.MustFetch))
+	}
+	// Tasks in flight at the restart may be fetched once more.
+	f.check(t, dirs, 8)
+	t.Logf("master: %+v", m.Stats())
 }

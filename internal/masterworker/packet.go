@@ -79,6 +79,10 @@ type Options struct {
 	// MaxWorkers is the number of work numbers the master puts in trq.
 	// Default 1024.
 	MaxWorkers int
+	// TaskTTL is how long a task may be out before the master queues it
+	// again (a task lost in a Redis restart). Default: twice the fetch
+	// time-out plus twice the host delay plus 30 s.
+	TaskTTL time.Duration
 	// Collectors is how many results the master applies to the crawl state
 	// at once. Each result costs the master a few Redis round trips (the
 	// state scripts); applying them one by one made the master the

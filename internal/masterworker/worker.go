@@ -260,6 +260,16 @@ func (w *Worker) loop(ctx context.Context) error {
 			return fmt.Errorf("cannot take a task from srq: %w", err)
 		}
 		down.ok(w.log, "taking tasks")
+		if raw == doneSentinel {
+			// Pass it on to the next blocked loop, then stop.
+			pipe := w.rdb.TxPipeline()
+			pipe.LRem(ctx, proc, 1, raw)
+			pipe.LPush(ctx, w.k.srq(), raw)
+			if _, err := pipe.Exec(ctx); err != nil {
+				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
+			}
+			return errDone
+		}
 		t, err := decodeTask([]byte(raw))
 		if err != nil {
 			w.log.Warn("dropping malformed task", "err", err)
