@@ -5,4 +5,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go build -o /tmp/spider-testsum ./scripts/testsum || exit 1
-go test -race -count=1 -timeout 20m -json "$@" ./... | /tmp/spider-testsum
+# The browser tests are a module of their own (chromedp stays out of
+# spider's dependencies); their results join the same summary.
+{
+	go test -race -count=1 -timeout 20m -json "$@" ./...
+	(cd test/browser && go test -count=1 -timeout 10m -json "$@" ./...)
+} | /tmp/spider-testsum

@@ -61,6 +61,15 @@ func testOptions(crawlName, id string, weight int) p2p.Options {
 		Heartbeat: 150 * time.Millisecond, MemberTTL: 900 * time.Millisecond, LeaseTTL: 1200 * time.Millisecond}
 }
 
+// steadyOptions are for tests where no node joins or leaves and none may
+// lose a lease: time-outs long enough that a loaded CI machine (heartbeats
+// late by a second under the race detector) does not expire anyone.
+func steadyOptions(crawlName, id string, weight int) p2p.Options {
+	o := testOptions(crawlName, id, weight)
+	o.Heartbeat, o.MemberTTL, o.LeaseTTL = 500*time.Millisecond, 6*time.Second, 8*time.Second
+	return o
+}
+
 // node starts a node in its own data directory.
 func (f *fixture) node(t *testing.T, opt p2p.Options) (*p2p.Node, string) {
 	t.Helper()
@@ -135,7 +144,7 @@ func TestPeers(t *testing.T) {
 	var dirs []string
 	var nodes []*p2p.Node
 	for i, w := range []int{100, 50, 150} {
-		n, dir := f.node(t, testOptions("p1", fmt.Sprintf("n%d", i), w))
+		n, dir := f.node(t, steadyOptions("p1", fmt.Sprintf("n%d", i), w))
 		nodes = append(nodes, n)
 		dirs = append(dirs, dir)
 		g.Go(func() error { return n.Run(gctx) })
@@ -286,7 +295,7 @@ func TestPeersOnRedisCluster(t *testing.T) {
 	g, gctx := errgroup.WithContext(ctx)
 	var dirs []string
 	for i := 0; i < 2; i++ {
-		n, dir := f.node(t, testOptions("pc", fmt.Sprintf("c%d", i), 100))
+		n, dir := f.node(t, steadyOptions("pc", fmt.Sprintf("c%d", i), 100))
 		dirs = append(dirs, dir)
 		g.Go(func() error { return n.Run(gctx) })
 	}
