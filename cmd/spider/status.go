@@ -85,11 +85,15 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 	}
 	fmt.Fprintf(stdout, "crawl %q (peer-to-peer): %s, member epoch %d\n", st.Crawl, state, st.Epoch)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\tweight\tbuckets\tpages/s\tqueued\tinbox\tidle")
+	fmt.Fprintln(tw, "  node\tweight\tbuckets\tpages/s\tfetched\tqueued\tinbox\tidle")
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%d\t%d\t%v\n", n.ID, n.Weight, n.Buckets, n.PagesPerSec, n.Queue, n.Inbox, n.Idle)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%d\t%d\t%d\t%v\n", n.ID, n.Weight, n.Buckets, n.PagesPerSec, n.Fetched, n.Queue, n.Inbox, n.Idle)
 	}
 	tw.Flush()
+	if len(st.Nodes) > 1 {
+		fmt.Fprintf(stdout, "load spread (largest deviation from the weight's share): fetched %.1f%%, queued %.1f%%\n",
+			100*st.Spread.FetchedMaxDev, 100*st.Spread.QueueMaxDev)
+	}
 	nodes := p2p.Nodes(st.Sent)
 	if len(nodes) > 0 {
 		fmt.Fprintln(stdout, "URLs sent (row: from, column: to):")

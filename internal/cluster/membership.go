@@ -38,6 +38,8 @@ type Load struct {
 	PagesPerSec float64 `json:"pages_per_s"`
 	// Queue is the number of URLs waiting in the member's buckets.
 	Queue int64 `json:"queue"`
+	// Fetched is the number of URLs the member fetched in this run.
+	Fetched int64 `json:"fetched"`
 }
 
 // Member is one node of the crawl as seen in Redis.

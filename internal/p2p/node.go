@@ -467,7 +467,7 @@ func (n *Node) terminate(ctx context.Context) error {
 			rate = float64(f-rateFetched) / el.Seconds()
 			rateAt, rateFetched = time.Now(), f
 		}
-		n.mem.SetLoad(cluster.Load{PagesPerSec: rate, Queue: int64(n.sched.Progress().Queued)})
+		n.mem.SetLoad(cluster.Load{PagesPerSec: rate, Queue: int64(n.sched.Progress().Queued), Fetched: n.Fetched()})
 		if !idle {
 			last = ""
 			continue

@@ -18,8 +18,19 @@ type NodeStatus struct {
 	Buckets     int     `json:"buckets"` // buckets the ring gives it (of Options.Buckets)
 	PagesPerSec float64 `json:"pages_per_s"`
 	Queue       int64   `json:"queue"`
+	Fetched     int64   `json:"fetched"`
 	Inbox       int64   `json:"inbox"` // batches waiting
 	Idle        bool    `json:"idle"`
+}
+
+// LoadSpread says how evenly the two-level mapping (host → bucket → node,
+// SPEC §4) spreads the work: for each node, its share of the crawl's
+// fetched pages (and of its queued URLs) against its share of the weights;
+// MaxDev is the largest relative deviation over the nodes (0.05 = one node
+// is 5% off its weight's share).
+type LoadSpread struct {
+	FetchedMaxDev float64 `json:"fetched_max_dev"`
+	QueueMaxDev   float64 `json:"queue_max_dev"`
 }
 
 // Status is a peer-to-peer crawl as seen in Redis.
@@ -29,6 +40,40 @@ type Status struct {
 	Epoch int64                       `json:"epoch"`
 	Nodes []NodeStatus                `json:"nodes"`
 	Sent  map[string]map[string]int64 `json:"sent"` // URLs sent from → to (SPEC §3)
+	// Spread is the load spread over the live nodes, from the loads they
+	// report with their heartbeats.
+	Spread LoadSpread `json:"spread"`
+}
+
+// spread computes the LoadSpread of nodes.
+func spread(nodes []NodeStatus) LoadSpread {
+	var w, f, q float64
+	for _, n := range nodes {
+		w += float64(n.Weight)
+		f += float64(n.Fetched)
+		q += float64(n.Queue)
+	}
+	var s LoadSpread
+	if w == 0 {
+		return s
+	}
+	for _, n := range nodes {
+		want := float64(n.Weight) / w
+		if f > 0 {
+			s.FetchedMaxDev = max(s.FetchedMaxDev, abs(float64(n.Fetched)/f/want-1))
+		}
+		if q > 0 {
+			s.QueueMaxDev = max(s.QueueMaxDev, abs(float64(n.Queue)/q/want-1))
+		}
+	}
+	return s
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // ReadStatus reads members, bucket shares, inboxes and counters; buckets is
@@ -59,8 +104,9 @@ func ReadStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string
 		var rep idleReport
 		_ = json.Unmarshal([]byte(idle[m.ID]), &rep)
 		st.Nodes = append(st.Nodes, NodeStatus{ID: m.ID, Weight: m.Weight, Buckets: owned[m.ID],
-			PagesPerSec: m.Load.PagesPerSec, Queue: m.Load.Queue, Inbox: inbox, Idle: rep.Idle})
+			PagesPerSec: m.Load.PagesPerSec, Queue: m.Load.Queue, Fetched: m.Load.Fetched, Inbox: inbox, Idle: rep.Idle})
 	}
+	st.Spread = spread(st.Nodes)
 	st.Sent, err = SentTable(ctx, rdb, crawlName)
 	return st, err
 }
