@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# bench/run.sh — the single-node benchmarks of issue 3, printed in order:
-#   1. peerbench quick  (spider vs Colly vs the bare loop, 200 hosts × 50 pages)
-#   2. peerbench full   (1,000 hosts × 100 pages, depth 6: ~86k pages, CPU-bound)
+# bench/run.sh — the single-node benchmarks of issues 3 and 11, printed in order:
+#   1. peerbench quick  (spider vs Colly, the bare loop, Crawlee, Scrapy, wget,
+#                        wget2: 200 hosts × 50 pages, CPU-bound; peers that are
+#                        not installed are skipped with a note)
+#   1b. peerbench latency-bound (50 hosts × 30 pages, latency 50ms, delay 200ms:
+#                        the politeness bound and each crawler's fraction of it)
+#   2. peerbench full   (1,000 hosts × 100 pages, depth 6: ~86k pages, CPU-bound;
+#                        without Crawlee and Scrapy, which need 30+ min for it)
 #   3. BenchmarkCrawl   (the engine in-process; levels vs loose depth)
 #   4. frontier memory  (bytes per queued URL; 10M URLs with spill)
 #   5. Bloom filter     (look-ups/s; measured vs configured false-positive rate)
@@ -11,6 +16,8 @@
 #   QUICK=1         only the quick comparison
 #   STATE10M=1      also BenchmarkOpenRebuild10M (10M-URL state reopen; slow, ~1 GB disk)
 #   ROBOTS=1        also a quick comparison with websim's robots.txt menu
+# The large-frontier run (≥ 10M discovered URLs) is bench/frontier.sh.
+# Peers: npm ci in bench/peers/crawlee; apt-get install python3-scrapy wget2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,18 +29,23 @@ date -u '+%Y-%m-%d %H:%M:%S UTC'
 echo "nproc $(nproc); $(free -g | awk '/^Mem:/ {print $2 " GiB memory"}'); $(go version)"
 uptime
 
-section "peerbench quick: go run ./bench/peerbench --hosts 200 --pages 50 --seeds 5 --depth 4"
-go run ./bench/peerbench --hosts 200 --pages 50 --seeds 5 --depth 4
+section "peerbench quick, all peers: go run ./bench/peerbench --hosts 200 --pages 50 --seeds 5 --depth 4 --repeat $REPEAT"
+go run ./bench/peerbench --hosts 200 --pages 50 --seeds 5 --depth 4 --repeat "$REPEAT"
+uptime
 [[ ${QUICK:-0} == 1 ]] && exit 0
+
+section "peerbench latency-bound: go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms"
+go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms
+uptime
 
 if [[ ${ROBOTS:-0} == 1 ]]; then
 	section "peerbench robots menu: go run ./bench/peerbench --hosts 100 --pages 30 --seeds 3 --depth 4 --robots"
 	go run ./bench/peerbench --hosts 100 --pages 30 --seeds 3 --depth 4 --robots
 fi
 
-section "peerbench full: go run ./bench/peerbench --hosts 1000 --pages 100 --seeds 10 --depth 6 --repeat $REPEAT"
+section "peerbench full: go run ./bench/peerbench --hosts 1000 --pages 100 --seeds 10 --depth 6 --repeat $REPEAT --crawlers spider,colly,bare,wget,wget2"
 uptime
-go run ./bench/peerbench --hosts 1000 --pages 100 --seeds 10 --depth 6 --repeat "$REPEAT"
+go run ./bench/peerbench --hosts 1000 --pages 100 --seeds 10 --depth 6 --repeat "$REPEAT" --crawlers spider,colly,bare,wget,wget2
 uptime
 
 section "engine in-process: go test ./bench -run '^\$' -bench Crawl -benchtime 2x"

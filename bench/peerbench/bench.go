@@ -20,40 +20,12 @@ import (
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
-// build compiles the named crawlers into dir and returns their paths by name.
-// Colly is built in its own module (bench/peers/colly) so that it never
-// enters spider's go.mod.
-func build(ctx context.Context, root, dir string, names []string) (map[string]string, error) {
-	bins := map[string]string{}
-	for _, name := range names {
-		out := filepath.Join(dir, name)
-		var cmd *exec.Cmd
-		switch name {
-		case "spider":
-			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/spider")
-			cmd.Dir = root
-		case "bare":
-			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, "./bench/bare")
-			cmd.Dir = root
-		case "colly":
-			cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-			cmd.Dir = filepath.Join(root, "bench", "peers", "colly")
-		default:
-			return nil, fmt.Errorf("cannot build unknown crawler %q", name)
-		}
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("cannot build %s (go build in %s): %w\n%s", name, cmd.Dir, err, msg)
-		}
-		bins[name] = out
-	}
-	return bins, nil
-}
-
 // bench is one synthetic web with its ground truth and the crawler binaries.
 type bench struct {
 	cfg       config
 	work      string
-	bins      map[string]string
+	bins      map[string]prepared
+	skipped   []string // crawlers not installed, with the reason
 	srv       *websim.Server
 	truth     *websim.Truth
 	truthTime time.Duration
@@ -62,7 +34,7 @@ type bench struct {
 	log       io.Writer
 }
 
-func newBench(ctx context.Context, cfg config, work string, bins map[string]string, log io.Writer) (*bench, error) {
+func newBench(ctx context.Context, cfg config, work string, bins map[string]prepared, log io.Writer) (*bench, error) {
 	wc := websim.Config{
 		Seed: cfg.Seed, Hosts: cfg.Hosts, PagesPerHost: cfg.Pages, Latency: cfg.Latency,
 		CrawlDelay: cfg.CrawlDelay, LogCap: 10_000_000,
@@ -107,6 +79,7 @@ type result struct {
 	MaxRSS    int64         // peak resident set of the crawler process (ru_maxrss), bytes
 	ServerCPU time.Duration // user + system time of this process (websim, launcher start) during the run
 	Self      *selfReport   // the crawler's own JSON line, when it prints one
+	Exit      int           // exit code of a run that ended normally (wget's 8: some pages answered errors)
 	Err       error
 }
 
@@ -116,6 +89,16 @@ func (r result) PagesPerSec() float64 {
 		return 0
 	}
 	return float64(r.Log.Pages) / r.Wall.Seconds()
+}
+
+// TruthPerSec is distinct ground-truth URLs fetched per wall second: the
+// useful work, which a crawler fetching duplicates, HEAD probes or URLs
+// outside the rules does not inflate.
+func (r result) TruthPerSec() float64 {
+	if r.Wall <= 0 {
+		return 0
+	}
+	return float64(r.Log.Covered) / r.Wall.Seconds()
 }
 
 // CPUPer1k is crawler CPU seconds per 1,000 pages.
@@ -159,24 +142,9 @@ func (b *bench) runAll(ctx context.Context) ([]result, error) {
 	return out, nil
 }
 
-// args returns the command line of one crawler.
+// args returns the command line of one crawler after its program.
 func (b *bench) args(name, data string) []string {
-	c := b.cfg
-	var a []string
-	switch name {
-	case "spider":
-		a = []string{"crawl", "--data", data, "--delay", c.Delay.String(), "--per-host", strconv.Itoa(c.PerHost),
-			"--concurrency", strconv.Itoa(c.Concurrency), "--allow-private", "--resolve-file", b.resolve,
-			"--scope", "any", "--max-depth", strconv.Itoa(c.Depth), "--quiet"}
-	case "colly":
-		a = []string{"--resolve-file", b.resolve, "--max-depth", strconv.Itoa(c.Depth),
-			"--parallelism", strconv.Itoa(c.Concurrency), "--delay", c.Delay.String(),
-			"--suffixes", strings.Join(websim.DefaultSuffixes(), ",")}
-	case "bare":
-		a = []string{"--resolve-file", b.resolve, "--max-depth", strconv.Itoa(c.Depth),
-			"--parallelism", strconv.Itoa(c.Concurrency), "--suffixes", strings.Join(websim.DefaultSuffixes(), ",")}
-	}
-	return append(a, b.seeds...)
+	return crawlerArgs(b.cfg, name, data, b.resolve, b.srv.Addr(), b.seeds)
 }
 
 // runOne runs one crawler to its end with an empty access log and measures it.
@@ -192,15 +160,24 @@ func (b *bench) runOne(ctx context.Context, name string, n int) result {
 		res.Err = fmt.Errorf("cannot find peerbench's executable for the launcher: %w", err)
 		return res
 	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		res.Err = fmt.Errorf("cannot create the data directory: %w", err)
+		return res
+	}
 	usageFile := filepath.Join(b.work, fmt.Sprintf("usage-%s-%d.json", name, n))
-	args := append([]string{measureArg, usageFile, b.bins[name]}, b.args(name, data)...)
+	args := append(append([]string{measureArg, usageFile}, b.bins[name].Argv...), b.args(name, data)...)
 	cmd := exec.CommandContext(ctx, self, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Dir = b.work
+	cmd.Dir = data
+	cmd.Env = crawlerEnv(name, data)
 	before := selfCPU()
 	err = cmd.Run()
 	res.ServerCPU = selfCPU() - before
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) && ctx.Err() == nil && okExit(name, exitErr.ExitCode()) {
+		res.Exit, err = exitErr.ExitCode(), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("stopped after %s: %w", b.cfg.Timeout, ctx.Err())
@@ -267,13 +244,29 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// printReport writes the settings, one Markdown table row per run and the
-// ratios of spider's median pages/s to the others'.
+// peers are the crawlers compared with spider, in report order (bare is
+// the floor, not a peer).
+var peers = []string{"colly", "crawlee", "scrapy", "wget", "wget2"}
+
+// printReport writes the settings, the versions, one Markdown table row per
+// run, each crawler's median pages/s against spider's (and against the
+// politeness bound in the latency-bound regime), the goals and the notes.
 func printReport(w io.Writer, cfg config, b *bench, results []result) {
 	fmt.Fprintf(w, "\nwebsim: seed %d, %d hosts × %d pages, latency %s, robots %s; crawl: %d seeds, depth %d, scope any, concurrency %d, per-host %d, delay %s\n",
 		cfg.Seed, cfg.Hosts, cfg.Pages, cfg.Latency, map[bool]string{false: "allow-all", true: "menu"}[cfg.Robots],
 		cfg.Seeds, cfg.Depth, cfg.Concurrency, cfg.PerHost, cfg.Delay)
-	fmt.Fprintf(w, "ground truth: %d URLs to fetch, computed in %s\n\n", len(b.truth.MustFetch), b.truthTime.Round(time.Millisecond))
+	if len(cfg.SpiderArgs) > 0 {
+		fmt.Fprintf(w, "spider extra arguments: %s\n", strings.Join(cfg.SpiderArgs, " "))
+	}
+	fmt.Fprintf(w, "ground truth: %d URLs to fetch, computed in %s\n", len(b.truth.MustFetch), b.truthTime.Round(time.Millisecond))
+	fmt.Fprintln(w, "versions:")
+	for _, name := range cfg.Crawlers {
+		fmt.Fprintf(w, "- %s: %s\n", name, b.bins[name].Version)
+	}
+	for _, s := range b.skipped {
+		fmt.Fprintf(w, "- %s\n", s)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| crawler | pages | outside truth | coverage | robots viol. | dup. fetches | hosts > per-host | max open/host | gap viol. | errors | wall s | pages/s | CPU s/1k pages | peak RSS MiB | websim CPU s |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range results {
@@ -293,12 +286,73 @@ func printReport(w io.Writer, cfg config, b *bench, results []result) {
 			r.Log.PolitenessHosts, r.Log.MaxOpen, gap, r.Log.Errors, r.Wall.Seconds(), r.PagesPerSec(), r.CPUPer1k(),
 			float64(r.MaxRSS)/(1<<20), r.ServerCPU.Seconds())
 	}
-	med := map[string]float64{}
+	med := medians(cfg.Crawlers, results, result.PagesPerSec)
+	useful := medians(cfg.Crawlers, results, result.TruthPerSec)
+	bd := politenessBound(b.truth.MustFetch, b.truth.Depth, cfg.Concurrency, cfg.Delay, cfg.Latency)
+	fmt.Fprintln(w)
+	if bd.Makespan > 0 {
+		fmt.Fprintf(w, "politeness bound (one connection per host, starts %s apart, latency %s, concurrency %d): period %s per host;\n",
+			cfg.Delay, cfg.Latency, cfg.Concurrency, bd.Period)
+		fmt.Fprintf(w, "  steady state min(%d hosts / %s, %d / %s) = %.0f pages/s; whole crawl (%d URLs, busiest host %d + robots.txt) %.0f pages/s; depth levels one after another (%d levels) %.0f pages/s\n\n",
+			bd.Hosts, bd.Period, cfg.Concurrency, cfg.Latency, bd.Rate, bd.Pages, bd.MaxHost, bd.Makespan, bd.Levels, bd.LevelsBound)
+	}
+	fmt.Fprint(w, "| crawler | median pages/s | spider / crawler | median truth pages/s | spider / crawler (truth) |")
+	if bd.Makespan > 0 {
+		fmt.Fprint(w, " fraction of the whole-crawl bound | fraction of the levels bound |")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "|---|--:|--:|--:|--:|")
+	if bd.Makespan > 0 {
+		fmt.Fprint(w, "--:|--:|")
+	}
+	fmt.Fprintln(w)
 	for _, name := range cfg.Crawlers {
+		m, ok := med[name]
+		if !ok {
+			continue
+		}
+		ratio := "–"
+		if name != "spider" && med["spider"] > 0 && m > 0 {
+			ratio = fmt.Sprintf("%.2f", med["spider"]/m)
+		}
+		uratio := "–"
+		if name != "spider" && useful["spider"] > 0 && useful[name] > 0 {
+			uratio = fmt.Sprintf("%.2f", useful["spider"]/useful[name])
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %s | %.0f | %s |", name, m, ratio, useful[name], uratio)
+		if bd.Makespan > 0 {
+			fmt.Fprintf(w, " %.2f | %.2f |", m/bd.Makespan, m/bd.LevelsBound)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	printGoals(w, cfg, bd, med, useful, results)
+	for _, name := range cfg.Crawlers {
+		if n := peerNotes[name]; n != "" {
+			fmt.Fprintf(w, "note: %s: %s\n", name, n)
+		}
+	}
+	for _, r := range results {
+		if r.Self != nil && r.Self.Pages != int64(r.Log.Pages) {
+			fmt.Fprintf(w, "note: %s run %d counted %d pages itself, the access log %d\n", r.Crawler, r.Run, r.Self.Pages, r.Log.Pages)
+		}
+		if r.Exit != 0 {
+			fmt.Fprintf(w, "note: %s run %d exited %d (its code for a crawl that met error answers or network failures)\n", r.Crawler, r.Run, r.Exit)
+		}
+	}
+	if errs := failed(results); errs != nil {
+		fmt.Fprintf(w, "failures: %v\n", errs)
+	}
+}
+
+// medians returns each crawler's median of f over its successful runs.
+func medians(names []string, results []result, f func(result) float64) map[string]float64 {
+	med := map[string]float64{}
+	for _, name := range names {
 		var v []float64
 		for _, r := range results {
 			if r.Crawler == name && r.Err == nil {
-				v = append(v, r.PagesPerSec())
+				v = append(v, f(r))
 			}
 		}
 		if len(v) > 0 {
@@ -306,19 +360,50 @@ func printReport(w io.Writer, cfg config, b *bench, results []result) {
 			med[name] = v[len(v)/2]
 		}
 	}
-	fmt.Fprintln(w)
-	for _, other := range []string{"colly", "bare"} {
-		if med["spider"] > 0 && med[other] > 0 {
-			fmt.Fprintf(w, "spider/%s pages/s: %.2f (%.0f / %.0f)\n", other, med["spider"]/med[other], med["spider"], med[other])
-		}
+	return med
+}
+
+// printGoals states issue 11's goals against the measurements: in the
+// CPU-bound regime spider ≥ 2× the fastest peer with no robots, politeness or
+// duplicate violation; in the latency-bound regime spider within 10% of the
+// politeness bound.
+func printGoals(w io.Writer, cfg config, bd bound, med, useful map[string]float64, results []result) {
+	if med["spider"] == 0 {
+		return
 	}
+	viol := 0
 	for _, r := range results {
-		if r.Self != nil && r.Self.Pages != int64(r.Log.Pages) {
-			fmt.Fprintf(w, "note: %s run %d counted %d pages itself, the access log %d\n", r.Crawler, r.Run, r.Self.Pages, r.Log.Pages)
+		if r.Crawler == "spider" {
+			viol += r.Log.RobotsViolations + r.Log.PolitenessHosts + r.Log.Duplicates
+			if cfg.Delay > 0 {
+				viol += r.Log.GapHosts
+			}
 		}
 	}
-	if errs := failed(results); errs != nil {
-		fmt.Fprintf(w, "failures: %v\n", errs)
+	yes := map[bool]string{true: "met", false: "NOT met"}
+	if bd.Makespan > 0 {
+		f := med["spider"] / bd.Makespan
+		fmt.Fprintf(w, "goal (latency-bound): spider within 10%% of the politeness bound: %.0f / %.0f = %.2f: %s; violations %d\n",
+			med["spider"], bd.Makespan, f, yes[f >= 0.9 && viol == 0], viol)
+		return
+	}
+	for _, m := range []struct {
+		what string
+		med  map[string]float64
+	}{{"pages/s", med}, {"truth pages/s", useful}} {
+		fastest, best := "", 0.0
+		for _, p := range peers {
+			if m.med[p] > best {
+				fastest, best = p, m.med[p]
+			}
+		}
+		if fastest == "" {
+			fmt.Fprintf(w, "goal (CPU-bound): no peer ran; spider violations %d\n", viol)
+			return
+		}
+		ratio := m.med["spider"] / best
+		fmt.Fprintf(w, "goal (CPU-bound, %s): spider ≥ 2× the fastest peer (%s): %.0f / %.0f = %.2f, violations %d: %s\n",
+			m.what, fastest, m.med["spider"], best, ratio, viol, yes[ratio >= 2 && viol == 0])
 	}
 }
 

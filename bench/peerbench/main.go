@@ -1,21 +1,31 @@
-// Command peerbench runs the single-node crawler benchmarks of issue 3 side
-// by side: it starts websim in-process (so it has the access log), computes
-// the ground truth for the crawl's rules, builds and runs `spider crawl`, the
-// Colly peer (bench/peers/colly) and the bare loop (bench/bare) one after the
-// other against the same web, and prints for each: pages fetched, coverage of
-// the ground truth, robots.txt violations, duplicate fetches, politeness
-// violations, pages/s, CPU seconds per 1,000 pages and peak RSS, then the
-// pages/s ratios spider/colly and spider/bare.
+// Command peerbench runs the single-node crawler benchmarks of issues 3 and
+// 11 side by side: it starts websim in-process (so it has the access log),
+// computes the ground truth for the crawl's rules, builds or finds `spider
+// crawl`, the Colly peer (bench/peers/colly), the bare loop (bench/bare),
+// Crawlee (bench/peers/crawlee, Node), Scrapy (bench/peers/scrapy, Debian's
+// python3-scrapy), wget and wget2, runs them one after the other against the
+// same web, and prints for each: pages fetched, coverage of the ground truth,
+// robots.txt violations, duplicate fetches, politeness violations, pages/s,
+// CPU seconds per 1,000 pages and peak RSS, then spider's pages/s against
+// each peer's. A crawler that is not installed is skipped with a note.
+//
+// With --latency (the latency-bound regime) it also prints the bound the
+// politeness rules set on pages/s and each crawler's fraction of it. With
+// --frontier DURATION it runs the large-frontier experiment instead: each
+// crawler runs that long on a large web while RSS, pages/s and discovered
+// URLs are sampled (see frontier.go).
 //
 // Run it from the repository (it finds the root by its go.mod):
 //
 //	go run ./bench/peerbench                          # CPU-bound: 1,000 hosts × 100 pages
 //	go run ./bench/peerbench --hosts 200 --pages 50 --depth 4 --seeds 5   # quick
 //	go run ./bench/peerbench --latency 50ms --delay 100ms                  # latency-bound
+//	go run ./bench/peerbench --frontier 4m --hosts 200000 --depth -1 --crawlers spider,colly
 //
-// Every crawler gets the same seeds, depth, concurrency, suffixes and
-// robots.txt agent; only spider is asked for per-host politeness (the bare
-// loop has none by design, Colly's LimitRule is global).
+// Every crawler gets the same seeds, depth, concurrency, suffixes, delay and
+// robots.txt agent, and every one that can be configured so is asked for one
+// connection per host; peerNotes (peers.go) says, in the report, what each
+// peer cannot be configured to do.
 package main
 
 import (
@@ -64,10 +74,15 @@ type config struct {
 	Crawlers    []string
 	Repeat      int
 	Timeout     time.Duration // per crawler run
+	SpiderArgs  []string      // extra arguments of spider crawl
+	Frontier    time.Duration // > 0: large-frontier mode, each crawler runs this long (no ground truth)
+	Sample      time.Duration // frontier mode: sampling period
+	MaxRSS      int64         // frontier mode: a crawler above this RSS (bytes) is stopped
+	Noise       bool          // websim's noise feature (session ids, tracking parameters, calendars)
 }
 
 // knownCrawlers are the names accepted by --crawlers, in run order.
-var knownCrawlers = []string{"spider", "colly", "bare"}
+var knownCrawlers = []string{"spider", "colly", "bare", "crawlee", "scrapy", "wget", "wget2"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -90,9 +105,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	crawlers := fs.String("crawlers", strings.Join(knownCrawlers, ","), "crawlers to run, in order")
 	fs.IntVar(&c.Repeat, "repeat", 1, "runs of each crawler (interleaved); ratios use the median pages/s")
 	fs.DurationVar(&c.Timeout, "timeout", 15*time.Minute, "longest run of one crawler")
+	spiderArgs := fs.String("spider-args", "", "extra space-separated arguments of spider crawl, e.g. \"--loose-depth\"")
+	fs.DurationVar(&c.Frontier, "frontier", 0, "large-frontier mode: run each crawler this long on the web (no ground truth, unlimited depth with --depth -1) sampling RSS, pages/s and discovered URLs")
+	fs.DurationVar(&c.Sample, "sample", 5*time.Second, "frontier mode: sampling period")
+	maxRSS := fs.Int("max-rss-mib", 4096, "frontier mode: stop a crawler whose RSS exceeds this many MiB (protects the shared machine)")
+	fs.BoolVar(&c.Noise, "noise", false, "enable websim's noise behaviour (session ids, tracking parameters, calendars: many more distinct URLs)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.SpiderArgs = strings.Fields(*spiderArgs)
+	c.MaxRSS = int64(*maxRSS) << 20
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("cannot use arguments %q: peerbench takes flags only", fs.Args())
 	}
@@ -117,8 +139,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("cannot use --hosts, --pages or --seeds below 1")
 	case c.Concurrency < 1 || c.PerHost < 1 || c.Repeat < 1:
 		return c, errors.New("cannot use --concurrency, --per-host or --repeat below 1")
-	case c.Depth < 0:
-		return c, errors.New("cannot use a negative --depth: the ground truth needs a bound")
+	case c.Depth < 0 && c.Frontier == 0:
+		return c, errors.New("cannot use a negative --depth: the ground truth needs a bound (only --frontier runs without one)")
+	case c.Frontier < 0 || (c.Frontier > 0 && (c.Sample <= 0 || c.MaxRSS <= 0)):
+		return c, errors.New("cannot use a negative --frontier, or --frontier with --sample or --max-rss-mib not above 0")
 	}
 	if c.Root == "" {
 		root, err := findRoot()
@@ -166,15 +190,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if err := os.MkdirAll(work, 0o755); err != nil {
 		return fmt.Errorf("cannot create work directory: %w", err)
 	}
-	fmt.Fprintf(stderr, "building %s into %s\n", strings.Join(cfg.Crawlers, ", "), work)
-	bins, err := build(ctx, cfg.Root, work, cfg.Crawlers)
+	fmt.Fprintf(stderr, "preparing %s in %s\n", strings.Join(cfg.Crawlers, ", "), work)
+	bins, skipped, err := prepare(ctx, cfg.Root, work, cfg.Crawlers)
 	if err != nil {
 		return err
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(stderr, s)
+	}
+	var run []string
+	for _, name := range cfg.Crawlers {
+		if _, ok := bins[name]; ok {
+			run = append(run, name)
+		}
+	}
+	cfg.Crawlers = run
+	if len(run) == 0 {
+		return fmt.Errorf("cannot run any crawler: %s", strings.Join(skipped, "; "))
+	}
+	if cfg.Frontier > 0 {
+		return runFrontier(ctx, cfg, work, bins, skipped, stdout, stderr)
 	}
 	b, err := newBench(ctx, cfg, work, bins, stderr)
 	if err != nil {
 		return err
 	}
+	b.skipped = skipped
 	defer b.close()
 	results, err := b.runAll(ctx)
 	printReport(stdout, cfg, b, results)

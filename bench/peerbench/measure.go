@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -30,7 +31,8 @@ type usage struct {
 
 // measureMain is the launcher: args are OUT_FILE PROGRAM ARGS.... It runs the
 // program with this process's standard streams, kills it if the launcher
-// dies, writes its usage to OUT_FILE and returns the exit code to use.
+// dies, writes the crawler's pid to OUT_FILE.pid once it started and its
+// usage to OUT_FILE at its end, and returns the exit code to use.
 func measureMain(args []string) int {
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "peerbench: cannot measure: want", measureArg, "OUT_FILE PROGRAM [ARGS...]")
@@ -42,7 +44,12 @@ func measureMain(args []string) int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		// The pid file lets the frontier sampler read the crawler's /proc entry.
+		_ = os.WriteFile(args[0]+".pid", []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+		err = cmd.Wait()
+	}
 	u := usage{WallNS: int64(time.Since(start))}
 	var exitErr *exec.ExitError
 	switch {

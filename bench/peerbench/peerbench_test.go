@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -89,12 +91,16 @@ func TestParseFlags(t *testing.T) {
 		check   func(config) bool
 	}{
 		{"defaults", []string{"--root", root}, "", func(c config) bool {
-			return c.Hosts == 1000 && c.Pages == 100 && c.Depth == 6 && strings.Join(c.Crawlers, ",") == "spider,colly,bare"
+			return c.Hosts == 1000 && c.Pages == 100 && c.Depth == 6 && strings.Join(c.Crawlers, ",") == "spider,colly,bare,crawlee,scrapy,wget,wget2"
 		}},
 		{"subset", []string{"--root", root, "--crawlers", "bare, spider", "--latency", "50ms", "--delay", "100ms"}, "", func(c config) bool {
 			return strings.Join(c.Crawlers, ",") == "bare,spider" && c.Latency == 50*time.Millisecond && c.Delay == 100*time.Millisecond
 		}},
-		{"unknown crawler", []string{"--root", root, "--crawlers", "scrapy"}, "cannot run crawler", nil},
+		{"unknown crawler", []string{"--root", root, "--crawlers", "heritrix"}, "cannot run crawler", nil},
+		{"peers", []string{"--root", root, "--crawlers", "scrapy,wget2,crawlee"}, "", func(c config) bool { return len(c.Crawlers) == 3 }},
+		{"frontier unbounded", []string{"--root", root, "--frontier", "1m", "--depth", "-1"}, "", func(c config) bool { return c.Frontier == time.Minute && c.MaxRSS == 4096<<20 }},
+		{"bad sample", []string{"--root", root, "--frontier", "1m", "--sample", "0s"}, "--sample", nil},
+		{"spider args", []string{"--root", root, "--spider-args", " --loose-depth  --seen bloom"}, "", func(c config) bool { return strings.Join(c.SpiderArgs, ",") == "--loose-depth,--seen,bloom" }},
 		{"no crawler", []string{"--root", root, "--crawlers", ","}, "without crawlers", nil},
 		{"negative depth", []string{"--root", root, "--depth", "-1"}, "negative --depth", nil},
 		{"zero hosts", []string{"--root", root, "--hosts", "0"}, "below 1", nil},
@@ -163,7 +169,26 @@ func TestMeasure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, tc.name+".json")
-			if code := measureMain(append([]string{out}, tc.args...)); code != tc.wantExit {
+			// As peerbench does: a fresh, small launcher process (this test
+			// binary, through TestMain), whatever this process's own RSS.
+			self, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(self, append([]string{measureArg, out}, tc.args...)...)
+			err = cmd.Run()
+			code := 0
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) {
+				code = exitErr.ExitCode()
+			} else if err != nil {
+				t.Fatalf("launcher: %v", err)
+			}
+			if code != tc.wantExit {
+				t.Fatalf("launcher exit %d, want %d", code, tc.wantExit)
+			}
+			// In-process too: the exit code is the program's.
+			if code := measureMain(append([]string{out + ".in"}, tc.args...)); code != tc.wantExit {
 				t.Fatalf("exit %d, want %d", code, tc.wantExit)
 			}
 			u, err := readUsage(out)

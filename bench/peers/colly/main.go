@@ -65,6 +65,17 @@ type options struct {
 	Suffixes    []string          // lower-case path suffixes not fetched
 	UserAgent   string
 	Timeout     time.Duration
+	Progress    time.Duration // > 0: print a progressLine to ProgressOut this often
+	ProgressOut io.Writer
+}
+
+// progressLine is printed every options.Progress: pages done and URLs
+// discovered (Visit calls Colly accepted: new, in depth, allowed).
+type progressLine struct {
+	Progress   bool    `json:"progress"`
+	Pages      int64   `json:"pages"`
+	Discovered int64   `json:"discovered"`
+	Seconds    float64 `json:"seconds"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	suffixes := fs.String("suffixes", defaultSuffixes, "comma-separated path suffixes not fetched")
 	ua := fs.String("user-agent", "spider/0.1 (+https://github.com/spider-crawler/spider)", "User-Agent header (its product token selects the robots.txt group)")
 	timeout := fs.Duration("timeout", 60*time.Second, "time-out of one request")
+	progress := fs.Duration("progress", 0, "print a JSON progress line on stderr this often (0: never)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: colly [flags] SEED_URL...")
 		fs.PrintDefaults()
@@ -105,6 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	res, err := crawl(ctx, options{
 		Seeds: fs.Args(), MaxDepth: *maxDepth, Parallelism: *par, Delay: *delay,
 		Resolve: resolve, Suffixes: sfx, UserAgent: *ua, Timeout: *timeout,
+		Progress: *progress, ProgressOut: stderr,
 	})
 	if err != nil {
 		return err
@@ -117,7 +130,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // Pages are requests that completed (any answer or network error), Errors
 // those that Colly reported through OnError.
 func crawl(ctx context.Context, opt options) (report, error) {
-	var pages, errs atomic.Int64
+	var pages, errs, discovered atomic.Int64
+	if opt.Progress > 0 && opt.ProgressOut != nil {
+		start := time.Now()
+		enc := json.NewEncoder(opt.ProgressOut)
+		print := func() {
+			_ = enc.Encode(progressLine{Progress: true, Pages: pages.Load(), Discovered: discovered.Load(),
+				Seconds: time.Since(start).Seconds()})
+		}
+		t := time.NewTicker(opt.Progress)
+		done, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					print()
+				}
+			}
+		}()
+		defer func() { // a last line with the final counts
+			t.Stop()
+			close(done)
+			<-stopped
+			print()
+		}()
+	}
 	depth := 0 // Colly: 0 means unlimited
 	if opt.MaxDepth >= 0 {
 		depth = opt.MaxDepth + 1 // Colly's seeds have depth 1
@@ -162,7 +202,9 @@ func crawl(ctx context.Context, opt options) (report, error) {
 				return
 			}
 		}
-		_ = r.Visit(u.String()) // already visited, too deep, robots: skipped
+		if r.Visit(u.String()) == nil { // else already visited, too deep, robots: skipped
+			discovered.Add(1)
+		}
 	}
 	c.OnHTML("a[href], area[href], link[href], iframe[src], frame[src], meta[http-equiv][content]", func(e *colly.HTMLElement) {
 		switch e.Name {
@@ -187,8 +229,12 @@ func crawl(ctx context.Context, opt options) (report, error) {
 		// A seed robots.txt disallows is skipped, as spider does; with
 		// Async, an earlier seed's page may already have queued a later seed.
 		var already *colly.AlreadyVisitedError
-		if err := c.Visit(s); err != nil && !errors.Is(err, colly.ErrRobotsTxtBlocked) && !errors.As(err, &already) {
+		err := c.Visit(s)
+		if err != nil && !errors.Is(err, colly.ErrRobotsTxtBlocked) && !errors.As(err, &already) {
 			return report{}, fmt.Errorf("cannot visit seed %q: %w", s, err)
+		}
+		if err == nil {
+			discovered.Add(1)
 		}
 	}
 	c.Wait()

@@ -95,6 +95,33 @@ func TestCrawl(t *testing.T) {
 	}
 }
 
+// TestProgress checks the --progress lines the frontier benchmark reads: the
+// last one holds the final counts (6 pages; 6 URLs accepted: the seed, four
+// links of its page within depth 1 and other.test's index).
+func TestProgress(t *testing.T) {
+	s := &site{}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	resolve := filepath.Join(t.TempDir(), "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(fmt.Sprintf("site.test:%s:127.0.0.1\nother.test:%s:127.0.0.1\n", port, port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"--resolve-file", resolve, "--max-depth", "1", "--progress", "1ms", "http://site.test:" + port + "/"}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	var last progressLine
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || !last.Progress {
+		t.Fatalf("last stderr line %q is not a progress line: %v", lines[len(lines)-1], err)
+	}
+	if last.Pages != 6 || last.Discovered != 6 {
+		t.Errorf("final progress %+v, want 6 pages and 6 discovered", last)
+	}
+}
+
 func TestRunRejectsBadUse(t *testing.T) {
 	for _, args := range [][]string{
 		{},
