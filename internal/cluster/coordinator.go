@@ -72,6 +72,12 @@ type CoordinatorConfig struct {
 	// Retry is how often buckets that should be this node's but are still held by their
 	// previous owner are asked for again. Default a third of the lease TTL.
 	Retry time.Duration
+	// Settle is how long the member list must stay unchanged before the
+	// node first acquires buckets (at most 5 × Settle in all). Nodes started
+	// together then see each other and split the buckets at once, instead
+	// of the first one taking them all and handing most over a Retry later.
+	// 0: act on the first list.
+	Settle time.Duration
 	// Drain is called before a bucket is released on purpose and must return once the
 	// node has stopped working on it (flushed its writes); the lease is held meanwhile.
 	// Nil: release at once.
@@ -224,6 +230,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	views := c.m.Watch(ctx)
 	retry := time.NewTicker(c.cfg.Retry)
 	defer retry.Stop()
+	settled := c.cfg.Settle <= 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -231,6 +238,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case v, ok := <-views:
 			if !ok {
 				return c.shutdown()
+			}
+			if !settled {
+				v = settle(ctx, views, v, c.cfg.Settle)
+				settled = true
 			}
 			if err := c.setView(v); err != nil {
 				c.log.Error("cannot compute the bucket table; keeping the previous one", "epoch", v.Epoch, "err", err)
@@ -240,6 +251,32 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case <-c.lostCh:
 		}
 		c.reconcile(ctx)
+	}
+}
+
+// settle returns the last view of views once none came for quiet, or after
+// 5 × quiet, or when ctx ends.
+func settle(ctx context.Context, views <-chan View, v View, quiet time.Duration) View {
+	limit := time.NewTimer(5 * quiet)
+	defer limit.Stop()
+	for {
+		t := time.NewTimer(quiet)
+		select {
+		case nv, ok := <-views:
+			t.Stop()
+			if !ok {
+				return v
+			}
+			v = nv
+		case <-t.C:
+			return v
+		case <-limit.C:
+			t.Stop()
+			return v
+		case <-ctx.Done():
+			t.Stop()
+			return v
+		}
 	}
 }
 

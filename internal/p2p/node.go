@@ -90,6 +90,14 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// settleTime is how long a starting node waits for the member list to stop
+// changing before it takes buckets; handoverRetry how often it asks again
+// for buckets their previous owner still holds.
+const (
+	settleTime    = 300 * time.Millisecond
+	handoverRetry = 250 * time.Millisecond
+)
+
 // Node is one peer of a peer-to-peer crawl.
 type Node struct {
 	opt     Options
@@ -196,6 +204,9 @@ func (n *Node) Run(ctx context.Context) error {
 	n.coord, err = cluster.NewCoordinator(n.rdb, n.mem, cluster.CoordinatorConfig{
 		Buckets: n.opt.Buckets, Leases: cluster.LeasesConfig{TTL: n.opt.LeaseTTL, Logger: n.log},
 		Drain: n.drain, Logger: n.log,
+		// Nodes started together split the buckets at once; a bucket handed
+		// over is asked for again soon, not a third of the lease TTL later.
+		Settle: settleTime, Retry: min(n.opt.LeaseTTL/3, handoverRetry),
 	})
 	if err != nil {
 		return err
