@@ -85,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 130
 		}
 		fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
+		if errors.Is(err, syscall.ENOSPC) {
+			fmt.Fprintln(stderr, "spider: the disk holding the data directory is full; free space (or move --data) and run the same command again: it resumes where it stopped")
+		}
 		return 1
 	}
 	fmt.Fprintf(stderr, "spider: unknown command %q\n\n", args[0])

@@ -28,7 +28,8 @@ func Transient(err error) bool {
 	s := err.Error()
 	// EXECABORT: a MULTI whose queued commands were refused (LOADING while
 	// the append-only file is replayed); nothing of it ran.
-	return strings.HasPrefix(s, "LOADING") || strings.HasPrefix(s, "EXECABORT") || strings.Contains(s, "connection refused") ||
+	// The Redis error may come wrapped ("cannot complete …: LOADING …").
+	return strings.Contains(s, "LOADING ") || strings.Contains(s, "EXECABORT ") || strings.Contains(s, "connection refused") ||
 		strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
 }
 

@@ -375,6 +375,12 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 			res.rec.Outcome, res.rec.Error = OutcomeForbiddenAddress, cause.Error()
 			return res
 		}
+		var dnsErr *net.DNSError
+		if cause != nil && errors.As(cause, &dnsErr) && dnsErr.IsNotFound {
+			// The name does not exist (NXDOMAIN): retrying will not help.
+			res.rec.Outcome, res.rec.Error = OutcomeDNS, cause.Error()
+			return res
+		}
 		// RFC 9309 §2.3.1.4: the server may be down; assume complete
 		// disallow and try again later. The retries are counted per host:
 		// once its robots.txt failed more than MaxRetries times in a row,
@@ -388,6 +394,11 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 			return res
 		}
 		res.rec.Outcome, res.rec.Error = OutcomeRobotsUnavailable, "robots.txt unavailable (5xx or unreachable) after retries"
+		if cause != nil && errorOutcome(cause) == OutcomeDNS {
+			// The host never resolved (DNS time-outs or server failures):
+			// name the cause, not robots.txt.
+			res.rec.Outcome, res.rec.Error = OutcomeDNS, cause.Error()
+		}
 		return res
 	}
 	if !group.Allowed(u.RequestURI()) {

@@ -276,7 +276,7 @@ func (n *Node) events(ctx context.Context) error {
 				}
 				var st *rstate.Store
 				err := cluster.Retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
-				if errors.Is(err, rstate.ErrFenced) {
+				if lostBucket(err) {
 					continue // it moved on already; its new owner has it
 				}
 				if err != nil {
@@ -290,7 +290,7 @@ func (n *Node) events(ctx context.Context) error {
 					reqs = reqs[:0]
 					return st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil })
 				})
-				if errors.Is(err, rstate.ErrFenced) {
+				if lostBucket(err) {
 					n.bs.drop(ev.Bucket, 0)
 					continue
 				}

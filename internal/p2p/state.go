@@ -126,7 +126,7 @@ func (b *buckets) discover(ctx context.Context, reqs []frontier.Request) ([]fron
 			var got []frontier.Request
 			cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
 			err := cluster.Retry(ctx, func() (err error) { got, err = st.Discover(cctx, rs); return err })
-			if errors.Is(err, rstate.ErrFenced) {
+			if lostBucket(err) {
 				remote[b.route(n)] = append(remote[b.route(n)], rs...)
 				continue
 			}
@@ -181,7 +181,7 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 	var res state.Result
 	cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
 	err = cluster.Retry(ctx, func() (err error) { res, err = st.Complete(cctx, r, o, same); return err })
-	if errors.Is(err, rstate.ErrFenced) {
+	if lostBucket(err) {
 		b.log.Warn("completion fenced: the bucket moved; its new owner fetches the URL again", "url", r.URL, "bucket", n)
 		return state.Result{New: news}, nil
 	}
@@ -201,7 +201,7 @@ func (b *buckets) UpdatePending(ctx context.Context, r frontier.Request) error {
 		return nil
 	}
 	err := cluster.Retry(ctx, func() error { return st.UpdatePending(ctx, r) })
-	if errors.Is(err, rstate.ErrFenced) {
+	if lostBucket(err) {
 		return nil
 	}
 	return err
@@ -225,6 +225,9 @@ func (b *buckets) Current(ctx context.Context, r frontier.Request) (bool, error)
 	}
 	var cur bool
 	err := cluster.Retry(ctx, func() (err error) { cur, err = st.Current(ctx, r); return err })
+	if lostBucket(err) {
+		err = nil // not ours any more: not current here
+	}
 	if err != nil || !cur {
 		b.release(n)
 		return false, err
@@ -281,4 +284,12 @@ func (b *buckets) Close() error {
 		delete(b.owned, n)
 	}
 	return nil
+}
+
+// lostBucket reports whether err says the bucket's store is no longer this
+// node's: fenced by a newer owner, or closed because its lease was lost
+// while the call ran (a node cut from Redis longer than the lease). Either
+// way the URL belongs to the bucket's new owner, which fetches it again.
+func lostBucket(err error) bool {
+	return errors.Is(err, rstate.ErrFenced) || errors.Is(err, rstate.ErrClosed)
 }
