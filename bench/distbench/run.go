@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spider-crawler/spider/internal/websim"
 	"io"
 	"os"
 	"path/filepath"
@@ -235,6 +236,9 @@ func (b *bench) run(ctx context.Context, w *web, spec runSpec) *runResult {
 	res.Wall = span(ps)
 	res.Start = firstStart(ps)
 	waitQuiet(w.srv.Log())
+	if os.Getenv("DISTBENCH_TIMELINE") != "" {
+		timeline(b.log, spec.Name, firstStart(ps), w.srv.Log().Entries())
+	}
 	res.BenchCPU = selfCPU() - cpu0
 	for _, p := range ps {
 		if p.Err != nil && res.Err == nil {
@@ -477,4 +481,18 @@ func idleReports(ctx context.Context, rdb *redis.Client, crawlName string) strin
 		return t
 	}
 	return fmt.Sprintf("idle reports: %s; URLs sent %d, received %d", strings.Join(parts, ", "), sum("sent"), sum("received"))
+}
+
+// timeline writes the requests started in each second of a run (with
+// DISTBENCH_TIMELINE set), to see where a run loses time.
+func timeline(out io.Writer, name string, start time.Time, entries []websim.Entry) {
+	var per []int
+	for _, e := range entries {
+		i := int(e.Time.Sub(start) / time.Second)
+		for len(per) <= i {
+			per = append(per, 0)
+		}
+		per[i]++
+	}
+	fmt.Fprintf(out, "  timeline %s (requests per second from the first start): %v\n", name, per)
 }

@@ -79,13 +79,15 @@ func (d *dispatcher) send(byDest map[string][]frontier.Request) func() error {
 		d.buf = append(d.buf, rs...)
 	}
 	d.waiters = append(d.waiters, ch)
-	full := len(d.buf) >= d.size
 	d.mu.Unlock()
-	if full {
-		select {
-		case d.wake <- struct{}{}:
-		default:
-		}
+	// Group commit: wake the dispatcher at once. While it is sending one
+	// batch the next one fills up, so batches grow with the load (up to
+	// size) and no completion waits for the timer: waiting for it held a
+	// fetch slot ~25 ms longer for every page with links to other nodes'
+	// hosts, which cost a node a sixth of its pages/s.
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 	return func() error {
 		select {
