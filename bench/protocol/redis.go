@@ -1,104 +1,30 @@
 package main
 
-// The redis-server helper below is copied from bench/distbench (a separate main
-// package), trimmed to what this benchmark uses.
-
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/bench/internal/redisproc"
 )
 
-// redisServer is a redis-server process owned by the benchmark: loopback
-// only, persistence off, its own directory.
+// redisServer is a redis-server process owned by the benchmark
+// (bench/internal/redisproc), with the short names this file uses.
 type redisServer struct {
-	cmd  *exec.Cmd
-	addr string
-	dir  string
+	*redisproc.Server
 	rdb  *redis.Client
-	done chan error
+	addr string
 }
 
-// startRedis starts redis-server on a free loopback port with dir as its
-// working directory and waits until it answers PING.
+// startRedis starts redis-server on a free loopback port in dir.
 func startRedis(ctx context.Context, dir string) (*redisServer, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("cannot find redis-server on PATH (apt-get install redis-server): %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create the Redis directory: %w", err)
-	}
-	port, err := freePort()
+	s, err := redisproc.Start(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
-	if err != nil {
-		return nil, fmt.Errorf("cannot create the Redis log: %w", err)
-	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--protected-mode", "yes")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("cannot start redis-server: %w", err)
-	}
-	s := &redisServer{cmd: cmd, addr: addr, dir: dir, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait(); logf.Close() }()
-	s.rdb = redis.NewClient(&redis.Options{Addr: addr})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := s.rdb.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-		select {
-		case werr := <-s.done:
-			s.rdb.Close()
-			return nil, fmt.Errorf("redis-server exited at start (see %s): %v", filepath.Join(dir, "redis.log"), werr)
-		default:
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.close()
-			return nil, fmt.Errorf("cannot reach redis-server at %s after 10s: %w", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return &redisServer{Server: s, rdb: s.Client, addr: s.Addr}, nil
 }
 
 // close shuts the server down and waits for it.
-func (s *redisServer) close() {
-	if s.rdb != nil {
-		s.rdb.Close()
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-}
+func (s *redisServer) close() { s.Close() }
 
-// freePort asks the kernel for a free loopback TCP port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("cannot find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
