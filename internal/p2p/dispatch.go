@@ -175,19 +175,25 @@ func (d *dispatcher) flush(ctx context.Context) {
 	}
 }
 
-// push writes one batch per destination with its "sent" count, atomically.
+// push writes the URLs for each destination as JSON batches of at most
+// size URLs (so a receiver applies bounded pieces) with the "sent" count,
+// all in one transaction.
 func (d *dispatcher) push(ctx context.Context, byDest map[string][]frontier.Request) error {
 	if len(byDest) == 0 {
 		return nil
 	}
 	pipe := d.rdb.TxPipeline()
 	for dest, rs := range byDest {
-		b, err := json.Marshal(Batch{From: d.from, URLs: rs})
-		if err != nil {
-			return err
+		for len(rs) > 0 {
+			part := rs[:min(len(rs), max(d.size, 1))]
+			rs = rs[len(part):]
+			b, err := json.Marshal(Batch{From: d.from, URLs: part})
+			if err != nil {
+				return err
+			}
+			pipe.RPush(ctx, d.k.inbox(dest), b)
+			pipe.HIncrBy(ctx, d.k.sent(), d.from+">"+dest, int64(len(part)))
 		}
-		pipe.RPush(ctx, d.k.inbox(dest), b)
-		pipe.HIncrBy(ctx, d.k.sent(), d.from+">"+dest, int64(len(rs)))
 	}
 	_, err := pipe.Exec(ctx)
 	return err

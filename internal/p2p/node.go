@@ -53,9 +53,11 @@ type Options struct {
 	// Buckets is M, the number of logical buckets (the same on every
 	// node). Default partition.DefaultBuckets (4096).
 	Buckets int
-	// Flush is the dispatcher's timer. Default 50ms.
+	// Flush is the dispatcher's fallback timer (it flushes at once when a
+	// completion waits, see dispatcher.send). Default 50ms.
 	Flush time.Duration
-	// BatchSize sends a batch early once this many URLs wait. Default 500.
+	// BatchSize is the most URLs one JSON batch carries; more for one
+	// destination go as several batches. Default 500.
 	BatchSize int
 	// Heartbeat and MemberTTL tune membership (defaults 1s and 5s);
 	// LeaseTTL the bucket leases (default 6s).
