@@ -106,6 +106,14 @@ func loadToken(file string) (string, error) {
 	if file == "" {
 		return strings.TrimSpace(os.Getenv("SPIDER_TOKEN")), nil
 	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", fmt.Errorf("cannot read --token-file: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		// A secret others can read is no secret (ssh refuses such keys too).
+		return "", fmt.Errorf("--token-file %s can be read by other users (mode %s): run chmod 600 %s", file, fi.Mode().Perm(), file)
+	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("cannot read --token-file: %w", err)

@@ -29,6 +29,8 @@ func TestServeRejectsBadInput(t *testing.T) {
 	short := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(empty, []byte("\n"), 0o600)
 	os.WriteFile(short, []byte("abc\n"), 0o600)
+	shared := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(shared, []byte("0123456789abcdef0123456789abcdef\n"), 0o644)
 	data := t.TempDir()
 	cases := []struct {
 		name string
@@ -41,6 +43,7 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"missing dir", []string{"serve", "--data", filepath.Join(data, "nope")}, 1, "not a directory"},
 		{"empty token file", []string{"serve", "--data", data, "--token-file", empty}, 1, "is empty"},
 		{"short token", []string{"serve", "--data", data, "--token-file", short, "--addr", "127.0.0.1:0"}, 1, "at least 16"},
+		{"token readable by others", []string{"serve", "--data", data, "--token-file", shared}, 1, "chmod 600"},
 		{"bad address", []string{"serve", "--data", data, "--addr", "256.1.1.1:80"}, 1, "cannot listen"},
 		{"crawl --addr with --redis", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
 	}
