@@ -83,6 +83,9 @@ func TestCrawlRejectsBadInput(t *testing.T) {
 		{"bad delay", []string{"crawl", "--delay", "soon", "http://a.test/"}, "duration"},
 		{"bad resolve", []string{"crawl", "--data", t.TempDir(), "--resolve", "nonsense", "http://a.test/"}, "resolve"},
 		{"rate cap", []string{"crawl", "--data", t.TempDir(), "--max-rate", "1e9", "http://a.test/"}, "max-rate"},
+		{"bad mode", []string{"crawl", "--data", t.TempDir(), "--mode", "sideways", "http://a.test/"}, "unknown --mode"},
+		{"bad dedup", []string{"crawl", "--data", t.TempDir(), "--dedup", "maybe", "http://a.test/"}, "unknown --dedup"},
+		{"topics with redis", []string{"crawl", "--data", t.TempDir(), "--topics", "t.yaml", "--redis", "redis://127.0.0.1:1/0", "http://a.test/"}, "single-node crawl only"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -115,6 +115,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
+		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)
+	}
 	switch *mode {
 	case "normal":
 	case "layered":
