@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 type command struct {
@@ -57,8 +59,17 @@ Run "spider <command> -h" for a command's flags. Example:
 }
 
 func main() {
+	// go-redis prints its own lines about failed dials to stderr; every
+	// command already reports such a failure as an error saying what to do
+	// (or logs its retries), so its lines are only noise before that.
+	redis.SetLogger(quietRedisLog{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// quietRedisLog drops go-redis's internal log lines.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
