@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -58,8 +59,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	qfile := fs.String("queries", "", "query: queries file")
 	n := fs.Int("n", 200, "queries: how many")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "build: analysing goroutines")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the command to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("cannot create the CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cannot start the CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	switch args[0] {
 	case "export":
