@@ -39,9 +39,14 @@ type TermPositions struct {
 	Pos  []uint32
 }
 
-// flaters reuses DEFLATE compressors (each holds ~1 MB of state).
+// flaters reuses DEFLATE compressors (each holds ~1 MB of state). The
+// stored text is Huffman-coded only (no LZ77 matching): on the 100k-page
+// benchmark corpus BestSpeed spent 15% of the whole build in the
+// compressor for an index 1.3× smaller (137 vs 179 MB); Huffman-only
+// indexed 4,430 pages/s against 3,485. The stream is ordinary DEFLATE, so
+// readers do not change.
 var flaters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	w, _ := flate.NewWriter(nil, flate.HuffmanOnly)
 	return w
 }}
 
