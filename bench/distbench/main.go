@@ -43,6 +43,8 @@ import (
 
 	"github.com/spider-crawler/spider/internal/partition"
 	"github.com/spider-crawler/spider/internal/websim"
+
+	"github.com/spider-crawler/spider/bench/internal/benchdir"
 )
 
 func main() {
@@ -178,7 +180,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("cannot use a concurrency or --buckets below 1")
 	}
 	if o.Root == "" {
-		if o.Root, err = findRoot(); err != nil {
+		if o.Root, err = benchdir.Root(); err != nil {
 			return o, err
 		}
 	}
@@ -207,17 +209,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	work := o.Work
-	if work == "" {
-		if work, err = os.MkdirTemp("", "distbench-"); err != nil {
-			return fmt.Errorf("cannot create a work directory: %w", err)
-		}
-		if !o.Keep {
-			defer os.RemoveAll(work)
-		}
-	} else if err := os.MkdirAll(work, 0o755); err != nil {
-		return fmt.Errorf("cannot create the work directory: %w", err)
+	work, cleanup, err := benchdir.Work(o.Work, "distbench", o.Keep)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	fmt.Fprintf(stderr, "distbench: building spider into %s\n", work)
 	bin, err := buildSpider(ctx, o.Root, work)
 	if err != nil {

@@ -225,26 +225,6 @@ func buildSpider(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
-// findRoot walks up from the working directory to the go.mod of module
-// github.com/spider-crawler/spider.
-func findRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the repository root: %w", err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/spider-crawler/spider\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the repository root: run inside the spider repository or give --root")
-		}
-		dir = parent
-	}
-}
-
 // tail returns the last n bytes of s.
 func tail(s string, n int) string {
 	if len(s) <= n {

@@ -36,9 +36,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spider-crawler/spider/bench/internal/benchdir"
 )
 
 func main() {
@@ -145,7 +146,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("cannot use a negative --frontier, or --frontier with --sample or --max-rss-mib not above 0")
 	}
 	if c.Root == "" {
-		root, err := findRoot()
+		root, err := benchdir.Root()
 		if err != nil {
 			return c, err
 		}
@@ -154,42 +155,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// findRoot walks up from the working directory to the go.mod of module
-// github.com/spider-crawler/spider.
-func findRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("cannot find the repository root: %w", err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/spider-crawler/spider\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the repository root: run inside the spider repository or give --root")
-		}
-		dir = parent
-	}
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	work := cfg.Work
-	if work == "" {
-		if work, err = os.MkdirTemp("", "peerbench-"); err != nil {
-			return fmt.Errorf("cannot create a work directory: %w", err)
-		}
-		if !cfg.Keep {
-			defer os.RemoveAll(work)
-		}
-	} else if err := os.MkdirAll(work, 0o755); err != nil {
-		return fmt.Errorf("cannot create work directory: %w", err)
+	work, cleanup, err := benchdir.Work(cfg.Work, "peerbench", cfg.Keep)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	fmt.Fprintf(stderr, "preparing %s in %s\n", strings.Join(cfg.Crawlers, ", "), work)
 	bins, skipped, err := prepare(ctx, cfg.Root, work, cfg.Crawlers)
 	if err != nil {

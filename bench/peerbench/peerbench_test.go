@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/websim"
+
+	"github.com/spider-crawler/spider/bench/internal/benchdir"
 )
 
 // TestMain lets the test binary act as the launcher, as peerbench does when
@@ -126,7 +128,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestFindRoot(t *testing.T) {
-	root, err := findRoot()
+	root, err := benchdir.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

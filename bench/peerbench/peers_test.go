@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spider-crawler/spider/bench/internal/benchdir"
 )
 
 func TestPolitenessBound(t *testing.T) {
@@ -144,7 +146,7 @@ func TestPrepareSkipsMissing(t *testing.T) {
 }
 
 func TestGoModVersion(t *testing.T) {
-	root, err := findRoot()
+	root, err := benchdir.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,4 +27,3 @@ func startRedis(ctx context.Context, dir string) (*redisServer, error) {
 
 // close shuts the server down and waits for it.
 func (s *redisServer) close() { s.Close() }
-
