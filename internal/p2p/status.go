@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/redis/go-redis/v9"
 
@@ -60,21 +61,15 @@ func spread(nodes []NodeStatus) LoadSpread {
 	for _, n := range nodes {
 		want := float64(n.Weight) / w
 		if f > 0 {
-			s.FetchedMaxDev = max(s.FetchedMaxDev, abs(float64(n.Fetched)/f/want-1))
+			s.FetchedMaxDev = max(s.FetchedMaxDev, math.Abs(float64(n.Fetched)/f/want-1))
 		}
 		if q > 0 {
-			s.QueueMaxDev = max(s.QueueMaxDev, abs(float64(n.Queue)/q/want-1))
+			s.QueueMaxDev = max(s.QueueMaxDev, math.Abs(float64(n.Queue)/q/want-1))
 		}
 	}
 	return s
 }
 
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
 
 // ReadStatus reads members, bucket shares, inboxes and counters; buckets is
 // the crawl's M (the nodes' --buckets).
