@@ -70,7 +70,6 @@ func spread(nodes []NodeStatus) LoadSpread {
 	return s
 }
 
-
 // ReadStatus reads members, bucket shares, inboxes and counters; buckets is
 // the crawl's M (the nodes' --buckets).
 func ReadStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string, buckets int) (*Status, error) {
