@@ -108,10 +108,7 @@ func (m *Master) Run(ctx context.Context) error {
 	g.Go(func() error { return m.reap(gctx) })
 	err := g.Wait()
 	if !errors.Is(err, errDone) {
-		return err
-	}
-	if err := m.markDone(ctx); err != nil {
-		return err
+		return err // errDone comes only from finished, which marked the crawl done
 	}
 	m.log.Info("crawl done", "handed", m.handed.Load(), "results", m.results.Load())
 	return m.sched.Sync()
