@@ -197,11 +197,17 @@ func (c *Center) hostURL(ctx context.Context, id string) (string, error) {
 		return u, nil
 	}
 	u, err := c.rdb.HGet(ctx, c.k.registered(), id).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", fmt.Errorf("host %s/%s is not registered: %w", c.net, id, errNotRegistered)
+	}
 	if err != nil {
-		return "", fmt.Errorf("host %s/%s is not registered: %w", c.net, id, err)
+		return "", fmt.Errorf("cannot read the registration of host %s/%s: %w", c.net, id, err)
 	}
 	return u, nil
 }
+
+// errNotRegistered: a host address that the center's Redis does not list.
+var errNotRegistered = errors.New("not registered")
 
 // Run runs the center until the system is done (it returns nil) or ctx ends (it returns
 // ctx's error). A restarted center resumes from its Redis.
@@ -279,8 +285,11 @@ func (c *Center) joinCenters(ctx context.Context) error {
 	return nil
 }
 
-// loadPools reads local_reduce_pool and dist_reduce_pool back after a restart.
+// loadPools reads local_reduce_pool and dist_reduce_pool back after a restart (or after
+// a failed step), replacing the rounds in memory.
 func (c *Center) loadPools(ctx context.Context) error {
+	clear(c.local)
+	clear(c.dist)
 	for key, into := range map[string]map[string]*round{c.k.localReducePool(): c.local, c.k.distReducePool(): c.dist} {
 		all, err := c.rdb.HGetAll(ctx, key).Result()
 		if err != nil {
@@ -354,6 +363,7 @@ func (c *Center) refresh(ctx context.Context) {
 func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 	lastRefresh := time.Now()
 	lastTick := time.Now()
+	stale := false
 	for {
 		select {
 		case <-doneCh:
@@ -362,6 +372,16 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if stale {
+			// A handler or time-out failed half-way: the rounds in memory may be ahead of
+			// Redis. Redis is the truth; read it back before going on.
+			if err := c.loadPools(ctx); err != nil {
+				c.log.Warn("cannot read the rounds back from Redis, will retry", "err", err)
+				sleep(ctx, 200*time.Millisecond)
+				continue
+			}
+			stale = false
 		}
 		raw, f, ok, err := c.tr.next(ctx, 50*time.Millisecond)
 		if err != nil {
@@ -378,6 +398,7 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 					return ctx.Err()
 				}
 				c.log.Warn("cannot handle a frame, will retry", "number", f.Number, "flag", f.Flag, "err", err)
+				stale = true
 				c.tr.retry(ctx, raw)
 				sleep(ctx, 100*time.Millisecond)
 			} else {
@@ -392,6 +413,7 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 		if now.Sub(lastTick) >= 50*time.Millisecond || !ok {
 			if err := c.tick(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn("time-out processing failed", "err", err)
+				stale = true
 			}
 			lastTick = now
 		}
@@ -436,8 +458,10 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 	if n.Network != c.net || HostAddr(n.Network, n.Host) != f.IP {
 		return c.unknown(ctx, f, "flag 1 from outside the network, or number and IP disagree")
 	}
-	if _, err := c.hostURL(ctx, n.Host); err != nil {
+	if _, err := c.hostURL(ctx, n.Host); errors.Is(err, errNotRegistered) {
 		return c.unknown(ctx, f, "host not registered")
+	} else if err != nil {
+		return err // Redis failed: the frame is retried, not dropped
 	}
 	if c.local[f.Number] != nil || c.dist[f.Number] != nil {
 		c.count(ctx, "duplicate_frames", 1)
@@ -493,10 +517,10 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 		}
 	}
 	if len(r.Waiting) == 0 {
-		if _, err := p.Exec(ctx); err != nil {
-			return err
-		}
-		return c.endLocal(ctx, r)
+		// The frame's number and the round's next step commit together: a crash between
+		// two transactions would leave the number marked seen (the re-delivered frame
+		// then counts as a duplicate) with the round in neither pool, and its URLs lost.
+		return c.endLocal(ctx, p, r)
 	}
 	c.local[r.Number] = r
 	p.HSet(ctx, c.k.localReducePool(), r.Number, mustJSON(r))
@@ -510,8 +534,9 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 
 // endLocal ends the network pass of r: the frame leaves local_reduce_pool for
 // dist_reduce_pool and is sent to the other networks (SPEC §0 step 3), or, with no
-// other network to ask, is finalized.
-func (c *Center) endLocal(ctx context.Context, r *round) error {
+// other network to ask, is finalized. p carries the commands that must commit with it
+// (they run in the same transaction).
+func (c *Center) endLocal(ctx context.Context, p redis.Pipeliner, r *round) error {
 	now := nowMS()
 	c.m.roundTime.WithLabelValues("network").Observe(float64(now-r.PassStart) / 1000)
 	delete(c.local, r.Number)
@@ -528,12 +553,10 @@ func (c *Center) endLocal(ctx context.Context, r *round) error {
 		r.Waiting[n] = true
 	}
 	if len(r.URLs) == 0 || len(r.Waiting) == 0 {
-		p := c.rdb.TxPipeline()
 		p.HDel(ctx, c.k.localReducePool(), r.Number)
 		return c.finalize(ctx, p, r)
 	}
 	c.dist[r.Number] = r
-	p := c.rdb.TxPipeline()
 	p.HDel(ctx, c.k.localReducePool(), r.Number)
 	p.HSet(ctx, c.k.distReducePool(), r.Number, mustJSON(r))
 	req := &Frame{URLSet: zeroSet(r.URLs), IP: c.net, Number: r.Number, Flag: FlagRequest}
@@ -768,7 +791,7 @@ func (c *Center) progress(ctx context.Context, r *round) error {
 	}
 	switch r.Kind {
 	case kindLocal:
-		return c.endLocal(ctx, r)
+		return c.endLocal(ctx, c.rdb.TxPipeline(), r)
 	case kindIn:
 		return c.answerRemote(ctx, r)
 	default:

@@ -343,3 +343,101 @@ func TestHomeTimeout(t *testing.T) {
 		t.Error("late answer not counted")
 	}
 }
+
+// crashHook makes a client fail every command from the at-th on, as if the process had
+// died there (a MULTI/EXEC pipeline counts as one command: Redis applies it whole or not
+// at all).
+type crashHook struct{ n, at int }
+
+var errCrash = fmt.Errorf("crashed")
+
+func (h *crashHook) step() error {
+	h.n++
+	if h.n >= h.at {
+		return errCrash
+	}
+	return nil
+}
+
+func (h *crashHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *crashHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.step(); err != nil {
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *crashHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := h.step(); err != nil {
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestCenterCrashAtEveryCommand kills a center (in effect) before each Redis command it
+// sends while handling a frame's rounds, then starts a new center on the same Redis that
+// reads its rounds back and gets the unacknowledged frame again (the transport's
+// processing list re-delivers it): every URL must reach task_URL exactly once. This is
+// what lost a whole frame once: the frame's number was committed before its round moved
+// on, so the re-delivered frame was taken for a duplicate.
+func TestCenterCrashAtEveryCommand(t *testing.T) {
+	urls := []string{"http://a.test/1", "http://b.test/2", "http://c.test/3", "http://d.test/4"}
+	for _, nets := range [][]string{{"n1"}, {"n1", "n2"}} {
+		t.Run(fmt.Sprint(len(nets), "networks"), func(t *testing.T) {
+			ctx := context.Background()
+			srv := redistest.Start(t)
+			cfg := testConfig(nets...)
+			sub := &Frame{URLSet: set(urls...), IP: "n1/h1", Number: "n1/h1/1", Flag: FlagSubmit}
+			frames := []*Frame{sub}
+			if len(nets) == 2 {
+				frames = append(frames, &Frame{URLSet: set(urls...), IP: "n2", Number: sub.Number, Flag: FlagAnswer})
+			}
+			for at := 1; ; at++ {
+				srv.Client().FlushAll(ctx)
+				rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+				c := newTestCenter(t, rdb, cfg, "n1", "h1")
+				rdb.AddHook(&crashHook{at: at})
+				crashed := -1
+				for i, f := range frames {
+					if err := c.handle(ctx, f); err != nil {
+						crashed = i
+						break
+					}
+				}
+				rdb.Close()
+				if crashed < 0 {
+					if at == 1 {
+						t.Fatal("the hook never fired")
+					}
+					break // every crash point tried
+				}
+				rdb2 := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+				c2 := newTestCenter(t, rdb2, cfg, "n1", "h1")
+				if err := c2.loadPools(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for _, f := range frames[crashed:] {
+					if err := c2.handle(ctx, f); err != nil {
+						t.Fatalf("crash before command %d: after restart: %v", at, err)
+					}
+				}
+				items, _ := rdb2.LRange(ctx, c2.k.taskURL(), 0, -1).Result()
+				got := map[string]int{}
+				for _, it := range items {
+					var tk Task
+					json.Unmarshal([]byte(it), &tk)
+					got[tk.URL]++
+				}
+				for _, u := range urls {
+					if got[u] != 1 {
+						t.Errorf("crash before command %d (frame %d): %s is %d times in task_URL, want once (task_URL %v)", at, crashed, u, got[u], got)
+					}
+				}
+				rdb2.Close()
+			}
+		})
+	}
+}
