@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
 )
 
 // Resolver returns a client for the Redis of the node at addr ("NET" or "NET/HOST").
@@ -70,7 +72,7 @@ func (t *transport) recover(ctx context.Context) error {
 // forward runs the forwarder until ctx ends.
 func (t *transport) forward(ctx context.Context) {
 	for ctx.Err() == nil {
-		raw, err := blmove(ctx, t.rdb, t.k.outbox(), t.k.outboxSend(), 200*time.Millisecond)
+		raw, err := cluster.BLMove(ctx, t.rdb, t.k.outbox(), t.k.outboxSend(), 200*time.Millisecond)
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
@@ -165,7 +167,7 @@ func (t *transport) push(ctx context.Context, env envelope) error {
 // when nothing came. Entries that are not frames are dropped (counted) and reported as
 // nothing.
 func (t *transport) next(ctx context.Context, wait time.Duration) (raw string, f *Frame, ok bool, err error) {
-	raw, err = blmove(ctx, t.rdb, t.k.inbox(), t.k.inboxProc(), wait)
+	raw, err = cluster.BLMove(ctx, t.rdb, t.k.inbox(), t.k.inboxProc(), wait)
 	if errors.Is(err, redis.Nil) {
 		return "", nil, false, nil
 	}
@@ -215,18 +217,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-// blmove is BLMOVE src dst LEFT RIGHT with a fractional time-out (Redis ≥ 6), which
-// go-redis's BLMove would round up to a whole second. It returns redis.Nil on time-out.
-func blmove(ctx context.Context, rdb redis.UniversalClient, src, dst string, wait time.Duration) (string, error) {
-	v, err := rdb.Do(ctx, "BLMOVE", src, dst, "LEFT", "RIGHT", strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)).Result()
-	if err != nil {
-		return "", err
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("BLMOVE returned %T", v)
-	}
-	return s, nil
 }

@@ -458,7 +458,7 @@ func (m *Master) round(ctx context.Context, run string, round int, ranges []rowR
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cannot finish round %d: %w", round, err)
 		}
-		v, err := blpop(ctx, m.rdb, wait, m.k.done(run, round))
+		v, err := cluster.BLPop(ctx, m.rdb, wait, m.k.done(run, round))
 		switch {
 		case errors.Is(err, redis.Nil):
 		case err != nil:
@@ -619,7 +619,7 @@ func RunWorker(ctx context.Context, rdb redis.UniversalClient, cfg WorkerConfig)
 				return nil
 			}
 		}
-		if _, err := blpop(ctx, rdb, cfg.Idle, k.tickets()); err != nil && !errors.Is(err, redis.Nil) {
+		if _, err := cluster.BLPop(ctx, rdb, cfg.Idle, k.tickets()); err != nil && !errors.Is(err, redis.Nil) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -712,17 +712,6 @@ func (w *worker) contribute(pt *part, ranks []float64) *result {
 		w.acc[t], w.mark[t] = 0, false
 	}
 	return res
-}
-
-// blpop is BLPOP with a fractional timeout (Redis ≥ 6). go-redis's BLPop
-// rounds timeouts below a second up to one second (and logs each time),
-// which would stretch every idle wait of a round to a full second.
-func blpop(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, key string) ([]string, error) {
-	cmd := redis.NewStringSliceCmd(ctx, "blpop", key, strconv.FormatFloat(timeout.Seconds(), 'f', 3, 64))
-	if err := rdb.Process(ctx, cmd); err != nil {
-		return nil, err
-	}
-	return cmd.Val(), nil
 }
 
 func newID() string {
