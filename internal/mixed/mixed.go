@@ -9,8 +9,9 @@
 // A host stops when its center reports the whole system done, at MaxPages URLs fetched
 // by this host (the limit is per host in this topology), or when its context ends. Stopped
 // any way, its unfinished tasks stay in its Redis (task_pool:processing is re-queued by
-// the next start); with Options.Leave it hands them back to its center instead and
-// leaves the network.
+// the next start); with Options.Leave it hands them back to its center instead, submits
+// the URLs it discovered but had not yet submitted, delivers its last frames and leaves
+// the network (protocol.Host.Leave).
 package mixed
 
 import (
@@ -129,8 +130,8 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	res := Result{Fetched: l.fetched.Load(), Elapsed: time.Since(start), Done: l.done.Load()}
 	if opt.Leave {
 		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := host.Leave(lctx); err != nil && runErr == nil {
-			runErr = err
+		if err := host.Leave(lctx); err != nil {
+			runErr = errors.Join(runErr, err)
 		}
 		cancel()
 	}
@@ -240,8 +241,11 @@ func (l *loop) work(ctx context.Context) error {
 		req := lease.Request
 		v, err := l.fetcher.Visit(ctx, req, lease.Start)
 		if err != nil || ctx.Err() != nil {
+			// Visit stores nothing once ctx has ended: the task stays in processing for
+			// the next start (or is handed back by Leave: at most the fetches in flight
+			// are repeated).
 			l.fr.Done(lease, frontier.DoneInfo{})
-			return err // the task stays in processing for the next start
+			return err
 		}
 		if v.CrawlDelay > 0 {
 			l.fr.SetKeyDelay(req.Key, v.CrawlDelay)

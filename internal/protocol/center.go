@@ -459,7 +459,15 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 		return c.unknown(ctx, f, "flag 1 from outside the network, or number and IP disagree")
 	}
 	if _, err := c.hostURL(ctx, n.Host); errors.Is(err, errNotRegistered) {
-		return c.unknown(ctx, f, "host not registered")
+		// A host that left delivers its last frames before it deregisters; they may be
+		// handled after it did.
+		left, err := c.rdb.SIsMember(ctx, c.k.left(), n.Host).Result()
+		if err != nil {
+			return err
+		}
+		if !left {
+			return c.unknown(ctx, f, "host not registered")
+		}
 	} else if err != nil {
 		return err // Redis failed: the frame is retried, not dropped
 	}
@@ -1012,7 +1020,11 @@ func (c *Center) handOut(ctx context.Context, dest string, reg map[string]string
 		return err
 	}
 	hk := keysFor(c.cfg.Crawl, HostAddr(c.net, dest))
-	return acceptScript.Run(ctx, cl, []string{hk.finishURL(), hk.taskPool(), hk.received()}, args...).Err()
+	n, err := acceptScript.Run(ctx, cl, []string{hk.finishURL(), hk.taskPool(), hk.received(), hk.leaving()}, args...).Int64()
+	if err == nil && n < 0 {
+		err = fmt.Errorf("host %s is leaving", dest)
+	}
+	return err
 }
 
 // CenterState is the work held in a center's Redis.

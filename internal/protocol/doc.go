@@ -13,12 +13,14 @@
 //	host (local_Redis)   finish_URL  SET of URLHash: URLs handed to this host
 //	                     task_pool   LIST of tasks {u, d, r}; task_pool:processing
 //	                     URL_pool    HASH URL → "DEPTH:HOPS" (discovered, smallest depth)
+//	                     leaving     set while the host leaves: it refuses hand-outs
 //	center (center_Redis) task_URL    LIST of tasks passed by the protocol
 //	                     local_reduce_pool  HASH number → round (network pass)
 //	                     dist_reduce_pool   HASH number → round (cross-network pass, both
 //	                                        our frames out and other networks' frames in)
 //	                     claims      HASH URLHash → F:number | R:number | P | S
-//	                     registered  HASH host ID → its Redis URL; numbers SET; answered:N
+//	                     registered  HASH host ID → its Redis URL; left SET of host IDs
+//	                     numbers     SET of frame numbers handled; answered:N
 //	both                 inbox, outbox (+ :processing, :sending), received, stats
 //
 // # Frames (SPEC §0 "Protocol frame")
@@ -99,8 +101,11 @@
 // centers' membership in every configured center's Redis. Rounds wait only for live
 // members; a host that joins later gets requests from then on and a share of the sites
 // (rendezvous hashing moves only its share); a host killed keeps its sites and its tasks
-// wait in its Redis until it is back; a host leaving (Host.Leave, --leave) hands its tasks
-// back to task_URL and deregisters. Networks join and leave the same way, but homes are
+// wait in its Redis until it is back; a host leaving (Host.Leave, --leave) marks
+// itself leaving (hand-outs to it are refused and stay in task_URL), hands its tasks back
+// to task_URL, submits its URL_pool, delivers its outbox and only then moves from
+// registered to left (frames of a host that left are still accepted), so nothing it held
+// is lost. Networks join and leave the same way, but homes are
 // computed over the configured networks: adding a network for good means changing the
 // configuration everywhere (the Fingerprint, compared at join, must match).
 //

@@ -128,7 +128,13 @@ func (h *Host) Start(ctx context.Context) error {
 			return fmt.Errorf("cannot recover task_pool:processing: %w", err)
 		}
 	}
-	if err := h.opt.Center.HSet(ctx, h.ck.registered(), h.opt.ID, h.opt.LocalURL).Err(); err != nil {
+	if err := h.opt.Local.Del(ctx, h.k.leaving()).Err(); err != nil { // a host that left may come back
+		return fmt.Errorf("cannot clear the leaving mark of host %s: %w", h.addr, err)
+	}
+	reg := h.opt.Center.TxPipeline()
+	reg.HSet(ctx, h.ck.registered(), h.opt.ID, h.opt.LocalURL)
+	reg.SRem(ctx, h.ck.left(), h.opt.ID)
+	if _, err := reg.Exec(ctx); err != nil {
 		return fmt.Errorf("cannot register host %s with its center's Redis: %w", h.addr, err)
 	}
 	keys, err := cluster.NewKeys(HostMembersCrawl(h.cfg.Crawl, h.opt.Network))
@@ -162,14 +168,28 @@ func (h *Host) Close() {
 	}
 }
 
-// Leave hands the host's unfinished tasks back to its center, which assigns them to the
-// remaining hosts, removes the host's registration and leaves the membership. Call it
-// after the crawl loop stopped taking tasks, and Close after it.
+// Leave takes the host out of its network without losing anything. In order: it marks
+// itself leaving in its own Redis (from then on it refuses the center's hand-outs, which
+// stay in task_URL for the remaining hosts), hands its unfinished tasks back to its
+// center, submits what is left in URL_pool as flag-1 frames, delivers its whole outbox,
+// and only then moves itself from the center's registered hosts to its left hosts (the
+// center still accepts frames of a host that left, so frames delivered but not yet
+// handled are not dropped as from an unknown sender) and leaves the membership. While
+// it still holds work it stays registered, so the termination scan sees that work.
+// Call it after the crawl loop stopped taking tasks, and Close after it. If the center's
+// Redis is unreachable it returns an error; the work stays in the host's Redis, and
+// running the host again (and leaving again) finishes the job.
 func (h *Host) Leave(ctx context.Context) error {
 	if h.cancel != nil {
 		h.cancel()
 		h.wg.Wait()
 		h.cancel = nil
+	}
+	if err := h.opt.Local.Set(ctx, h.k.leaving(), time.Now().UnixMilli(), 0).Err(); err != nil {
+		return fmt.Errorf("cannot mark host %s leaving: %w", h.addr, err)
+	}
+	if err := h.tr.recover(ctx); err != nil {
+		return err
 	}
 	for _, key := range []string{h.k.taskProc(), h.k.taskPool()} {
 		for {
@@ -192,9 +212,27 @@ func (h *Host) Leave(ctx context.Context) error {
 			}
 		}
 	}
-	if err := h.opt.Center.HDel(ctx, h.ck.registered(), h.opt.ID).Err(); err != nil {
+	// URLs discovered but not yet submitted: through the protocol like any others.
+	for {
+		kept, dropped, err := h.LocalPass(ctx)
+		if err != nil {
+			return err
+		}
+		if kept == 0 && dropped == 0 {
+			break
+		}
+	}
+	if err := h.tr.flush(ctx); err != nil {
+		return fmt.Errorf("cannot leave network %s yet: %w; the frames stay in this host's Redis: run the host again to finish", h.opt.Network, err)
+	}
+	p := h.opt.Center.TxPipeline()
+	p.HDel(ctx, h.ck.registered(), h.opt.ID)
+	p.SAdd(ctx, h.ck.left(), h.opt.ID)
+	if _, err := p.Exec(ctx); err != nil {
 		return fmt.Errorf("cannot deregister host %s: %w", h.addr, err)
 	}
+	// Requests to a host that left need no answer: its rounds leave it out.
+	h.opt.Local.Del(ctx, h.k.inbox(), h.k.inboxProc())
 	if h.mem != nil {
 		return h.mem.Leave(ctx)
 	}

@@ -23,6 +23,7 @@ func (k nodeKeys) taskPool() string  { return k.p + "task_pool" }
 func (k nodeKeys) taskProc() string  { return k.p + "task_pool:processing" }
 func (k nodeKeys) urlPool() string   { return k.p + "URL_pool" }
 func (k nodeKeys) seq() string       { return k.p + "seq" }
+func (k nodeKeys) leaving() string   { return k.p + "leaving" }
 
 // center_Redis (centers).
 func (k nodeKeys) taskURL() string         { return k.p + "task_URL" }
@@ -35,6 +36,7 @@ func (k nodeKeys) answered(number string) string {
 	return k.p + "answered:" + number
 }
 func (k nodeKeys) registered() string { return k.p + "registered" }
+func (k nodeKeys) left() string       { return k.p + "left" }
 func (k nodeKeys) done() string       { return k.p + "done" }
 
 // HostMembersCrawl names the cluster.Membership list of a network's hosts, kept in its center's Redis.

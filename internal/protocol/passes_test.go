@@ -441,3 +441,79 @@ func TestCenterCrashAtEveryCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestHostLeave: a leaving host hands back its tasks (pool and processing), submits its
+// unsubmitted URL_pool, delivers its whole outbox to the center and only then moves from
+// registered to left; the center still accepts the frames of a host that left, and a
+// host that comes back is registered again.
+func TestHostLeave(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	cfg := testConfig("n1")
+	h, err := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h2", Local: rdb, Center: rdb, LocalURL: "redis://x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestCenter(t, rdb, cfg, "n1") // no live host to ask: a frame passes at once
+	rdb.HSet(ctx, c.k.registered(), "h2", "redis://x")
+	rdb.RPush(ctx, h.k.taskPool(), mustJSON(Task{URL: "http://a.test/queued"}))
+	rdb.RPush(ctx, h.k.taskProc(), mustJSON(Task{URL: "http://a.test/in-flight"}))
+	if err := h.AddSeeds(ctx, []Task{{URL: "http://b.test/found", Depth: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if got := tasks(t, rdb, c); len(got) != 2 || !got["http://a.test/queued"] || !got["http://a.test/in-flight"] {
+		t.Fatalf("task_URL after the leave: %v", got)
+	}
+	st, err := ReadHostState(ctx, rdb, cfg.Crawl, h.Addr())
+	if err != nil || st.Busy() {
+		t.Fatalf("the host still holds work after leaving: %+v %v", st, err)
+	}
+	if reg, _ := rdb.HExists(ctx, c.k.registered(), "h2").Result(); reg {
+		t.Error("h2 is still registered")
+	}
+	if left, _ := rdb.SIsMember(ctx, c.k.left(), "h2").Result(); !left {
+		t.Error("h2 is not listed as left")
+	}
+	// A hand-out that read the registration before the leave is refused, not lost.
+	if err := c.handOut(ctx, "h2", map[string]string{"h2": "redis://x"}, []any{URLHash("http://a.test/late"), mustJSON(Task{URL: "http://a.test/late"})}); err == nil {
+		t.Error("a host that left accepted a hand-out")
+	}
+	if n, _ := rdb.LLen(ctx, h.k.taskPool()).Result(); n != 0 {
+		t.Errorf("task_pool of a host that left holds %d tasks", n)
+	}
+	// The URL_pool's frame reached the center's inbox; handled after the host left, it
+	// is accepted, and its URL passes.
+	raw, err := rdb.LPop(ctx, c.k.inbox()).Result()
+	if err != nil {
+		t.Fatalf("no frame in the center's inbox: %v", err)
+	}
+	f, err := DecodeFrame([]byte(raw))
+	if err != nil || f.Flag != FlagSubmit || f.IP != "n1/h2" {
+		t.Fatalf("frame %+v %v", f, err)
+	}
+	if err := c.handle(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if !tasks(t, rdb, c)["http://b.test/found"] || stat(t, rdb, c, "unknown_sender") != 0 {
+		t.Fatalf("the frame of a host that left was not passed: task_URL %v, unknown %d", tasks(t, rdb, c), stat(t, rdb, c, "unknown_sender"))
+	}
+	// Coming back registers it again.
+	h2, _ := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h2", Local: rdb, Center: rdb, LocalURL: "redis://x"})
+	if err := h2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Close()
+	if left, _ := rdb.SIsMember(ctx, c.k.left(), "h2").Result(); left {
+		t.Error("h2 came back but is still listed as left")
+	}
+	if reg, _ := rdb.HExists(ctx, c.k.registered(), "h2").Result(); !reg {
+		t.Error("h2 came back but is not registered")
+	}
+}

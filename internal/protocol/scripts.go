@@ -78,8 +78,11 @@ return items`)
 // acceptScript is run by a center on a host's Redis: each task whose hash is new in
 // finish_URL is appended to task_pool. Adding to finish_URL on hand-out (not after the
 // fetch) makes the host answer "seen" for a URL it is about to crawl, and makes a repeated
-// hand-out harmless. KEYS finishURL, taskPool, received; ARGV hash, task pairs.
+// hand-out harmless. A host that is leaving refuses everything (-1): the center keeps the
+// tasks in task_URL for the remaining hosts. KEYS finishURL, taskPool, received, leaving;
+// ARGV hash, task pairs.
 var acceptScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
 local n = 0
 for i = 1, #ARGV, 2 do
   if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then

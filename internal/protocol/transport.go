@@ -87,6 +87,27 @@ func (t *transport) forward(ctx context.Context) {
 	}
 }
 
+// flush delivers the whole outbox now (the forwarder must not be running): entries that
+// cannot be delivered are retried with the forwarder's back-off until ctx ends, which
+// returns an error saying how many frames are still queued.
+func (t *transport) flush(ctx context.Context) error {
+	for {
+		raw, err := t.rdb.LMove(ctx, t.k.outbox(), t.k.outboxSend(), "LEFT", "RIGHT").Result()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read the outbox of %s: %w", t.self, err)
+		}
+		t.deliver(ctx, raw)
+		if ctx.Err() != nil {
+			t.recover(context.WithoutCancel(ctx))
+			n, _ := t.rdb.LLen(context.WithoutCancel(ctx), t.k.outbox()).Result()
+			return fmt.Errorf("%d frames not delivered: %w", n, ctx.Err())
+		}
+	}
+}
+
 // deliver sends one outbox entry (already in outbox:sending).
 func (t *transport) deliver(ctx context.Context, raw string) {
 	var env envelope
