@@ -4,7 +4,9 @@
 #                        wget2: 200 hosts × 50 pages, CPU-bound; peers that are
 #                        not installed are skipped with a note)
 #   1b. peerbench latency-bound (50 hosts × 30 pages, latency 50ms, delay 200ms:
-#                        the politeness bound and each crawler's fraction of it)
+#                        the politeness bounds, the discovery-aware one simulated,
+#                        and each crawler's fraction of them; then spider with
+#                        --loose-depth, delay from the answer and start to start)
 #   2. peerbench full   (1,000 hosts × 100 pages, depth 6: ~86k pages, CPU-bound;
 #                        without Crawlee and Scrapy, which need 30+ min for it)
 #   3. BenchmarkCrawl   (the engine in-process; levels vs loose depth)
@@ -37,6 +39,14 @@ uptime
 section "peerbench latency-bound: go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms"
 go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms
 uptime
+# spider with overlapping levels (coverage stays exact: pages are relinked),
+# then also with the start-to-start delay the peers are given, against the
+# discovery-aware bound.
+for args in "--loose-depth" "--loose-depth --delay-from start"; do
+	section "peerbench latency-bound, spider $args: go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms --crawlers spider --repeat $REPEAT --spider-args \"$args\""
+	go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms --crawlers spider --repeat "$REPEAT" --spider-args "$args"
+	uptime
+done
 
 if [[ ${ROBOTS:-0} == 1 ]]; then
 	section "peerbench robots menu: go run ./bench/peerbench --hosts 100 --pages 30 --seeds 3 --depth 4 --robots"

@@ -32,6 +32,32 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// relink reports whether depth levels overlap under a depth limit, so that
+// a page may be fetched before its shortest path is known: then the
+// state keeps each page's links (state.Options.Relink) and the fetcher
+// the links the limit cut (Visit.Beyond), to pass a smaller depth on.
+func (c Config) relink() bool {
+	return c.MaxDepth >= 0 && (c.LooseDepth || c.Topics != "")
+}
+
+// startGuard is added to a start-to-start delay (DelayFrom "start"), on
+// top of Fetcher.arrivalBound's estimate of when the server saw a request:
+// 1/64 of the delay (3 ms of 200 ms) for the estimate's own error (clock
+// reads a goroutine switch away from the write); 0 for DelayFrom "done",
+// whose gaps already include the answer time.
+func (c Config) startGuard() time.Duration {
+	if c.DelayFrom != DelayFromStart {
+		return 0
+	}
+	return time.Duration(c.Delay) / 64
+}
+
+// Values of Config.DelayFrom.
+const (
+	DelayFromDone  = "done"
+	DelayFromStart = "start"
+)
+
 // Config is everything a crawl needs. The zero value is not valid until
 // Defaults has filled it; Load does that. Every field has a command-line
 // flag of the same name in kebab case (see cmd/spider).
@@ -48,8 +74,15 @@ type Config struct {
 	// the crawl is breadth-first by levels, so each page is fetched at its
 	// shortest link depth and a depth limit keeps exactly the pages within
 	// it. Loose, workers never wait for a level to finish (faster when a few
-	// slow hosts hold a level), but a page's depth is the depth it was first
-	// found at, so a limit may cut pages a level-by-level crawl would fetch.
+	// slow hosts hold a level), and a page may be fetched before its
+	// shortest path is known. The embedded state then keeps each page's
+	// links, those beyond the limit too (state.Options.Relink), and when a
+	// fetched page is found at a smaller depth its links are discovered
+	// again that much shallower: the crawl fetches the same pages as a
+	// level-by-level one, none twice, though a page's record keeps the
+	// depth it was fetched at. The Redis state (distributed crawls) does
+	// not relink: there a page's depth is where it was first found, so a
+	// limit may cut pages a level-by-level crawl would fetch.
 	LooseDepth bool `yaml:"loose_depth"`
 	// MaxPages stops the crawl after this many fetch attempts have completed
 	// (over all runs of a resumed crawl); 0 means no limit.
@@ -68,6 +101,15 @@ type Config struct {
 	// Delay is the smallest gap between two requests to one host. A host's
 	// robots.txt Crawl-delay raises it (up to MaxCrawlDelay). Default 1s.
 	Delay Duration `yaml:"delay"`
+	// DelayFrom says where Delay is counted from: "done" (the default: from
+	// the end of the host's previous request, so gaps are Delay plus the
+	// answer time) or "start" (from the start of the host's previous
+	// request, still one at a time with PerHost 1; the rule of Scrapy's
+	// DOWNLOAD_DELAY and of the peer benchmark, and a host then serves one
+	// request per max(Delay, answer time)). "start" suits the single-node
+	// engine, where the fetch starts when the lease is handed out; with
+	// master–worker a queued task can shrink the server-side gaps.
+	DelayFrom string `yaml:"delay_from"`
 	// MaxCrawlDelay caps a robots.txt Crawl-delay, so that a hostile file
 	// cannot stall a crawl. Default 30s.
 	MaxCrawlDelay Duration `yaml:"max_crawl_delay"`
@@ -156,6 +198,9 @@ func (c *Config) Defaults() {
 	if c.PerHost == 0 {
 		c.PerHost = 1
 	}
+	if c.DelayFrom == "" {
+		c.DelayFrom = DelayFromDone
+	}
 	if c.MaxCrawlDelay == 0 {
 		c.MaxCrawlDelay = Duration(30 * time.Second)
 	}
@@ -241,6 +286,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Delay < 0 {
 		bad("delay %s is negative", time.Duration(c.Delay))
+	}
+	if c.DelayFrom != DelayFromDone && c.DelayFrom != DelayFromStart {
+		bad("unknown delay-from %q: use done (delay after each answer) or start (delay between request starts)", c.DelayFrom)
 	}
 	if c.MaxRedirects < 0 || c.MaxRedirects > 50 {
 		bad("max-redirects %d is out of range: use 0 to 50", c.MaxRedirects)

@@ -183,6 +183,9 @@ func TestCrawlMatchesTruthHostile(t *testing.T) {
 	}
 	cfg := crawlConfig(t, srv, rules)
 	cfg.MaxBodyBytes = 2 << 20
+	// The 1 MiB pages of slow hosts take ~1 s alone; under -race on a loaded
+	// machine 3 s was not always enough for them to end 200.
+	cfg.Timeout = crawl.Duration(8 * time.Second)
 	runCrawl(t, cfg)
 	checkTruth(t, srv, cfg.Data, truth)
 	s, err := crawl.Stats(cfg.Data)

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,13 @@ type State interface {
 }
 
 var _ State = (*state.Store)(nil)
+
+// relinker is a State that keeps each page's links, those beyond the depth
+// limit too, to pass a smaller depth found later on to them
+// (state.Options.Relink); Finish gives it Visit.Beyond with the links.
+type relinker interface{ Relinks() bool }
+
+var _ relinker = (*state.Store)(nil)
 
 // Engine runs one crawl on one machine: both roles in one process.
 type Engine struct {
@@ -84,6 +92,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 	}
 	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
 		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
+		Relink: cfg.relink(), MaxDepth: cfg.MaxDepth,
 	})
 	if err != nil {
 		fetcher.Close()
@@ -288,15 +297,16 @@ func (s *Scheduler) Sync() error { return s.st.Sync() }
 func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer, sel frontier.Selector) (*frontier.Frontier, error) {
 	fq, strict := frontierLevels(cfg)
 	return frontier.New(frontier.Config{
-		FrontQueues:  fq,
-		Strict:       strict,
-		PerKey:       cfg.PerHost,
-		Delay:        frontierDelay(cfg.Delay),
-		MemoryBudget: cfg.MemoryBudget,
-		SpillDir:     filepath.Join(cfg.Data, "spill"),
-		Logger:       logger,
-		Registerer:   reg,
-		Selector:     sel,
+		FrontQueues:    fq,
+		Strict:         strict,
+		PerKey:         cfg.PerHost,
+		Delay:          frontierDelay(cfg.Delay),
+		DelayFromStart: cfg.DelayFrom == DelayFromStart,
+		MemoryBudget:   cfg.MemoryBudget,
+		SpillDir:       filepath.Join(cfg.Data, "spill"),
+		Logger:         logger,
+		Registerer:     reg,
+		Selector:       sel,
 	})
 }
 
@@ -491,10 +501,16 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 			return fmt.Errorf("cannot record retry of %s: %w", req.URL, err)
 		}
 		s.m.retries.Inc()
-		s.done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
+		info := v.doneInfo(lease)
+		info.Retry = true
+		s.done(lease, info)
 		return nil
 	}
-	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, v.Discovered)
+	discovered := v.Discovered
+	if rl, ok := s.st.(relinker); ok && rl.Relinks() && len(v.Beyond) > 0 {
+		discovered = append(slices.Clip(discovered), v.Beyond...)
+	}
+	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, discovered)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
@@ -506,7 +522,7 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot queue discovered URLs: %w", err)
 	}
-	s.done(lease, frontier.DoneInfo{Delay: v.Delay})
+	s.done(lease, v.doneInfo(lease))
 
 	s.fetched.Add(1)
 	row := Row(v.Outcome)
@@ -516,6 +532,17 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	s.m.pages.WithLabelValues(row).Inc()
 	s.m.discovered.Add(float64(len(out.New)))
 	return nil
+}
+
+// doneInfo is how the visit ends its lease for the frontier: the host's
+// extra delay, and when its page request started (after a robots.txt
+// fetched under the lease), which a start-to-start delay counts from.
+func (v Visit) doneInfo(lease *frontier.Lease) frontier.DoneInfo {
+	info := frontier.DoneInfo{Delay: v.Delay}
+	if v.RequestAfter > 0 {
+		info.Started = lease.Start.Add(v.RequestAfter)
+	}
+	return info
 }
 
 func hostOf(raw string) string {

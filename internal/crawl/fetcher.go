@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +39,17 @@ type Visit struct {
 	Outcome string `json:"outcome"`
 	// Discovered are the normalised, filtered links (and redirect targets).
 	Discovered []frontier.Request `json:"discovered,omitempty"`
+	// Beyond are the links the depth limit alone kept out of Discovered
+	// (one level deeper than MaxDepth). They are filled only when depth
+	// levels overlap (LooseDepth or Topics, with MaxDepth ≥ 0), for a
+	// State that relinks (state.Options.Relink): if the page is later
+	// found at a smaller depth, they come within the limit.
+	Beyond []frontier.Request `json:"beyond,omitempty"`
+	// RequestAfter is how long after the lease's start the server saw the
+	// page request at the latest (robots.txt and its delay come first; see
+	// Fetcher.arrivalBound); 0 if none was sent. A start-to-start delay
+	// (Config.DelayFrom "start") counts from it.
+	RequestAfter time.Duration `json:"request_after,omitempty"`
 	// Retry asks for the URL to be put back (Attempt+1) after Delay.
 	Retry bool `json:"retry,omitempty"`
 	// Delay is an extra wait for the URL's host (back-off, Retry-After).
@@ -53,22 +67,26 @@ type Visit struct {
 // local storage of what it fetched (page files, records, WARC). It is safe
 // for concurrent use by many workers.
 type Fetcher struct {
-	cfg    Config
-	log    *slog.Logger
-	norm   *urls.Normalizer
-	chain  urls.Chain
-	client *fetch.Client
-	robots *robots.Cache
-	pages  *store.PageFiles
-	recs   *store.Records
-	warc   *warc.Writer
-	limit  *rateLimiter
-	m      *metrics
+	cfg   Config
+	log   *slog.Logger
+	norm  *urls.Normalizer
+	chain urls.Chain
+	// beyondChain is chain without its depth filter, when depth levels
+	// overlap and cut links are kept (Config.relink); else nil.
+	beyondChain urls.Chain
+	client      *fetch.Client
+	robots      *robots.Cache
+	pages       *store.PageFiles
+	recs        *store.Records
+	warc        *warc.Writer
+	limit       *rateLimiter
+	m           *metrics
 
 	robotsMu      sync.Mutex
 	robotsFetched map[string]time.Time // host:port → end of the last robots.txt fetch
 	robotsErr     map[string]error     // host:port → why its last robots.txt fetch failed
 	robotsFails   map[string]int       // host:port → robots.txt fetches failed in a row (5xx, 429, network)
+	fastestRTT    time.Duration        // fastest request round trip (write to first byte), with DelayFrom "start"
 
 	share RobotsShare // robots.txt answers shared with other processes; nil: none
 }
@@ -204,6 +222,14 @@ func (f *Fetcher) buildFilters() error {
 	if len(f.cfg.AllowHosts) > 0 || len(f.cfg.DenyHosts) > 0 {
 		f.chain = append(f.chain, &urls.HostFilter{Allow: f.cfg.AllowHosts, Deny: f.cfg.DenyHosts})
 	}
+	if f.cfg.relink() {
+		// The same chain without the depth filter: a link it passes and
+		// the full chain rejects was cut by depth alone (Visit.Beyond).
+		f.beyondChain = slices.DeleteFunc(slices.Clone(f.chain), func(fl urls.Filter) bool {
+			_, isDepth := fl.(*urls.DepthFilter)
+			return isDepth
+		})
+	}
 	return nil
 }
 
@@ -267,16 +293,25 @@ func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, err
 		}
 	}
 	f.limit.wait(ctx)
-	status, body, err := f.client.RobotsFetch(ctx, u)
+	rctx, tr := ctx, (*reqTrace)(nil)
+	if f.cfg.DelayFrom == DelayFromStart {
+		rctx, tr = traceRequest(ctx)
+	}
+	status, body, err := f.client.RobotsFetch(rctx, u)
 	if f.share != nil && err == nil && status < 500 && status != 429 {
 		if serr := f.share.StoreRobots(ctx, u.String(), status, body); serr != nil {
 			f.log.Warn("cannot share robots.txt", "url", u.String(), "err", serr)
 		}
 	}
-	// The gap is measured from the end of the exchange, as the frontier does.
+	// The gap is measured from the end of the exchange, as the frontier
+	// does, or from its start with DelayFrom "start".
 	hp := urls.HostPort(u)
+	at := time.Now()
+	if f.cfg.DelayFrom == DelayFromStart {
+		at = f.arrivalBound(tr)
+	}
 	f.robotsMu.Lock()
-	f.robotsFetched[hp] = time.Now()
+	f.robotsFetched[hp] = at
 	if err != nil {
 		f.robotsErr[hp] = err
 	} else {
@@ -291,6 +326,50 @@ func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, err
 	return status, body, err
 }
 
+// reqTrace notes when a request was written to its connection and when
+// the first byte of its answer came back (UnixNano, 0 = not yet).
+type reqTrace struct{ written, firstByte atomic.Int64 }
+
+// traceRequest returns ctx with a trace filling a new reqTrace.
+func traceRequest(ctx context.Context) (context.Context, *reqTrace) {
+	t := &reqTrace{}
+	trace := &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { t.written.CompareAndSwap(0, time.Now().UnixNano()) },
+		GotFirstResponseByte: func() {
+			t.firstByte.CompareAndSwap(0, time.Now().UnixNano())
+		},
+	}
+	return httptrace.WithClientTrace(ctx, trace), t
+}
+
+// arrivalBound estimates, for a start-to-start delay (DelayFrom "start"),
+// the latest time the server can have seen the traced request: the first
+// byte of its answer less the fastest round trip (write to first byte) of
+// any request so far, plus startGuard. A server answers no sooner than its
+// own processing time after seeing a request, and the fastest round trip
+// bounds that time from above only if it was measured on an unloaded
+// moment; taking the fastest over all hosts makes that likely early in a
+// crawl (a per-host minimum over a host's first requests, inflated under
+// load, let gaps at the server fall 25 ms short). On an idle machine the
+// estimate is about the write time; for a host farther away than the
+// nearest one it moves towards the answer, as with DelayFrom "done". A
+// request never written or never answered counts from now.
+func (f *Fetcher) arrivalBound(t *reqTrace) time.Time {
+	now := time.Now()
+	w, fb := t.written.Load(), t.firstByte.Load()
+	if w == 0 || fb == 0 || fb < w {
+		return now
+	}
+	rtt := time.Duration(fb - w)
+	f.robotsMu.Lock()
+	if f.fastestRTT == 0 || rtt < f.fastestRTT {
+		f.fastestRTT = rtt
+	}
+	fastest := f.fastestRTT
+	f.robotsMu.Unlock()
+	return time.Unix(0, fb).Add(f.cfg.startGuard() - fastest)
+}
+
 // Visit fetches one URL handed out at leaseStart and, unless it is to be
 // retried, stores what it got locally (body, record, WARC) before
 // returning, so the scheduler may complete it. It returns an error only
@@ -299,8 +378,11 @@ func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, err
 func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart time.Time) (Visit, error) {
 	start := time.Now()
 	res := f.visit(ctx, req, leaseStart)
-	v := Visit{Request: req, Outcome: res.rec.Outcome, Discovered: res.discovered, Retry: res.retry,
+	v := Visit{Request: req, Outcome: res.rec.Outcome, Discovered: res.discovered, Beyond: res.beyond, Retry: res.retry,
 		Delay: res.delay, CrawlDelay: res.crawlDelay, Fingerprint: res.fp, Text: res.text}
+	if !res.requested.IsZero() {
+		v.RequestAfter = max(res.requested.Sub(leaseStart), 0)
+	}
 	if res.retry || ctx.Err() != nil {
 		return v, nil
 	}
@@ -335,6 +417,8 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 type result struct {
 	rec        store.Record
 	discovered []frontier.Request
+	beyond     []frontier.Request // links cut by the depth limit alone (Visit.Beyond)
+	requested  time.Time          // page request sent (DelayFrom "start": seen by the server at the latest, arrivalBound); zero if none
 	retry      bool
 	delay      time.Duration
 	crawlDelay time.Duration
@@ -408,7 +492,15 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 
 	f.waitAfterRobots(ctx, u, leaseStart, hostDelay)
 	f.limit.wait(ctx)
-	resp, err := f.client.Fetch(ctx, &fetch.Request{URL: u})
+	fctx, tr := ctx, (*reqTrace)(nil)
+	res.requested = time.Now()
+	if f.cfg.DelayFrom == DelayFromStart {
+		fctx, tr = traceRequest(ctx)
+	}
+	resp, err := f.client.Fetch(fctx, &fetch.Request{URL: u})
+	if tr != nil {
+		res.requested = f.arrivalBound(tr)
+	}
 	if err != nil {
 		res.rec.Outcome, res.rec.Error = errorOutcome(err), err.Error()
 		if ctx.Err() == nil && retryable(res.rec.Outcome) && req.Attempt < f.cfg.MaxRetries {
@@ -494,7 +586,13 @@ func (f *Fetcher) links(res *result, base *url.URL, page *parse.Page, depth int)
 		}
 		seen[s] = true
 		res.rec.OutLinks = append(res.rec.OutLinks, s)
-		if nofollowPage || nofollow && !f.cfg.FollowNofollow || f.chain.Check(n, depth+1) != nil {
+		if nofollowPage || nofollow && !f.cfg.FollowNofollow {
+			return
+		}
+		if f.chain.Check(n, depth+1) != nil {
+			if f.beyondChain != nil && f.beyondChain.Check(n, depth+1) == nil {
+				res.beyond = append(res.beyond, f.request(n, depth+1, 0))
+			}
 			return
 		}
 		res.discovered = append(res.discovered, f.request(n, depth+1, 0))

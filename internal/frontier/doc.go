@@ -60,8 +60,12 @@
 // Each key has a delay: max(Config.Delay, SetKeyDelay). With PerKey == 1 the
 // next request to a key starts no earlier than the previous lease's Done plus
 // the delay, so the server sees gaps of at least the delay whatever the
-// network latency. With PerKey > 1, up to PerKey leases run at once and
-// their starts are at least the delay apart. DoneInfo.Delay (Retry-After,
+// network latency. With Config.DelayFromStart the delay is counted from the
+// previous request's start instead (DoneInfo.Started: the fetch after a
+// robots.txt under the same lease), still one request at a time: a key
+// then serves one request per max(delay, latency), the start-to-start
+// rule of Scrapy's DOWNLOAD_DELAY. With PerKey > 1, up to PerKey leases
+// run at once and their starts are at least the delay apart. DoneInfo.Delay (Retry-After,
 // back-off) pushes the key's next start to at least Done + that delay.
 //
 // # Memory

@@ -54,10 +54,21 @@ type Config struct {
 	// PerKey is the maximum number of concurrent leases per key. Default 1.
 	PerKey int
 	// Delay is the minimum gap between starts of successive requests to a
-	// key (with PerKey 1: between a Done and the next start). Default 1 s;
-	// set NoDelay (any negative value) for none. SetKeyDelay raises it per
-	// key.
+	// key (with PerKey 1 and not DelayFromStart: between a Done and the
+	// next start). Default 1 s; set NoDelay (any negative value) for none.
+	// SetKeyDelay raises it per key.
 	Delay time.Duration
+	// DelayFromStart, with PerKey 1, counts Delay from the start of the
+	// key's previous request (DoneInfo.Started, else the lease's Start)
+	// instead of from its Done: the next request still waits for the Done
+	// (one at a time), but the latency of an answer no longer adds to the
+	// gap, so a key whose answers take L serves one request per
+	// max(Delay, L) instead of one per Delay + L. Server-side gaps stay
+	// at least Delay as long as a request takes no longer to reach the
+	// server than the one before it did (true for a fetch made in this
+	// process; a hand-out queue between frontier and fetcher, as in
+	// master–worker, can shrink them by its wait).
+	DelayFromStart bool
 	// MemoryBudget is the maximum number of URLs held in memory; beyond it
 	// URLs spill to disk. Default 1,000,000.
 	MemoryBudget int
@@ -162,6 +173,11 @@ type DoneInfo struct {
 	// Retry-After or a back-off). The key's next start is the latest of its
 	// politeness time and now+Delay.
 	Delay time.Duration
+	// Started is when the lease's last request to the server started, if
+	// later than Lease.Start (e.g. a page fetched after robots.txt under the
+	// same lease); zero means Lease.Start. Delays counted from a start
+	// (PerKey > 1, or DelayFromStart) count from it.
+	Started time.Time
 }
 
 // Stats is a snapshot of the frontier's size.
@@ -598,8 +614,15 @@ func (f *Frontier) Done(l *Lease, info DoneInfo) {
 	ks.leases--
 	f.leased--
 	now := f.cfg.Now()
-	next := l.Start.Add(ks.delay)
-	if f.cfg.PerKey == 1 {
+	started := l.Start
+	if info.Started.After(started) {
+		started = info.Started
+	}
+	next := started.Add(ks.delay)
+	switch {
+	case f.cfg.PerKey == 1 && f.cfg.DelayFromStart:
+		ks.last = started
+	case f.cfg.PerKey == 1:
 		next = now.Add(ks.delay)
 		ks.last = now
 	}

@@ -8,9 +8,11 @@
 //
 //	bucket    key                          value
 //	pending   Seq, 8 bytes big endian      frontier.Request binary encoding
-//	seen      dedup.Key of the URL (16 B)  empty
+//	seen      dedup.Key of the URL (16 B)  its Seq and smallest depth, uvarints
 //	fp        fingerprint, 8 B big endian  URL of the first page with it
 //	counters  outcome class                count, 8 B big endian
+//	links     dedup.Key of a fetched URL   with Options.Relink: its depth and
+//	                                       discovered requests (relinkTx)
 //	meta      "_created", "_pending",      internal values (keys starting
 //	          "_seen", "_pages"; user keys with "_" are reserved); user keys
 //	                                       set with SetMeta
@@ -93,6 +95,7 @@ var (
 	bFP       = []byte("fp")
 	bCounters = []byte("counters")
 	bMeta     = []byte("meta")
+	bLinks    = []byte("links")
 
 	mCreated = []byte("_created")
 	mPending = []byte("_pending")
@@ -140,6 +143,23 @@ type Options struct {
 	// Logger receives the Bloom rebuild time and background errors. Nil
 	// discards.
 	Logger *slog.Logger
+	// Relink makes depth exact for crawls whose depth levels overlap
+	// (crawl.Config.LooseDepth): Complete keeps the requests a URL
+	// discovered, including those deeper than MaxDepth (which it does not
+	// accept), in the links bucket; when a URL already fetched is
+	// discovered again at a smaller depth, its kept requests are
+	// discovered again that much shallower, so links now within MaxDepth
+	// are accepted, pending ones lowered and fetched ones relinked in
+	// turn. A URL is never fetched twice for it. A URL lowered while it
+	// was being fetched (or while a retry was due) has its links shifted
+	// the same way when it completes. The cost is the discovered
+	// requests' encodings on disk, about the out-links of every page
+	// fetched at depth ≥ 1, and a seen-bucket read on every Bloom positive
+	// in bloom mode too.
+	Relink bool
+	// MaxDepth is the largest depth Complete accepts with Relink (negative:
+	// no limit). Unused without Relink, where the caller filters depth.
+	MaxDepth int
 }
 
 // Outcome is how a fetch ended, recorded by Complete.
@@ -279,7 +299,7 @@ func readPID(dir string) string {
 func (s *Store) init() error {
 	var fresh bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta} {
+		for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks} {
 			if tx.Bucket(name) == nil {
 				fresh = true
 			}
@@ -291,7 +311,7 @@ func (s *Store) init() error {
 	}
 	if fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta} {
+			for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks} {
 				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 					return err
 				}
@@ -582,17 +602,15 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 			_, retried := mine[key]
 			// bloom mode takes a positive as seen, except for redirect
 			// targets, which may lower a pending URL's depth (below).
-			if !s.exact && !retried && r.Redirects == 0 {
+			if !s.exact && !retried && r.Redirects == 0 && !s.opt.Relink {
 				continue
 			}
 			if v := seenB.Get(kb); v != nil {
-				lowered, err := lowerTx(pend, seenB, kb, v, r)
+				lowered, err := s.lowerTx(tx, kb, v, r, mine, d)
 				if err != nil {
 					return nil, err
 				}
-				if lowered != nil {
-					out = append(out, *lowered)
-				}
+				out = append(out, lowered...)
 				continue
 			}
 		}
@@ -627,14 +645,17 @@ func seenValue(seq uint64, depth int) []byte {
 	return binary.AppendUvarint(b, uint64(depth))
 }
 
-// lowerTx handles a URL seen before (seen value v) discovered again as r:
-// if r is shallower and the URL is still pending, the pending record takes
+// lowerTx handles a URL seen before (seen value v) discovered again as r.
+// If r is shallower and the URL is still pending, the pending record takes
 // r's depth, priority and redirect count (same Seq) and is returned, so
 // that the URL is fetched at its shortest depth (a redirect target keeps
 // its source's depth and may be found in the same level as a plain link one
-// level deeper). Entries written before seen values existed are empty and
-// never lowered.
-func lowerTx(pend, seenB *bolt.Bucket, kb, v []byte, r frontier.Request) (*frontier.Request, error) {
+// level deeper). If r is shallower and the URL was fetched, with Relink its
+// seen depth is lowered and its kept links are discovered again (relinkTx);
+// what that accepts or lowers is returned. Entries written before seen
+// values existed are empty and never lowered.
+func (s *Store) lowerTx(tx *bolt.Tx, kb, v []byte, r frontier.Request, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
+	pend, seenB := tx.Bucket(bPending), tx.Bucket(bSeen)
 	seq, n := binary.Uvarint(v)
 	if n <= 0 {
 		return nil, nil
@@ -645,7 +666,13 @@ func lowerTx(pend, seenB *bolt.Bucket, kb, v []byte, r frontier.Request) (*front
 	}
 	enc := pend.Get(seqKey(seq))
 	if enc == nil {
-		return nil, nil // already fetched at the greater depth
+		if !s.opt.Relink {
+			return nil, nil // already fetched at the greater depth
+		}
+		if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
+			return nil, err
+		}
+		return s.relinkTx(tx, kb, r.Depth, mine, d)
 	}
 	var cur frontier.Request
 	if err := cur.UnmarshalBinary(enc); err != nil {
@@ -662,8 +689,107 @@ func lowerTx(pend, seenB *bolt.Bucket, kb, v []byte, r frontier.Request) (*front
 	if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
 		return nil, err
 	}
-	return &cur, nil
+	return []frontier.Request{cur}, nil
 }
+
+// relinkTx discovers again, depth-shifted, the links kept for the fetched
+// URL of seen key kb now that it has the smaller depth: a kept request
+// found at the URL's old depth + k is discovered at depth + k (priority
+// lowered alike), and accepted if within MaxDepth. The recursion through
+// discoverTx ends because every step lowers a seen depth, which stays ≥ 0.
+func (s *Store) relinkTx(tx *bolt.Tx, kb []byte, depth int, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
+	rec := tx.Bucket(bLinks).Get(kb)
+	if rec == nil {
+		return nil, nil // no links kept: not HTML, an error, or fetched before Relink
+	}
+	oldDepth, kids, err := decodeLinks(rec)
+	if err != nil {
+		return nil, fmt.Errorf("links record of %x is damaged: %w", kb, err)
+	}
+	return s.discoverTx(tx, s.admit(shiftDepth(kids, oldDepth-depth)), mine, d)
+}
+
+// admit returns the requests of reqs within MaxDepth (all when it is
+// negative). It may return reqs itself.
+func (s *Store) admit(reqs []frontier.Request) []frontier.Request {
+	if s.opt.MaxDepth < 0 {
+		return reqs
+	}
+	out := reqs[:0:0]
+	for _, r := range reqs {
+		if r.Depth <= s.opt.MaxDepth {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// shiftDepth returns copies of reqs by shift levels shallower (priority
+// too, not below 0). shift ≤ 0 returns reqs itself.
+func shiftDepth(reqs []frontier.Request, shift int) []frontier.Request {
+	if shift <= 0 {
+		return reqs
+	}
+	out := make([]frontier.Request, len(reqs))
+	for i, r := range reqs {
+		r.Depth = max(r.Depth-shift, 0)
+		r.Priority = max(r.Priority-shift, 0)
+		out[i] = r
+	}
+	return out
+}
+
+// encodeLinks is a links record: the depth the URL was fetched at and its
+// discovered requests, as uvarints and length-prefixed Request encodings.
+func encodeLinks(depth int, kids []frontier.Request) ([]byte, error) {
+	b := binary.AppendUvarint(nil, uint64(depth))
+	b = binary.AppendUvarint(b, uint64(len(kids)))
+	for _, k := range kids {
+		enc, err := k.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		b = binary.AppendUvarint(b, uint64(len(enc)))
+		b = append(b, enc...)
+	}
+	return b, nil
+}
+
+// decodeLinks reads an encodeLinks record.
+func decodeLinks(b []byte) (depth int, kids []frontier.Request, err error) {
+	d, n := binary.Uvarint(b)
+	if n <= 0 || d > math.MaxInt32 {
+		return 0, nil, errors.New("bad depth")
+	}
+	b = b[n:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return 0, nil, errors.New("bad count")
+	}
+	b = b[n:]
+	kids = make([]frontier.Request, 0, count)
+	for range count {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return 0, nil, errors.New("truncated request")
+		}
+		var r frontier.Request
+		if err := r.UnmarshalBinary(b[n : n+int(l)]); err != nil {
+			return 0, nil, err
+		}
+		kids = append(kids, r)
+		b = b[n+int(l):]
+	}
+	if len(b) != 0 {
+		return 0, nil, errors.New("trailing bytes")
+	}
+	return int(d), kids, nil
+}
+
+// Relinks reports whether the store was opened with Options.Relink: its
+// Complete then takes discovered requests beyond MaxDepth too, and keeps
+// them.
+func (s *Store) Relinks() bool { return s.opt.Relink }
 
 // Current reports whether r is the live copy of a pending URL: pending under
 // r.Seq at r.Depth. A copy whose URL was since lowered to a smaller depth,
@@ -733,7 +859,8 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 // Complete records the end of request r in one transaction: it deletes
 // pending[r.Seq], adds one to the counter o.Class (and to PagesStored if
 // o.Stored), looks up o.Fingerprint, and discovers the discovered requests
-// as Discover does. If r is no longer pending, Complete does nothing and
+// as Discover does (with Options.Relink: keeps them, and discovers those
+// within MaxDepth, shifted shallower if r's URL was lowered meanwhile). If r is no longer pending, Complete does nothing and
 // returns an empty Result: it is idempotent. It fails if o.Class is empty,
 // if pending[r.Seq] holds a different URL than r.URL, or on a storage error
 // (then nothing was recorded).
@@ -793,7 +920,14 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 				res.DuplicateOf = string(prev)
 			}
 		}
-		news, err := s.discoverTx(tx, discovered, mine, &d)
+		kids := discovered
+		if s.opt.Relink {
+			var err error
+			if kids, err = s.keepLinksTx(tx, r, kids); err != nil {
+				return err
+			}
+		}
+		news, err := s.discoverTx(tx, kids, mine, &d)
 		if err != nil {
 			return err
 		}
@@ -805,6 +939,34 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 	}
 	s.apply(d)
 	return res, nil
+}
+
+// keepLinksTx is Complete's part with Relink: if r's URL was lowered since
+// r was handed out (its seen depth is below r.Depth), kids are shifted up
+// by the difference; they are kept in the links bucket (for a URL deeper
+// than 0, the only ones that can be lowered later), and those within
+// MaxDepth are returned for discovery.
+func (s *Store) keepLinksTx(tx *bolt.Tx, r frontier.Request, kids []frontier.Request) ([]frontier.Request, error) {
+	kb := dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16))
+	depth := r.Depth
+	if v := tx.Bucket(bSeen).Get(kb); v != nil {
+		if _, n := binary.Uvarint(v); n > 0 {
+			if sd, m := binary.Uvarint(v[n:]); m > 0 && sd < uint64(depth) {
+				depth = int(sd)
+			}
+		}
+	}
+	kids = shiftDepth(kids, r.Depth-depth)
+	if depth > 0 && len(kids) > 0 {
+		rec, err := encodeLinks(depth, kids)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Bucket(bLinks).Put(kb, rec); err != nil {
+			return nil, err
+		}
+	}
+	return s.admit(kids), nil
 }
 
 // UpdatePending overwrites the pending record of r (found by r.Seq) with r,

@@ -1,0 +1,56 @@
+package frontier
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestDelayFromStart: with DelayFromStart the next request to a key may
+// start Delay after the previous one started (DoneInfo.Started when given,
+// else the lease's Start), never before the previous lease is done; without
+// it, Delay after the Done.
+func TestDelayFromStart(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		fromStart bool
+		started   time.Duration // DoneInfo.Started after the lease's start; 0 = not given
+		doneAt    time.Duration // Done after the lease's start
+		wantAt    time.Duration // next lease's earliest start after the first lease's start
+	}{
+		{"from done", false, 0, 50 * time.Millisecond, 250 * time.Millisecond},
+		{"from start", true, 0, 50 * time.Millisecond, 200 * time.Millisecond},
+		{"from the request after robots.txt", true, 60 * time.Millisecond, 110 * time.Millisecond, 260 * time.Millisecond},
+		{"answer slower than the delay", true, 0, 300 * time.Millisecond, 300 * time.Millisecond},
+		{"Started ignored from done", false, 60 * time.Millisecond, 110 * time.Millisecond, 310 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, clk := newTestFrontier(t, Config{Delay: delay, DelayFromStart: tc.fromStart})
+			must(t, f.PushAll([]Request{req("http://a/1", "a", 0), req("http://a/2", "a", 0)}))
+			l := mustNext(t, f)
+			t0 := l.Start
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ch := nextAsync(f, ctx)
+			expectBlocked(t, ch) // the key is leased
+			clk.Advance(tc.doneAt)
+			info := DoneInfo{}
+			if tc.started > 0 {
+				info.Started = t0.Add(tc.started)
+			}
+			f.Done(l, info)
+			if rest := tc.wantAt - tc.doneAt; rest > 0 {
+				clk.waitTimer(t)
+				expectBlocked(t, ch)
+				clk.Advance(rest - time.Millisecond)
+				expectBlocked(t, ch)
+				clk.Advance(time.Millisecond)
+			}
+			l2 := receive(t, ch)
+			if got := l2.Start.Sub(t0); got != tc.wantAt {
+				t.Errorf("second lease %s after the first, want %s", got, tc.wantAt)
+			}
+		})
+	}
+}
