@@ -7,15 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/index/analysis"
 	"github.com/spider-crawler/spider/internal/server"
 )
 
@@ -39,6 +43,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pageSize := fs.Int("page-size", 10, "search hits per page")
 	buckets := fs.Int("buckets", 4096, "with --redis, peer-to-peer crawls: the nodes' --buckets")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	cacheSize := fs.Int("cache-size", server.DefaultCacheSize, "search cache entries (rendered pages and API answers, and results); 0 or -1 turns the caches off")
+	cacheMB := fs.Int("cache-mb", server.DefaultCacheBytes>>20, "memory bound of the rendered-answer cache, in MiB")
+	cacheTTL := fs.Duration("cache-ttl", server.DefaultCacheTTL, "longest time a cached search answer is served (a new index version drops the cache at once)")
+	maxSearches := fs.Int("max-searches", 0, "index searches running at once, the others wait their turn (default 2×GOMAXPROCS); -1: no bound")
+	preload := fs.String("preload", "background", "when to load the query analyser's Chinese dictionaries (about 300 MB, seconds of CPU): background (while serving), wait (before listening), off (at the first Chinese query)")
+	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060; keep it private")
 	var rf redisFlags
 	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +66,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("cannot serve %s: it is not a directory; crawl into it first (spider crawl --data %s URL)", *data, *data)
 		}
 	}
+	if *preload != "background" && *preload != "wait" && *preload != "off" {
+		return usageError(stderr, "--preload %q: use background, wait or off", *preload)
+	}
+	if *maxSearches < -1 {
+		return usageError(stderr, "--max-searches %d: give -1 (no bound), 0 (2×GOMAXPROCS) or a positive number", *maxSearches)
+	}
+	if *cacheSize < -1 || *cacheMB < 1 || *cacheTTL <= 0 {
+		return usageError(stderr, "bad cache flags (--cache-size %d, --cache-mb %d, --cache-ttl %s): give --cache-size -1 (off) or more, --cache-mb 1 or more, a positive --cache-ttl", *cacheSize, *cacheMB, *cacheTTL)
+	}
+	if *cacheSize == 0 {
+		*cacheSize = -1 // no entries: off
+	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
@@ -64,7 +86,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opt := server.Options{Token: token, Registry: newServeRegistry(), Logger: logger, PageSize: *pageSize}
+	opt := server.Options{Token: token, Registry: newServeRegistry(), Logger: logger, PageSize: *pageSize,
+		CacheSize: *cacheSize, CacheBytes: int64(*cacheMB) << 20, CacheTTL: *cacheTTL, MaxSearches: *maxSearches}
+	if *pprofAddr != "" {
+		stopProf, err := startPprof(ctx, *pprofAddr, stdout, logger)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
+	}
 	var dir *server.DirView
 	if *data != "" {
 		dir = server.NewDirView(*data, nil)
@@ -75,6 +105,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer searcher.Close()
 		opt.Searcher = searcher
+		switch *preload {
+		case "wait":
+			preloadAnalyzer(logger)
+		case "background":
+			go preloadAnalyzer(logger)
+		}
 	}
 	if rf.url != "" {
 		rdb, err := rf.open(ctx)
@@ -90,6 +126,47 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	<-ctx.Done()
 	return stop()
+}
+
+// preloadAnalyzer loads the query analyser's Chinese dictionaries now:
+// otherwise the first query with Chinese text waits for the load
+// (seconds; 33 s on a busy 2-core machine), and so do the identical
+// queries merged with it.
+func preloadAnalyzer(logger *slog.Logger) {
+	a, err := analysis.Shared()
+	if err == nil {
+		err = a.Preload()
+	}
+	if err != nil {
+		logger.Warn("cannot preload the query analyser; Chinese queries are cut character by character", "err", err)
+		return
+	}
+	logger.Info("query analyser loaded", "took", a.LoadTime().Round(time.Millisecond))
+}
+
+// startPprof serves net/http/pprof on its own listener (never on the
+// public one: profiles reveal internals and cost CPU) until ctx ends or
+// stop is called.
+func startPprof(ctx context.Context, addr string, stdout io.Writer, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on --pprof %s (pick another address): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	fmt.Fprintf(stdout, "pprof on http://%s/debug/pprof/\n", ln.Addr())
+	go hs.Serve(ln)
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-sctx.Done()
+		hs.Close()
+	}()
+	return cancel, nil
 }
 
 // usageError prints a usage mistake (main prints none for errUsage) and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +43,12 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"short token", []string{"serve", "--data", data, "--token-file", short, "--addr", "127.0.0.1:0"}, 1, "at least 16"},
 		{"token readable by others", []string{"serve", "--data", data, "--token-file", shared}, 1, "chmod 600"},
 		{"bad address", []string{"serve", "--data", data, "--addr", "256.1.1.1:80"}, 1, "cannot listen"},
+		{"bad preload", []string{"serve", "--data", data, "--preload", "later"}, 2, "use background, wait or off"},
+		{"bad cache size", []string{"serve", "--data", data, "--cache-size", "-2"}, 2, "--cache-size -1 (off)"},
+		{"bad cache memory", []string{"serve", "--data", data, "--cache-mb", "0"}, 2, "--cache-mb 1 or more"},
+		{"bad max searches", []string{"serve", "--data", data, "--max-searches", "-3"}, 2, "--max-searches -3"},
+		{"bad cache ttl", []string{"serve", "--data", data, "--cache-ttl", "0s"}, 2, "positive --cache-ttl"},
+		{"bad pprof address", []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--pprof", "256.1.1.1:80"}, 1, "cannot listen on --pprof"},
 		{"crawl --addr with --redis", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
 	}
 	for _, c := range cases {
@@ -332,141 +336,38 @@ func titleWord(t *testing.T, dir string) string {
 	return words[0]
 }
 
-// TestServeLoad is the search page's load test: 100 concurrent clients on
-// loopback query the index of SPIDER_SERVE_LOAD (a data directory) with
-// words of its crawled titles, and the test reports latency percentiles.
-// It skips without the variable. SPIDER_SERVE_LOAD_REQUESTS sets the
-// number of requests (default 20000), SPIDER_SERVE_LOAD_CLIENTS the
-// number of clients (default 100); SPIDER_SERVE_LOAD_CACHE=0 turns the
-// result cache off.
-//
-//	SPIDER_SERVE_LOAD=/path/to/data go test -run TestServeLoad -v ./cmd/spider
-func TestServeLoad(t *testing.T) {
-	data := os.Getenv("SPIDER_SERVE_LOAD")
-	if data == "" {
-		t.Skip("set SPIDER_SERVE_LOAD=DATA_DIR (a crawl with an index) to run the load test")
+// TestServeProfilerAndCaches: --pprof serves Go's profiler on its own
+// listener only, and the cache counters are on /metrics.
+func TestServeProfilerAndCaches(t *testing.T) {
+	srv := startCommand(t, runServe, "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--pprof", "127.0.0.1:0", "--preload", "off", "--cache-size", "100", "--cache-ttl", "5s")
+	m := regexp.MustCompile(`pprof on (http://[^/ ]+)/`).FindStringSubmatch(srv.out.String())
+	if m == nil {
+		t.Fatalf("no pprof address printed:\n%s", srv.out.String())
 	}
-	total := 20000
-	if v := os.Getenv("SPIDER_SERVE_LOAD_REQUESTS"); v != "" {
-		fmt.Sscan(v, &total)
+	for _, tc := range []struct {
+		url  string
+		code int
+	}{
+		{m[1] + "/debug/pprof/", 200},
+		{m[1] + "/debug/pprof/goroutine?debug=1", 200},
+		{srv.base + "/debug/pprof/", 404},
+	} {
+		resp, err := http.Get(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.url, resp.StatusCode, tc.code)
+		}
 	}
-	clients := 100
-	if v := os.Getenv("SPIDER_SERVE_LOAD_CLIENTS"); v != "" {
-		fmt.Sscan(v, &clients)
-	}
-	searcher, err := openSearcher(filepath.Join(data, "index"), nil)
+	resp, err := http.Get(srv.base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer searcher.Close()
-	docs := searcher.Stats().Docs
-	if docs == 0 {
-		t.Fatalf("%s/index holds no documents", data)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte(`spider_search_cache_requests_total{cache="page",result="miss"} 0`)) {
+		t.Errorf("/metrics has no cache counters:\n%s", metrics)
 	}
-	queries := loadQueries(t, data, 500)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	opt := server.Options{Searcher: searcher}
-	if os.Getenv("SPIDER_SERVE_LOAD_CACHE") == "0" {
-		opt.CacheSize = -1
-	}
-	stop, err := startServer(ctx, "127.0.0.1:0", opt, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	ln := servingRE.FindStringSubmatch(out.String())[1]
-
-	for _, target := range []string{"page", "api"} {
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}, Timeout: 30 * time.Second}
-		urlOf := func(i int) string {
-			q := url.QueryEscape(queries[i%len(queries)])
-			if target == "api" {
-				return ln + "/api/search?q=" + q
-			}
-			return ln + "/?q=" + q
-		}
-		for i := range 200 { // warm-up: page cache, connections
-			resp, err := client.Get(urlOf(i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		lat := make([]time.Duration, total)
-		var next, failed atomic.Int64
-		start := time.Now()
-		var wg sync.WaitGroup
-		for range clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= total {
-						return
-					}
-					t0 := time.Now()
-					resp, err := client.Get(urlOf(i))
-					if err == nil {
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != 200 {
-							err = fmt.Errorf("status %d", resp.StatusCode)
-						}
-					}
-					lat[i] = time.Since(t0)
-					if err != nil {
-						failed.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		el := time.Since(start)
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-		t.Logf("%s: %d docs, %d requests, %d clients, %d failed: %.0f req/s; p50 %s p90 %s p99 %s max %s",
-			target, docs, total, clients, failed.Load(), float64(total)/el.Seconds(),
-			pct(0.50).Round(10*time.Microsecond), pct(0.90).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond), lat[len(lat)-1].Round(time.Millisecond))
-		if failed.Load() > 0 {
-			t.Errorf("%d requests failed", failed.Load())
-		}
-	}
-}
-
-// loadQueries returns up to n distinct words (4+ letters, or two Han
-// characters) of the titles in dataDir's records, in file order.
-func loadQueries(t *testing.T, dataDir string, n int) []string {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dataDir, store.RecordsFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	re := regexp.MustCompile(`[A-Za-z]{4,}|\p{Han}{2}`)
-	seen := map[string]bool{}
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() && len(out) < n {
-		var r struct {
-			Title string `json:"title"`
-		}
-		if json.Unmarshal(sc.Bytes(), &r) != nil {
-			continue
-		}
-		for _, w := range re.FindAllString(strings.ToLower(r.Title), -1) {
-			if !seen[w] {
-				seen[w] = true
-				out = append(out, w)
-			}
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no title words to query")
-	}
-	return out
 }

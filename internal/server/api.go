@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // Limits of the API's input.
@@ -30,17 +34,26 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// encodeJSON is v as indented JSON with a final newline.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		code, buf = http.StatusInternalServerError, *bytes.NewBufferString(`{"error": "cannot encode the answer"}` + "\n")
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := encodeJSON(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error": "cannot encode the answer"}`+"\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	w.Write(buf.Bytes())
+	w.Write(b)
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
@@ -67,8 +80,15 @@ func statusOf(err error) int {
 // searchParams parses and checks the search parameters shared by the
 // page and the API: q, offset, limit, rank_weight, explain.
 func (s *Server) searchParams(r *http.Request) (SearchRequest, error) {
-	q := r.URL.Query()
-	req := SearchRequest{Query: strings.TrimSpace(q.Get("q")), Limit: s.opt.PageSize, RankWeight: -1}
+	return s.parseSearch(r.URL.Query())
+}
+
+// parseSearch is searchParams on parsed query parameters. The query is
+// normalised: white space trimmed at both ends and runs of it inside
+// replaced by one space (the index splits words on it), so that "a  b"
+// and "a b" are one cache entry.
+func (s *Server) parseSearch(q url.Values) (SearchRequest, error) {
+	req := SearchRequest{Query: normaliseQuery(q.Get("q")), Limit: s.opt.PageSize, RankWeight: -1}
 	if !utf8.ValidString(req.Query) {
 		return req, errors.New("the query is not valid UTF-8")
 	}
@@ -99,12 +119,37 @@ func (s *Server) searchParams(r *http.Request) (SearchRequest, error) {
 	return req, nil
 }
 
-// search runs req with a time limit; an empty query gives no hits.
-func (s *Server) search(ctx context.Context, req SearchRequest) (*SearchResult, error) {
+// normaliseQuery trims q and replaces runs of white space by one space;
+// it returns q itself when there is nothing to change.
+func normaliseQuery(q string) string {
+	q = strings.TrimSpace(q)
+	prevSpace := false
+	for _, r := range q {
+		space := unicode.IsSpace(r)
+		if space && (prevSpace || r != ' ') {
+			return strings.Join(strings.Fields(q), " ")
+		}
+		prevSpace = space
+	}
+	return q
+}
+
+// search runs req with a time limit against the index version of stats
+// (the Searcher's Stats, read by the caller once per request); an empty
+// query gives no hits.
+func (s *Server) search(ctx context.Context, req SearchRequest, stats IndexStats) (*SearchResult, error) {
 	if req.Query == "" {
 		return &SearchResult{Hits: []Hit{}, Terms: []string{}}, nil
 	}
 	run := func(ctx context.Context) (*SearchResult, error) {
+		if s.slots != nil {
+			select {
+			case s.slots <- struct{}{}:
+				defer func() { <-s.slots }()
+			case <-ctx.Done():
+				return nil, fmt.Errorf("cannot search now: the server is busy (%d searches running, others waiting), try again: %w", cap(s.slots), ctx.Err())
+			}
+		}
 		start := time.Now()
 		res, err := s.opt.Searcher.Search(ctx, req)
 		if err != nil {
@@ -116,7 +161,7 @@ func (s *Server) search(ctx context.Context, req SearchRequest) (*SearchResult, 
 		return normalise(res), nil
 	}
 	if s.cache != nil {
-		return s.cache.get(ctx, req, s.opt.Searcher.Stats(), run)
+		return s.cache.get(ctx, req, stats, run)
 	}
 	ctx, cancel := context.WithTimeout(ctx, searchTimeout)
 	defer cancel()
@@ -167,13 +212,80 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "no query: pass q, e.g. /api/search?q=crawler")
 		return
 	}
-	res, err := s.search(r.Context(), req)
+	stats := s.opt.Searcher.Stats()
+	key := apiKey(req)
+	if s.responses != nil {
+		if resp, ok := s.responses.get(key, stats); ok {
+			serveResponse(w, r, resp, resp.body)
+			return
+		}
+	}
+	res, err := s.search(r.Context(), req, stats)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, searchAnswer{Query: req.Query, Offset: req.Offset, Limit: req.Limit, Total: res.Total,
-		TookMS: float64(res.Took.Microseconds()) / 1000, Cached: res.Cached, Terms: res.Terms, Hits: res.Hits})
+	answer := func(res *SearchResult) ([]byte, error) {
+		return encodeJSON(searchAnswer{Query: req.Query, Offset: req.Offset, Limit: req.Limit, Total: res.Total,
+			TookMS: float64(res.Took.Microseconds()) / 1000, Cached: res.Cached, Terms: res.Terms, Hits: res.Hits})
+	}
+	body, err := answer(res)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("cannot encode the search answer: %w", err))
+		return
+	}
+	if s.responses == nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(body)
+		return
+	}
+	resp, err := s.cacheResponse(key, stats, "application/json", res, body, answer)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("cannot encode the search answer: %w", err))
+		return
+	}
+	serveResponse(w, r, resp, body)
+}
+
+// cacheResponse stores the rendered answer for res under key. What is
+// stored is the answer as a cache hit shows it (Cached set, no time in
+// the index): body itself when res already came from the result cache,
+// otherwise a second rendering. The answer to this request (body) gets
+// the stored answer's ETag: the two differ only in that note.
+func (s *Server) cacheResponse(key string, stats IndexStats, contentType string, res *SearchResult, body []byte, render func(*SearchResult) ([]byte, error)) (*response, error) {
+	cached := body
+	if !res.Cached {
+		hit := *res
+		hit.Took, hit.Cached = 0, true
+		var err error
+		if cached, err = render(&hit); err != nil {
+			return nil, err
+		}
+	}
+	resp := &response{body: cached, contentType: contentType, etag: etagOf(cached)}
+	s.responses.put(key, stats, resp)
+	return resp, nil
+}
+
+// etagOf is a weak entity tag of body: W/"64-bit xxhash in hex".
+func etagOf(body []byte) string {
+	return `W/"` + strconv.FormatUint(xxhash.Sum64(body), 16) + `"`
+}
+
+// serveResponse writes body (resp's body, or this request's rendering of
+// the same answer) as a 200 with resp's ETag, or a 304 when the request's
+// If-None-Match names that tag. "no-cache" lets a browser keep the
+// answer and revalidate it (no body crosses the wire when the index did
+// not change).
+func serveResponse(w http.ResponseWriter, r *http.Request, resp *response, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", resp.contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", resp.etag)
+	// http.ServeContent does the conditional-request logic (RFC 9110
+	// If-None-Match with weak comparison, 304 without a body).
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
 // fail answers an error from a Searcher or Controller: its message for

@@ -39,13 +39,15 @@ func pageURL(q string, p int, signals bool) string {
 
 // searchPage renders the search page server-side (it works without
 // JavaScript); static/search.js then updates it in place as one types.
-// Parameters: q, p (1-based page), signals=1.
+// Parameters: q, p (1-based page), signals=1. A page that rendered once
+// is served again from the response cache, byte for byte, while the index
+// does not change.
 func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 	d := searchPageData{Page: 1}
 	q := r.URL.Query()
 	d.Signals = q.Get("signals") == "1"
 	code := http.StatusOK
-	req, err := s.searchParams(r)
+	req, err := s.parseSearch(q)
 	d.Query = req.Query
 	if v := q.Get("p"); v != "" && err == nil {
 		if d.Page, err = strconv.Atoi(v); err != nil || d.Page < 1 || (d.Page-1)*s.opt.PageSize > maxOffset {
@@ -53,17 +55,26 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 			err = errPage(maxOffset/s.opt.PageSize + 1)
 		}
 	}
+	key := ""
 	switch {
 	case err != nil:
 		d.Error, code = err.Error(), http.StatusBadRequest
 	case s.opt.Searcher == nil:
 		d.NoIndex, code = true, http.StatusServiceUnavailable
-	case d.Query == "":
-		d.Stats = s.opt.Searcher.Stats()
 	default:
 		d.Stats = s.opt.Searcher.Stats()
+		if s.responses != nil {
+			key = pageKey(d.Query, d.Page, d.Signals)
+			if resp, ok := s.responses.get(key, d.Stats); ok {
+				serveResponse(w, r, resp, resp.body)
+				return
+			}
+		}
+		if d.Query == "" {
+			break
+		}
 		req.Offset, req.Limit, req.Explain = (d.Page-1)*s.opt.PageSize, s.opt.PageSize, d.Signals
-		res, err := s.search(r.Context(), req)
+		res, err := s.search(r.Context(), req, d.Stats)
 		if errors.Is(err, ErrUnavailable) {
 			d.NoIndex, code = true, http.StatusServiceUnavailable
 			break
@@ -77,21 +88,50 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 			}
 			break
 		}
-		d.Result = res
-		d.TookMS = strconv.FormatFloat(float64(res.Took.Microseconds())/1000, 'f', 1, 64)
-		d.Pages = (res.Total + s.opt.PageSize - 1) / s.opt.PageSize
-		if len(res.Hits) > 0 {
-			d.First = req.Offset + 1
-			d.Last = req.Offset + len(res.Hits)
-		}
-		if d.Page > 1 {
-			d.PrevURL = pageURL(d.Query, d.Page-1, d.Signals)
-		}
-		if d.Page < d.Pages && d.Page*s.opt.PageSize <= maxOffset {
-			d.NextURL = pageURL(d.Query, d.Page+1, d.Signals)
-		}
+		d.setResult(res, req.Offset, s.opt.PageSize)
 	}
-	s.render(w, code, "search.html", d)
+	body, err := s.renderBytes("search.html", d)
+	if err != nil {
+		s.renderFailed(w, "search.html", err)
+		return
+	}
+	if code != http.StatusOK || key == "" {
+		writeHTML(w, code, body)
+		return
+	}
+	res := d.Result
+	if res == nil {
+		res = &SearchResult{Cached: true} // the empty query's page: nothing to note
+	}
+	resp, err := s.cacheResponse(key, d.Stats, htmlType, res, body, func(hit *SearchResult) ([]byte, error) {
+		d.setResult(hit, req.Offset, s.opt.PageSize)
+		return s.renderBytes("search.html", d)
+	})
+	if err != nil {
+		s.renderFailed(w, "search.html", err)
+		return
+	}
+	serveResponse(w, r, resp, body)
+}
+
+// setResult fills the result part of the page from res, the hits from
+// offset on, pageSize per page.
+func (d *searchPageData) setResult(res *SearchResult, offset, pageSize int) {
+	d.Result = res
+	d.TookMS = strconv.FormatFloat(float64(res.Took.Microseconds())/1000, 'f', 1, 64)
+	d.Pages = (res.Total + pageSize - 1) / pageSize
+	d.First, d.Last = 0, 0
+	if len(res.Hits) > 0 {
+		d.First = offset + 1
+		d.Last = offset + len(res.Hits)
+	}
+	d.PrevURL, d.NextURL = "", ""
+	if d.Page > 1 {
+		d.PrevURL = pageURL(d.Query, d.Page-1, d.Signals)
+	}
+	if d.Page < d.Pages && d.Page*pageSize <= maxOffset {
+		d.NextURL = pageURL(d.Query, d.Page+1, d.Signals)
+	}
 }
 
 type errPage int
@@ -106,17 +146,39 @@ func (s *Server) dashboardPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "dashboard.html", struct{ HasCrawl bool }{s.opt.Crawl != nil})
 }
 
+const htmlType = "text/html; charset=utf-8"
+
 // render executes a template into a buffer first, so that a template
 // error gives a clean 500 instead of half a page.
 func (s *Server) render(w http.ResponseWriter, code int, name string, data any) {
-	var buf bytes.Buffer
-	if err := s.pages.ExecuteTemplate(&buf, name, data); err != nil {
-		s.log.Error("cannot render page", "page", name, "err", err)
-		writeError(w, http.StatusInternalServerError, "cannot render the page; the server log says why")
+	body, err := s.renderBytes(name, data)
+	if err != nil {
+		s.renderFailed(w, name, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeHTML(w, code, body)
+}
+
+// renderBytes executes template name on data.
+func (s *Server) renderBytes(name string, data any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(16 << 10)
+	if err := s.pages.ExecuteTemplate(&buf, name, data); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *Server) renderFailed(w http.ResponseWriter, name string, err error) {
+	s.log.Error("cannot render page", "page", name, "err", err)
+	writeError(w, http.StatusInternalServerError, "cannot render the page; the server log says why")
+}
+
+// writeHTML writes a page that must not be cached (an error, or a page
+// rendered without the response cache).
+func writeHTML(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", htmlType)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	w.Write(buf.Bytes())
+	w.Write(body)
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -49,13 +50,26 @@ type Options struct {
 	Logger *slog.Logger
 	// PageSize is the number of hits per search page; default 10.
 	PageSize int
-	// CacheSize is how many search results are cached (see CacheTTL);
-	// 0 means DefaultCacheSize, negative disables the cache.
+	// CacheSize bounds the search caches in entries: the rendered
+	// answers of the search page and /api/search, and the search results
+	// behind them (see CacheTTL); 0 means DefaultCacheSize, negative
+	// disables both caches.
 	CacheSize int
-	// CacheTTL is how long a cached result is served; it is also dropped
-	// as soon as the Searcher's Stats change (a new index version).
-	// Default DefaultCacheTTL.
+	// CacheBytes bounds the rendered answers' cache in bytes; 0 means
+	// DefaultCacheBytes.
+	CacheBytes int64
+	// CacheTTL is how long a cached answer is served at most; every entry
+	// is dropped as soon as the Searcher's Stats change (a new index
+	// version), so the TTL only bounds what Stats cannot see, such as a
+	// new PageRank file. Default DefaultCacheTTL.
 	CacheTTL time.Duration
+	// MaxSearches bounds the index searches running at once; the others
+	// wait their turn, within the search time limit (10 s, then 504).
+	// Searches are CPU-bound: more of them at once than there are cores
+	// only slows each down, and requests the cache could answer at once
+	// queue behind them for the CPU. 0 means 2×GOMAXPROCS; negative: no
+	// bound.
+	MaxSearches int
 }
 
 // Server is the HTTP front of spider: search page, dashboard, JSON API,
@@ -72,7 +86,10 @@ type Server struct {
 	mux       *http.ServeMux
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
-	cache     *resultCache // nil: no cache
+	lookups   *prometheus.CounterVec
+	cache     *resultCache   // nil: no cache
+	responses *responseCache // nil: no cache
+	slots     chan struct{}  // one per search running; nil: no bound
 }
 
 // route is one endpoint; API routes (and /metrics, /healthz) are listed
@@ -115,9 +132,12 @@ func New(opt Options) (*Server, error) {
 	if opt.Registry == nil {
 		opt.Registry = prometheus.NewRegistry()
 	}
+	if opt.CacheBytes < 0 {
+		return nil, fmt.Errorf("cannot use a cache of %d bytes: give 0 (the default, %d MiB) or more", opt.CacheBytes, DefaultCacheBytes>>20)
+	}
 	s := &Server{opt: opt, log: opt.Logger}
-	if opt.CacheSize >= 0 {
-		s.cache = newResultCache(cmp.Or(opt.CacheSize, DefaultCacheSize), cmp.Or(opt.CacheTTL, DefaultCacheTTL))
+	if opt.MaxSearches >= 0 {
+		s.slots = make(chan struct{}, cmp.Or(opt.MaxSearches, 2*runtime.GOMAXPROCS(0)))
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -148,8 +168,23 @@ func New(opt Options) (*Server, error) {
 	if err := registerOrReuse(opt.Registry, s.requests, &s.requests); err != nil {
 		return nil, err
 	}
+	s.lookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "spider_search_cache_requests_total",
+		Help: "Search cache look-ups by cache (page and api: rendered answers; result: search results) and result (hit or miss).",
+	}, []string{"cache", "result"})
 	if err := registerOrReuse(opt.Registry, s.latency, &s.latency); err != nil {
 		return nil, err
+	}
+	if err := registerOrReuse(opt.Registry, s.lookups, &s.lookups); err != nil {
+		return nil, err
+	}
+	if opt.CacheSize >= 0 {
+		size, ttl := cmp.Or(opt.CacheSize, DefaultCacheSize), cmp.Or(opt.CacheTTL, DefaultCacheTTL)
+		counters := func(cache string) cacheCounters {
+			return cacheCounters{hit: s.lookups.WithLabelValues(cache, "hit"), miss: s.lookups.WithLabelValues(cache, "miss")}
+		}
+		s.cache = newResultCache(size, ttl, counters("result"))
+		s.responses = newResponseCache(size, cmp.Or(opt.CacheBytes, DefaultCacheBytes), ttl, counters("page"), counters("api"))
 	}
 	s.mux = http.NewServeMux()
 	for _, rt := range routes {
@@ -247,6 +282,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) wrap(rt route) http.Handler {
 	name := rt.method + " " + rt.pattern
 	lat := s.latency.WithLabelValues(name)
+	ok := s.requests.WithLabelValues(name, "200") // the common case, resolved once
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -258,7 +294,11 @@ func (s *Server) wrap(rt route) http.Handler {
 			sw.code = http.StatusOK
 		}
 		lat.Observe(time.Since(start).Seconds())
-		s.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+		if sw.code == http.StatusOK {
+			ok.Inc()
+		} else {
+			s.requests.WithLabelValues(name, strconv.Itoa(sw.code)).Inc()
+		}
 	})
 }
 

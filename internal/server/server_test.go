@@ -305,9 +305,14 @@ func TestNewRejectsShortToken(t *testing.T) {
 // TestXSS: crawled titles, snippets and URLs with markup are shown as text.
 func TestXSS(t *testing.T) {
 	s := newTestServer(t, Options{Searcher: &fakeSearcher{testHits()}, Crawl: &fakeCrawl{testStatus()}})
-	for _, target := range []string{"/?q=xss", "/?q=xss&signals=1", "/?q=%3Cscript%3Ealert(1)%3C/script%3E", "/?q=x%22+onfocus%3Dalert(1)"} {
+	// Each page twice: rendered, then from the response cache.
+	for i, target := range []string{"/?q=xss", "/?q=xss", "/?q=xss&signals=1", "/?q=xss&signals=1", "/?q=%3Cscript%3Ealert(1)%3C/script%3E",
+		"/?q=%3Cscript%3Ealert(1)%3C/script%3E", "/?q=x%22+onfocus%3Dalert(1)", "/?q=x%22+onfocus%3Dalert(1)"} {
 		w := do(t, s.Handler(), "GET", target, "", nil)
 		body := w.Body.String()
+		if cached := strings.Contains(body, "(cached)") || strings.Contains(body, "No page matches"); i%2 == 1 && w.Code == 200 && !cached {
+			t.Errorf("%s: second answer not from the cache", target)
+		}
 		for _, bad := range []string{"<script>alert", "<img src=x", "<b>xss", `href="javascript:`, `"><script>`, `" onfocus`} {
 			if strings.Contains(body, bad) {
 				t.Errorf("%s: page contains %q unescaped", target, bad)
