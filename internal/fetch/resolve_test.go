@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
@@ -105,10 +107,14 @@ func TestResolveMatching(t *testing.T) {
 		{"exact.example.com", "", "192.0.2.5"}, // empty port matches any: the exact-port entry is more specific
 		{"notexample.com", "80", "192.0.2.1"},
 	}
+	table := newResolveTable(entries)
 	for _, tt := range tests {
 		e, ok := bestResolve(entries, tt.host, tt.port)
 		if !ok || e.Addrs[0].String() != tt.want {
 			t.Errorf("bestResolve(%q, %q) = %v, %v; want %s", tt.host, tt.port, e, ok, tt.want)
+		}
+		if te, tok := table.best(tt.host, tt.port); tok != ok || te.String() != e.String() {
+			t.Errorf("resolveTable.best(%q, %q) = %v, %v; bestResolve gives %v, %v", tt.host, tt.port, te, tok, e, ok)
 		}
 	}
 	only, _ := ParseResolve("site.test:80:192.0.2.1")
@@ -118,6 +124,56 @@ func TestResolveMatching(t *testing.T) {
 	if _, ok := bestResolve([]ResolveEntry{only}, "other.test", "80"); ok {
 		t.Error("entry for site.test matched other.test")
 	}
+}
+
+// TestResolveTableMatchesScan: the indexed look-up gives what a scan of
+// every entry gives, on random tables with exact names, suffix wildcards,
+// "*", repeated hosts and mixed ports.
+func TestResolveTableMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	hosts := []string{"a.test", "b.a.test", "c.b.a.test", "x.test", "*.a.test", "*.b.a.test", "*.test", "*"}
+	ports := []string{"80", "443", "*"}
+	for round := range 200 {
+		var entries []ResolveEntry
+		for i := range 1 + rng.IntN(12) {
+			e, err := ParseResolve(fmt.Sprintf("%s:%s:192.0.2.%d", hosts[rng.IntN(len(hosts))], ports[rng.IntN(len(ports))], i+1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, e)
+		}
+		table := newResolveTable(entries)
+		for _, h := range []string{"a.test", "b.a.test", "c.b.a.test", "d.c.b.a.test", "x.test", "y.test", "other.org"} {
+			for _, p := range []string{"80", "443", "8080", ""} {
+				want, wok := bestResolve(entries, h, p)
+				got, gok := table.best(h, p)
+				if gok != wok || got.String() != want.String() {
+					t.Fatalf("round %d: %v: best(%q, %q) = %v, %v; the scan gives %v, %v", round, entries, h, p, got, gok, want, wok)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkResolveOverrides: one look-up in a 100,000-entry resolve table
+// (a websim of 100,000 hosts), indexed against a scan.
+func BenchmarkResolveOverrides(b *testing.B) {
+	var entries []ResolveEntry
+	for i := range 100_000 {
+		e, _ := ParseResolve(fmt.Sprintf("site%d.d%d.test:80:127.0.0.1", i, i%7))
+		entries = append(entries, e)
+	}
+	table := newResolveTable(entries)
+	b.Run("table", func(b *testing.B) {
+		for i := range b.N {
+			table.best(fmt.Sprintf("site%d.d%d.test", i%100_000, (i%100_000)%7), "80")
+		}
+	})
+	b.Run("scan", func(b *testing.B) {
+		for i := range b.N {
+			bestResolve(entries, fmt.Sprintf("site%d.d%d.test", i%100_000, (i%100_000)%7), "80")
+		}
+	})
 }
 
 func FuzzParseResolve(f *testing.F) {

@@ -49,9 +49,10 @@ type ResolverConfig struct {
 // answers, then one look-up per name shared by all its callers. Use
 // NewResolver; the zero value is not usable.
 type Resolver struct {
-	cfg   ResolverConfig
-	sem   chan struct{}
-	group singleflight.Group
+	cfg       ResolverConfig
+	overrides *resolveTable
+	sem       chan struct{}
+	group     singleflight.Group
 
 	mu    sync.Mutex
 	cache map[string]dnsEntry
@@ -98,9 +99,10 @@ func NewResolver(cfg ResolverConfig) (*Resolver, error) {
 	}
 	cfg.Overrides = slices.Clone(cfg.Overrides)
 	return &Resolver{
-		cfg:   cfg,
-		sem:   make(chan struct{}, cfg.MaxInFlight),
-		cache: make(map[string]dnsEntry),
+		cfg:       cfg,
+		overrides: newResolveTable(cfg.Overrides),
+		sem:       make(chan struct{}, cfg.MaxInFlight),
+		cache:     make(map[string]dnsEntry),
 	}, nil
 }
 
@@ -118,7 +120,7 @@ func (r *Resolver) LookupIP(ctx context.Context, host, port string) ([]netip.Add
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil
 	}
-	if e, ok := bestResolve(r.cfg.Overrides, host, port); ok {
+	if e, ok := r.overrides.best(host, port); ok {
 		return slices.Clone(e.Addrs), nil
 	}
 	r.mu.Lock()
