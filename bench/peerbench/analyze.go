@@ -22,8 +22,24 @@ type logMetrics struct {
 	GapHosts         int // hosts whose smallest gap between arrivals is below delay (delay > 0)
 	Hosts            int // hosts that received a request
 
+	MinGap time.Duration // smallest gap between arrivals at one host (hosts with 2+ requests)
+	Span   time.Duration // first to last arrival of the crawl
+	// Busiest is the host with the most requests (the critical path of a
+	// polite crawl): its request count, its first and last arrival after
+	// the crawl's first, and its mean gap between arrivals.
+	Busiest                   string
+	BusiestN                  int
+	BusiestFirst, BusiestLast time.Duration
+	BusiestMeanGap            time.Duration
+	// Last is the host of the crawl's last request, with the same facts.
+	Last                string
+	LastN               int
+	LastFirst, LastLast time.Duration
+	LastMeanGap         time.Duration
+
 	RobotsExamples  []string // the first few robots.txt violations
 	OutsideExamples []string // the first few URLs fetched outside the truth
+	GapExamples     []string // the first few gaps below delay: "host: path → path gap"
 }
 
 // maxExamples bounds logMetrics' example lists.
@@ -55,10 +71,12 @@ func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.
 	}
 	m := logMetrics{Requests: len(entries), MustFetch: len(truth.MustFetch)}
 	type hostState struct {
-		maxOpen int
-		last    time.Time
-		minGap  time.Duration
-		n       int // requests seen
+		maxOpen  int
+		first    time.Time
+		last     time.Time
+		lastPath string
+		minGap   time.Duration
+		n        int // requests seen
 	}
 	hosts := map[string]*hostState{}
 	fetched := map[string]bool{}
@@ -72,7 +90,13 @@ func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.
 		if g := e.Time.Sub(h.last); h.n > 0 && (h.n == 1 || g < h.minGap) {
 			h.minGap = g
 		}
-		h.last = e.Time
+		if g := e.Time.Sub(h.last); h.n > 0 && delay > 0 && g < delay && len(m.GapExamples) < maxExamples {
+			m.GapExamples = append(m.GapExamples, e.Host+": "+h.lastPath+" → "+e.Path+" "+g.Round(10*time.Microsecond).String())
+		}
+		if h.n == 0 {
+			h.first = e.Time
+		}
+		h.last, h.lastPath = e.Time, e.Path
 		h.n++
 		if e.Status == 0 || e.Status >= 400 {
 			m.Errors++
@@ -108,6 +132,27 @@ func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.
 		m.Duplicates += max(0, n-1-retries[u])
 	}
 	m.Hosts = len(hosts)
+	if len(entries) > 0 {
+		t0 := entries[0].Time
+		m.Span = entries[len(entries)-1].Time.Sub(t0)
+		m.Last = entries[len(entries)-1].Host
+		if h := hosts[m.Last]; h != nil {
+			m.LastN, m.LastFirst, m.LastLast = h.n, h.first.Sub(t0), h.last.Sub(t0)
+			if h.n > 1 {
+				m.LastMeanGap = h.last.Sub(h.first) / time.Duration(h.n-1)
+			}
+		}
+		for name, h := range hosts {
+			if h.n > m.BusiestN || h.n == m.BusiestN && name < m.Busiest {
+				m.Busiest, m.BusiestN = name, h.n
+				m.BusiestFirst, m.BusiestLast = h.first.Sub(t0), h.last.Sub(t0)
+				m.BusiestMeanGap = 0
+				if h.n > 1 {
+					m.BusiestMeanGap = h.last.Sub(h.first) / time.Duration(h.n-1)
+				}
+			}
+		}
+	}
 	for _, h := range hosts {
 		m.MaxOpen = max(m.MaxOpen, h.maxOpen)
 		if h.maxOpen > perHost {
@@ -115,6 +160,9 @@ func analyze(entries []websim.Entry, dup, retries map[string]int, truth *websim.
 		}
 		if delay > 0 && h.n > 1 && h.minGap < delay {
 			m.GapHosts++
+		}
+		if h.n > 1 && (m.MinGap == 0 || h.minGap < m.MinGap) {
+			m.MinGap = h.minGap
 		}
 	}
 	return m

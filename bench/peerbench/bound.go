@@ -24,6 +24,22 @@ type bound struct {
 	Rate        float64 // steady-state bound: min(Hosts/Period, Concurrency/Latency), pages/s
 	Makespan    float64 // Pages / the shortest possible crawl (busiest host, concurrency), pages/s
 	LevelsBound float64 // Makespan's bound if depth levels are crawled one after another, pages/s
+	// Discovery is the discovery-aware bound (simulate, delay start to
+	// start), pages/s; 0 when not simulated. It is the bound issue 11's
+	// latency-bound goal is judged against when present.
+	Discovery float64
+	// DiscoveryDone is the same with the delay counted from the previous
+	// answer, pages/s; 0 when not simulated.
+	DiscoveryDone float64
+}
+
+// goal is the bound the latency-bound goal is judged against: the
+// discovery-aware one when simulated, else the whole-crawl one.
+func (b bound) goal() (name string, rate float64) {
+	if b.Discovery > 0 {
+		return "discovery-aware politeness bound", b.Discovery
+	}
+	return "politeness bound", b.Makespan
 }
 
 // politenessBound computes the bound of a crawl of the truth's URLs (with

@@ -37,7 +37,9 @@ type sample struct {
 	Pages      int64         // the crawler's own count of pages done (-1: unknown)
 	Discovered int64         // the crawler's discovered URLs (-1: unknown)
 	RSS        int64         // bytes
+	RSSAnon    int64         // bytes of RSS not backed by files (heap, stacks); RSS − RSSAnon is mapped files (bbolt's mmap, the binary)
 	CPU        time.Duration // user + system so far
+	DataBytes  int64         // bytes under the crawler's data directory
 }
 
 // frontierRun is one crawler's run in the frontier experiment.
@@ -101,7 +103,7 @@ func (p *progressWriter) get() (progressLine, bool) {
 }
 
 func runFrontier(ctx context.Context, cfg config, work string, bins map[string]prepared, skipped []string, stdout, stderr io.Writer) error {
-	wc := websim.Config{Seed: cfg.Seed, Hosts: cfg.Hosts, PagesPerHost: cfg.Pages, Latency: cfg.Latency, LogCap: 1}
+	wc := websim.Config{Seed: cfg.Seed, Hosts: cfg.Hosts, PagesPerHost: cfg.Pages, Latency: cfg.Latency, LogCap: 1, ExtraLinks: cfg.ExtraLinks}
 	if cfg.Noise {
 		wc.Enable = websim.FeatureNoise
 	}
@@ -114,11 +116,28 @@ func runFrontier(ctx context.Context, cfg config, work string, bins map[string]p
 	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("cannot write resolve file: %w", err)
 	}
+	// spider gets one wildcard entry instead of one line per host: its
+	// resolver scans the --resolve list for every new connection, which
+	// with 100,000 lines took 27% of its CPU 30 s into a run and 46% after
+	// 5 min (perf; more hosts, fewer reused connections). A user pointing
+	// spider at many hosts would write the wildcard; the peers look their
+	// lists up in hash maps, so they keep the per-host file.
+	spiderResolve := resolve
+	if w, ok := wildcardResolve(srv.Hosts(), srv.Addr()); ok {
+		spiderResolve = filepath.Join(work, "resolve-spider.txt")
+		if err := os.WriteFile(spiderResolve, []byte(w+"\n"), 0o644); err != nil {
+			return fmt.Errorf("cannot write resolve file: %w", err)
+		}
+	}
 	seeds := srv.SeedURLs(cfg.Seeds)
 	var runs []frontierRun
 	for _, name := range cfg.Crawlers {
 		fmt.Fprintf(stderr, "frontier: %s for %s …\n", name, cfg.Frontier)
-		r := frontierOne(ctx, cfg, work, name, bins[name], srv, resolve, seeds, stderr)
+		rf := resolve
+		if name == "spider" {
+			rf = spiderResolve
+		}
+		r := frontierOne(ctx, cfg, work, name, bins[name], srv, rf, seeds, stderr)
 		runs = append(runs, r)
 		if ctx.Err() != nil {
 			break
@@ -126,6 +145,31 @@ func runFrontier(ctx context.Context, cfg config, work string, bins map[string]p
 	}
 	printFrontier(stdout, cfg, bins, skipped, runs)
 	return ctx.Err()
+}
+
+// wildcardResolve returns the resolve entry "*.SUFFIX:PORT:ADDR" that
+// covers every host when all of them end in the same top-level label
+// (websim's hosts all end in ".test"), and false otherwise. addr is
+// websim's HOST:PORT listen address.
+func wildcardResolve(hosts []string, addr string) (string, bool) {
+	ip, port, err := net.SplitHostPort(addr)
+	if err != nil || len(hosts) == 0 {
+		return "", false
+	}
+	i := strings.LastIndexByte(hosts[0], '.')
+	if i <= 0 {
+		return "", false
+	}
+	suffix := hosts[0][i:]
+	for _, h := range hosts {
+		if !strings.HasSuffix(h, suffix) || len(h) <= len(suffix) {
+			return "", false
+		}
+	}
+	if strings.Contains(ip, ":") {
+		ip = "[" + ip + "]"
+	}
+	return "*" + suffix + ":" + port + ":" + ip, true
 }
 
 // freePort returns a loopback port nobody listens on right now.
@@ -203,7 +247,9 @@ func frontierOne(ctx context.Context, cfg config, work, name string, p prepared,
 			return run
 		case <-deadline.C:
 			if n := len(run.Samples); n == 0 || time.Since(start)-run.Samples[n-1].At > cfg.Sample/2 {
-				run.Samples = append(run.Samples, takeSample(time.Since(start), pid, srv, base, metricsURL, prog, client))
+				s := takeSample(time.Since(start), pid, srv, base, metricsURL, prog, client)
+				s.DataBytes = dirBytes(data)
+				run.Samples = append(run.Samples, s)
 			}
 			run.Stopped = "time"
 			cancel()
@@ -214,10 +260,11 @@ func frontierOne(ctx context.Context, cfg config, work, name string, p prepared,
 				pid = readPid(usageFile + ".pid")
 			}
 			s := takeSample(time.Since(start), pid, srv, base, metricsURL, prog, client)
+			s.DataBytes = dirBytes(data)
 			run.Samples = append(run.Samples, s)
 			fmt.Fprintf(logw, "  %s t=%.0fs requests=%d discovered=%d rss=%.0fMiB\n", name, s.At.Seconds(), s.Requests, s.Discovered, float64(s.RSS)/(1<<20))
-			if s.RSS > cfg.MaxRSS {
-				run.Stopped = fmt.Sprintf("rss above %d MiB", cfg.MaxRSS>>20)
+			if why := stopReason(cfg, s); why != "" {
+				run.Stopped = why
 				cancel()
 				<-exited
 				return run
@@ -229,6 +276,18 @@ func frontierOne(ctx context.Context, cfg config, work, name string, p prepared,
 			return run
 		}
 	}
+}
+
+// stopReason says why a run must end after sample s ("" to go on): its
+// RSS passed cfg.MaxRSS, or it discovered cfg.Until URLs.
+func stopReason(cfg config, s sample) string {
+	switch {
+	case s.RSS > cfg.MaxRSS:
+		return fmt.Sprintf("rss above %d MiB", cfg.MaxRSS>>20)
+	case cfg.Until > 0 && s.Discovered >= cfg.Until:
+		return fmt.Sprintf("discovered %d", cfg.Until)
+	}
+	return ""
 }
 
 func readPid(path string) int {
@@ -243,7 +302,7 @@ func readPid(path string) int {
 func takeSample(at time.Duration, pid int, srv *websim.Server, base int, metricsURL string, prog *progressWriter, client *http.Client) sample {
 	s := sample{At: at, Requests: srv.Log().Len() + srv.Log().Dropped() - base, Pages: -1, Discovered: -1}
 	if pid > 0 {
-		s.RSS, s.CPU = procUsage(pid)
+		s.RSS, s.RSSAnon, s.CPU = procUsage(pid)
 	}
 	if metricsURL != "" {
 		if m, err := scrapeMetrics(client, metricsURL); err == nil {
@@ -260,26 +319,46 @@ func takeSample(at time.Duration, pid int, srv *websim.Server, base int, metrics
 	return s
 }
 
-// procUsage returns the resident set and CPU time of process pid from
-// /proc (zero when it is gone).
-func procUsage(pid int) (int64, time.Duration) {
-	var rss int64
+// procUsage returns the resident set, its anonymous part and the CPU
+// time of process pid from /proc (zero when it is gone).
+func procUsage(pid int) (rss, anon int64, cpu time.Duration) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		rss = parseVmRSS(b)
+		rss, anon = parseVmRSS(b), parseStatusKB(b, "RssAnon:")
 	}
-	var cpu time.Duration
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		cpu = parseStatCPU(b)
 	}
-	return rss, cpu
+	return rss, anon, cpu
+}
+
+// dirBytes returns the total size of the regular files under dir (0 when
+// it cannot be read; files that vanish during the walk are skipped).
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // parseVmRSS returns the VmRSS of a /proc/PID/status text in bytes (0 if
 // absent or malformed).
-func parseVmRSS(status []byte) int64 {
+func parseVmRSS(status []byte) int64 { return parseStatusKB(status, "VmRSS:") }
+
+// parseStatusKB returns the field (e.g. "RssAnon:") of a /proc/PID/status
+// text in bytes (0 if absent or malformed).
+func parseStatusKB(status []byte, field string) int64 {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field)
 		if !ok {
 			continue
 		}
@@ -381,9 +460,16 @@ func printFrontier(w io.Writer, cfg config, bins map[string]prepared, skipped []
 	if cfg.Noise {
 		features = "clean + noise"
 	}
-	fmt.Fprintf(w, "\nlarge frontier: websim seed %d, %d hosts × %d pages (%s), latency %s; crawl: %d seeds, depth %d, scope any, concurrency %d, per-host %d, delay %s; %s per crawler, sampled every %s, stopped above %d MiB RSS\n",
+	if cfg.ExtraLinks > 0 {
+		features += fmt.Sprintf(", %d extra links per article", cfg.ExtraLinks)
+	}
+	until := ""
+	if cfg.Until > 0 {
+		until = fmt.Sprintf(" or until %d URLs discovered", cfg.Until)
+	}
+	fmt.Fprintf(w, "\nlarge frontier: websim seed %d, %d hosts × %d pages (%s), latency %s; crawl: %d seeds, depth %d, scope any, concurrency %d, per-host %d, delay %s; %s per crawler%s, sampled every %s, stopped above %d MiB RSS\n",
 		cfg.Seed, cfg.Hosts, cfg.Pages, features, cfg.Latency, cfg.Seeds, cfg.Depth, cfg.Concurrency, cfg.PerHost, cfg.Delay,
-		cfg.Frontier, cfg.Sample, cfg.MaxRSS>>20)
+		cfg.Frontier, until, cfg.Sample, cfg.MaxRSS>>20)
 	if len(cfg.SpiderArgs) > 0 {
 		fmt.Fprintf(w, "spider extra arguments: %s\n", strings.Join(cfg.SpiderArgs, " "))
 	}
@@ -396,25 +482,27 @@ func printFrontier(w io.Writer, cfg config, bins map[string]prepared, skipped []
 	}
 	for _, r := range runs {
 		fmt.Fprintf(w, "\n%s (ended: %s)\n\n", r.Crawler, r.Stopped)
-		fmt.Fprintln(w, "| t s | requests | requests/s (interval) | pages (own count) | discovered URLs | RSS MiB | CPU s |")
-		fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "| t s | requests | requests/s (interval) | CPU ms per request (interval) | pages (own count) | discovered URLs | RSS MiB | anonymous RSS MiB | CPU s | data MiB |")
+		fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 		var prev sample
 		for _, s := range r.Samples {
 			rate := 0.0
 			if dt := (s.At - prev.At).Seconds(); dt > 0 {
 				rate = float64(s.Requests-prev.Requests) / dt
 			}
-			fmt.Fprintf(w, "| %.0f | %d | %.0f | %s | %s | %.0f | %.1f |\n", s.At.Seconds(), s.Requests, rate,
-				orDash(s.Pages), orDash(s.Discovered), float64(s.RSS)/(1<<20), s.CPU.Seconds())
+			fmt.Fprintf(w, "| %.0f | %d | %.0f | %.2f | %s | %s | %.0f | %.0f | %.1f | %.0f |\n", s.At.Seconds(), s.Requests, rate,
+				cpuPerRequest(prev, s), orDash(s.Pages), orDash(s.Discovered), float64(s.RSS)/(1<<20), float64(s.RSSAnon)/(1<<20),
+				s.CPU.Seconds(), float64(s.DataBytes)/(1<<20))
 			prev = s
 		}
 	}
-	fmt.Fprintln(w, "\n| crawler | ran s | ended | requests | discovered at end | peak sampled RSS MiB | requests/s, first quarter | requests/s, last quarter | last/first | RSS bytes per discovered URL |")
-	fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "\n| crawler | ran s | ended | requests | discovered at end | peak sampled RSS MiB | requests/s, first quarter | requests/s, last quarter | last/first | CPU ms per request, first quarter | last quarter | RSS bytes per discovered URL |")
+	fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range runs {
 		sm := summarize(r.Samples)
-		fmt.Fprintf(w, "| %s | %.0f | %s | %d | %s | %.0f | %.0f | %.0f | %.2f | %s |\n", r.Crawler, sm.Ran.Seconds(), r.Stopped,
-			sm.Requests, orDash(sm.Discovered), float64(sm.PeakRSS)/(1<<20), sm.FirstRate, sm.LastRate, sm.Ratio(), sm.BytesPerURL())
+		fmt.Fprintf(w, "| %s | %.0f | %s | %d | %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %s |\n", r.Crawler, sm.Ran.Seconds(), r.Stopped,
+			sm.Requests, orDash(sm.Discovered), float64(sm.PeakRSS)/(1<<20), sm.FirstRate, sm.LastRate, sm.Ratio(),
+			sm.FirstCPU, sm.LastCPU, sm.BytesPerURL())
 	}
 }
 
@@ -425,6 +513,17 @@ type summary struct {
 	Discovered          int64
 	PeakRSS             int64
 	FirstRate, LastRate float64 // requests/s over the first and last quarter of the run
+	FirstCPU, LastCPU   float64 // CPU ms per request over the first and last quarter (0: unknown)
+}
+
+// cpuPerRequest is the crawler's CPU milliseconds per websim request
+// between samples a and b (0 when no request was made). Unlike requests/s
+// it does not depend on how much of the shared machine the crawler got.
+func cpuPerRequest(a, b sample) float64 {
+	if n := b.Requests - a.Requests; n > 0 {
+		return float64(b.CPU-a.CPU) / float64(time.Millisecond) / float64(n)
+	}
+	return 0
 }
 
 // Ratio is LastRate/FirstRate (0 when FirstRate is 0).
@@ -472,6 +571,8 @@ func summarize(ss []sample) summary {
 	q := last.At / 4
 	sm.FirstRate = rate(sample{}, at(q))
 	sm.LastRate = rate(at(last.At-q), last)
+	sm.FirstCPU = cpuPerRequest(sample{}, at(q))
+	sm.LastCPU = cpuPerRequest(at(last.At-q), last)
 	return sm
 }
 

@@ -161,9 +161,9 @@ func TestFrontierBare(t *testing.T) {
 	var rows int
 	for _, l := range strings.Split(report, "\n") {
 		f := strings.Split(l, "|")
-		if len(f) == 9 && strings.TrimSpace(f[1]) != "t s" && !strings.HasPrefix(strings.TrimSpace(f[1]), "-") {
+		if len(f) == 12 && strings.TrimSpace(f[1]) != "t s" && !strings.HasPrefix(strings.TrimSpace(f[1]), "-") {
 			rows++
-			if rss := strings.TrimSpace(f[6]); rss == "0" {
+			if rss := strings.TrimSpace(f[7]); rss == "0" {
 				t.Errorf("sample without RSS: %s", l)
 			}
 		}

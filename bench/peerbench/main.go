@@ -9,8 +9,14 @@
 // CPU seconds per 1,000 pages and peak RSS, then spider's pages/s against
 // each peer's. A crawler that is not installed is skipped with a note.
 //
-// With --latency (the latency-bound regime) it also prints the bound the
-// politeness rules set on pages/s and each crawler's fraction of it. With
+// With --latency (the latency-bound regime) it also prints the bounds the
+// politeness rules set on pages/s and each crawler's fraction of them: the
+// discovery-blind ones of bound.go (every host known from the start), and
+// the discovery-aware one of simulate.go: an ideal polite crawler
+// simulated on the truth's link graph (graph.go builds it from an
+// in-process copy of the web), which learns a URL only when a fetched page
+// naming it has answered. The latency-bound goal is judged against that
+// one. With
 // --frontier DURATION it runs the large-frontier experiment instead: each
 // crawler runs that long on a large web while RSS, pages/s and discovered
 // URLs are sampled (see frontier.go).
@@ -80,6 +86,8 @@ type config struct {
 	Sample      time.Duration // frontier mode: sampling period
 	MaxRSS      int64         // frontier mode: a crawler above this RSS (bytes) is stopped
 	Noise       bool          // websim's noise feature (session ids, tracking parameters, calendars)
+	ExtraLinks  int           // websim's ExtraLinks: uniformly chosen links added to every article
+	Until       int64         // frontier mode: a run ends once the crawler has discovered this many URLs (0: time only)
 }
 
 // knownCrawlers are the names accepted by --crawlers, in run order.
@@ -111,6 +119,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.Sample, "sample", 5*time.Second, "frontier mode: sampling period")
 	maxRSS := fs.Int("max-rss-mib", 4096, "frontier mode: stop a crawler whose RSS exceeds this many MiB (protects the shared machine)")
 	fs.BoolVar(&c.Noise, "noise", false, "enable websim's noise behaviour (session ids, tracking parameters, calendars: many more distinct URLs)")
+	fs.IntVar(&c.ExtraLinks, "extra-links", 0, "websim: links to uniformly chosen pages of uniformly chosen hosts added to every article (large-frontier runs; 0-1000)")
+	fs.Int64Var(&c.Until, "until-discovered", 0, "frontier mode: end a crawler's run once it has discovered this many URLs (0: run for --frontier)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -142,6 +152,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("cannot use --concurrency, --per-host or --repeat below 1")
 	case c.Depth < 0 && c.Frontier == 0:
 		return c, errors.New("cannot use a negative --depth: the ground truth needs a bound (only --frontier runs without one)")
+	case c.ExtraLinks < 0 || c.Until < 0:
+		return c, errors.New("cannot use a negative --extra-links or --until-discovered")
 	case c.Frontier < 0 || (c.Frontier > 0 && (c.Sample <= 0 || c.MaxRSS <= 0)):
 		return c, errors.New("cannot use a negative --frontier, or --frontier with --sample or --max-rss-mib not above 0")
 	}

@@ -58,10 +58,17 @@ func TestAnalyze(t *testing.T) {
 		{"per-host 1, no delay", 1, 0, logMetrics{
 			Requests: 9, Pages: 7, Covered: 2, MustFetch: 3, Outside: 3, RobotsViolations: 1,
 			Duplicates: 2, Errors: 3, PolitenessHosts: 1, MaxOpen: 2, Hosts: 2,
+			MinGap: 2 * time.Millisecond, Span: 600 * time.Millisecond,
+			Busiest: "a.test", BusiestN: 6, BusiestLast: 50 * time.Millisecond, BusiestMeanGap: 10 * time.Millisecond,
+			Last: "b.test", LastN: 3, LastFirst: 5 * time.Millisecond, LastLast: 600 * time.Millisecond, LastMeanGap: 297500 * time.Microsecond,
 		}},
 		{"per-host 2, delay 15ms", 2, 15 * time.Millisecond, logMetrics{
 			Requests: 9, Pages: 7, Covered: 2, MustFetch: 3, Outside: 3, RobotsViolations: 1,
 			Duplicates: 2, Errors: 3, PolitenessHosts: 0, MaxOpen: 2, GapHosts: 1, Hosts: 2,
+			MinGap: 2 * time.Millisecond, Span: 600 * time.Millisecond,
+			Busiest: "a.test", BusiestN: 6, BusiestLast: 50 * time.Millisecond, BusiestMeanGap: 10 * time.Millisecond,
+			Last: "b.test", LastN: 3, LastFirst: 5 * time.Millisecond, LastLast: 600 * time.Millisecond, LastMeanGap: 297500 * time.Microsecond,
+			GapExamples: []string{"a.test: /robots.txt → / 10ms", "a.test: / → /x 2ms", "a.test: /x → /private 10ms", "a.test: /private → /deep 10ms"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -240,7 +240,7 @@ func crawlerEnv(name, data string) []string {
 // peerNotes are the table notes on what each peer cannot be configured to do
 // like spider; printReport prints those of the crawlers run.
 var peerNotes = map[string]string{
-	"spider":  "per-host connection limit and start-to-start delay per host, robots.txt, depth levels crawled in order (seeds 0).",
+	"spider":  "per-host connection limit; delay counted from the previous answer (default) or, with delay_from: start, from the server's latest possible arrival of the previous request; robots.txt; depth levels crawled in order (seeds 0) unless --loose-depth.",
 	"colly":   "LimitRule{DomainGlob: \"*\"} is global: no per-host connection limit; its Delay is waited after each request, per rule, not per host.",
 	"bare":    "no robots.txt, no politeness at all: the floor.",
 	"crawlee": "no per-host connection limit (maxConcurrency is global); sameDomainDelaySecs is the per-domain gap; robots.txt via respectRobotsTxtFile (a 5xx robots.txt is treated as allow-all); request queue in memory (CRAWLEE_PERSIST_STORAGE=false).",

@@ -177,6 +177,10 @@ func TestPrintGoals(t *testing.T) {
 			"= 1.50, violations 0: NOT met", ""},
 		{"latency", map[string]float64{"spider": 95, "colly": 10}, ok, bound{Makespan: 100},
 			"95 / 100 = 0.95: met", "CPU-bound"},
+		{"discovery-aware", map[string]float64{"spider": 95, "colly": 10}, ok, bound{Makespan: 200, Discovery: 100},
+			"discovery-aware politeness bound: 95 / 100 = 0.95: met", "CPU-bound"},
+		{"discovery-aware not met", map[string]float64{"spider": 85}, ok, bound{Makespan: 200, Discovery: 100},
+			"85 / 100 = 0.85: NOT met", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -213,7 +217,8 @@ func TestBenchPeers(t *testing.T) {
 			t.Errorf("%s: row %v, skipped %v; want exactly one\n%s", name, row, skipped, report)
 		}
 	}
-	if !strings.Contains(report, "politeness bound") || !strings.Contains(report, "fraction of the whole-crawl bound") {
+	if !strings.Contains(report, "politeness bound") || !strings.Contains(report, "fraction of the whole-crawl bound") ||
+		!strings.Contains(report, "fraction of the discovery-aware bound") {
 		t.Errorf("latency-bound report without the bound:\n%s", report)
 	}
 }

@@ -165,6 +165,14 @@ type Config struct {
 	// ChineseShare is the share of hosts whose pages are in Chinese. Default 0.25;
 	// a negative value means none.
 	ChineseShare float64
+	// ExtraLinks adds this many links to every article page, each to a page
+	// (index, section or article) of a host, both chosen uniformly at random
+	// among all Hosts × PagesPerHost pages (the page's own host included), in a
+	// link-farm table. On a large web most of them are new to a crawler, so
+	// the set of discovered URLs grows about ExtraLinks per article fetched:
+	// the knob of the large-frontier benchmark (bench/frontier.sh). Default 0:
+	// pages are unchanged (0–1000).
+	ExtraLinks int
 	// Profile is ProfileClean (default) or ProfileHostile.
 	Profile string
 	// Enable adds behaviours to those of the profile.
@@ -313,6 +321,8 @@ func (c Config) resolve() (settings, error) {
 		return s, fmt.Errorf("cannot use %d hosts: %w: want 1–1000000", s.Hosts, ErrBadConfig)
 	case s.PagesPerHost < 1 || s.PagesPerHost > 1_000_000:
 		return s, fmt.Errorf("cannot use %d pages per host: %w: want 1–1000000", s.PagesPerHost, ErrBadConfig)
+	case s.ExtraLinks < 0 || s.ExtraLinks > 1000:
+		return s, fmt.Errorf("cannot add %d extra links per article: %w: want 0–1000", s.ExtraLinks, ErrBadConfig)
 	case s.Domains < 1:
 		return s, fmt.Errorf("cannot use %d domains: %w: want at least 1", s.Domains, ErrBadConfig)
 	case s.Port < 0 || s.Port > 65535:

@@ -61,6 +61,10 @@
 //	PATH;jsessionid=HEX, PATH?sid=HEX, PATH?utm_source=…   (FeatureNoise) the page at PATH
 //	/beacon?p=K            a tracking pixel (FeatureNoise)
 //
+// Config.ExtraLinks (default 0) adds that many links to every article, in its link-farm
+// table, each to a page of a host both drawn uniformly: on a large web most are new to a
+// crawler, which is how the large-frontier benchmark reaches 10 million discovered URLs.
+//
 // Queries never change a page: /s/1/?q=1 is /s/1/. Every HTML page links to its
 // stylesheet, script and images; nav bars (<div class="nav">), footers (<div
 // class="footer"><p>) and link farms (<table class="links"><td>) contain almost only link

@@ -755,6 +755,19 @@ func (b *builder) article(n, m, id int) {
 	if b.h.troubled && features.Has(FeatureNoise) && b.r.chance(0.3) {
 		b.farm()
 	}
+	b.extraLinks()
 	b.footer()
 	b.layout(3)
+}
+
+// extraLinks adds Config.ExtraLinks links to uniformly chosen pages of
+// uniformly chosen hosts (see Config.ExtraLinks). It draws nothing from the
+// page's random stream when the knob is 0, so default pages stay
+// byte-identical.
+func (b *builder) extraLinks() {
+	n := b.w.cfg.ExtraLinks
+	for range n {
+		ti := b.r.intn(len(b.w.hosts))
+		b.add(tagA, blockFarm, relNone, ti, b.pagePath(b.r.intn(b.w.shape.pages)), formAbs, b.anchor())
+	}
 }
