@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/index"
@@ -58,6 +60,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	dir := fs.String("index", "", "build, query: index directory")
 	qfile := fs.String("queries", "", "query: queries file")
 	n := fs.Int("n", 200, "queries: how many")
+	slow := fs.Int("slow", 0, "query: also list the N slowest queries of the timed round")
+	exhaustive := fs.Bool("exhaustive", false, "query: score every posting (no pruning), for comparison")
+	rounds := fs.Int("rounds", 1, "query: timed rounds after the warm-up round (latencies pooled)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "build: analysing goroutines")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the command to this file")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -82,7 +87,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "build":
 		return build(*corpus, *dir, *workers, out)
 	case "query":
-		return query(ctx, *dir, *qfile, out)
+		return query(ctx, *dir, *qfile, *slow, *rounds, *exhaustive, out)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -154,11 +159,8 @@ func build(corpus, dir string, workers int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	loadStart := time.Now()
-	if err := a.Preload(); err != nil {
-		return err
-	}
-	load := time.Since(loadStart)
+	// The Chinese dictionaries load inside the timed build, when the first
+	// Han text is analysed, as in `spider index`.
 	start := time.Now()
 	w, err := index.OpenWriter(dir, index.WriterOptions{})
 	if err != nil {
@@ -200,6 +202,9 @@ func build(corpus, dir string, workers int, out io.Writer) error {
 		return err
 	}
 	analysed := time.Since(start)
+	if err := a.DictErr(); err != nil {
+		return err
+	}
 	if err := w.Commit(docs, nil, -1, "bench"); err != nil {
 		return err
 	}
@@ -214,37 +219,68 @@ func build(corpus, dir string, workers int, out io.Writer) error {
 	return json.NewEncoder(out).Encode(map[string]any{"engine": "spider", "pages": len(docs), "text_mb": float64(bytesIn) / 1e6,
 		"seconds": secs, "analyse_seconds": analysed.Seconds(), "pages_per_s": float64(len(docs)) / secs,
 		"text_mb_per_s": float64(bytesIn) / 1e6 / secs, "index_bytes": size, "workers": workers,
-		"dictionary_load_seconds": load.Seconds()})
+		"dictionary_load_seconds": a.LoadTime().Seconds(), "dictionary_loaded": a.Loaded()})
 }
 
-func query(ctx context.Context, dir, qfile string, out io.Writer) error {
+func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive bool, out io.Writer) error {
 	raw, err := os.ReadFile(qfile)
 	if err != nil {
 		return err
 	}
 	queries := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	ix, err := index.Open(dir, index.Options{ReloadInterval: -1, RankFile: filepath.Join(dir, "no-ranks")})
+	ix, err := index.Open(dir, index.Options{ReloadInterval: -1, RankFile: filepath.Join(dir, "no-ranks"), Exhaustive: exhaustive})
 	if err != nil {
 		return err
 	}
 	defer ix.Close()
-	var lat []time.Duration
+	warmStart := time.Now()
+	ix.WaitWarm()
+	warm := time.Since(warmStart)
+	type timed struct {
+		Query string  `json:"q"`
+		MS    float64 `json:"ms"`
+		CPU   float64 `json:"cpu_ms"`
+		Hits  int     `json:"hits"`
+	}
+	var lat []timed
+	var cpus []float64
 	var hits int64
-	for round := range 2 { // the first round warms the caches and is not counted
+	for round := range 1 + max(rounds, 1) { // the first round warms the caches and is not counted
 		for _, q := range queries {
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			res, err := ix.Search(ctx, index.Request{Query: q, Limit: 10, RankWeight: 0})
 			if err != nil {
 				return fmt.Errorf("query %q: %w", q, err)
 			}
-			if round == 1 {
-				lat = append(lat, time.Since(start))
-				hits += int64(res.Total)
+			if round > 0 {
+				c := float64((processCPU() - cpu0).Microseconds()) / 1000
+				cpus = append(cpus, c)
+				lat = append(lat, timed{q, float64(time.Since(start).Microseconds()) / 1000, c, res.Total})
+				if round == 1 {
+					hits += int64(res.Total)
+				}
 			}
 		}
 	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	return json.NewEncoder(out).Encode(map[string]any{"engine": "spider", "queries": len(lat), "p50_ms": pct(0.5),
-		"p99_ms": pct(0.99), "total_hits": hits})
+	slices.SortStableFunc(lat, func(a, b timed) int { return cmp.Compare(a.MS, b.MS) })
+	pct := func(p float64) float64 { return lat[int(p*float64(len(lat)-1))].MS }
+	slices.Sort(cpus)
+	res := map[string]any{"engine": "spider", "queries": len(lat), "p50_ms": pct(0.5),
+		"cpu_p50_ms": cpus[len(cpus)/2], "cpu_p99_ms": cpus[int(0.99*float64(len(cpus)-1))], "cpu_max_ms": cpus[len(cpus)-1],
+		"p99_ms": pct(0.99), "max_ms": lat[len(lat)-1].MS, "total_hits": hits, "warm_seconds": warm.Seconds(), "exhaustive": exhaustive}
+	if slow > 0 {
+		res["slowest"] = lat[max(len(lat)-slow, 0):]
+	}
+	return json.NewEncoder(out).Encode(res)
+}
+
+// processCPU is the CPU time (user + system) the process has used so far:
+// on the loaded benchmark machine a query's CPU time is far steadier than
+// its wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

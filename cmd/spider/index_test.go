@@ -4,13 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/index/analysis"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -148,5 +154,58 @@ func TestDistributedIndexCommand(t *testing.T) {
 	code, res, errOut := runCLI(t, "search", "--data", out, en[0]+" OR "+en[1]+" OR "+en[2])
 	if code != 0 || !strings.Contains(res, "results 1–") {
 		t.Errorf("search of the distributed index: code %d\n%s\n%s", code, res, errOut)
+	}
+}
+
+// englishSite serves three English pages that link to each other.
+func englishSite(t *testing.T) *httptest.Server {
+	t.Helper()
+	pages := map[string]string{
+		"/":       `<html><head><title>Garden notes</title></head><body><p>Tomatoes need sun and water.</p><a href="/a.html">roses</a> <a href="/b.html">soil</a></body></html>`,
+		"/a.html": `<html><head><title>Roses</title></head><body><p>Roses bloom in June; prune the roses in March.</p><a href="/">home</a></body></html>`,
+		"/b.html": `<html><head><title>Soil</title></head><body><p>Good soil holds water and feeds the tomatoes.</p><a href="/">home</a></body></html>`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestEnglishIndexLeavesDictionaryUnloaded indexes and searches an
+// English-only crawl in a fresh process (this test binary run again) and
+// checks that the Chinese dictionaries were never loaded.
+func TestEnglishIndexLeavesDictionaryUnloaded(t *testing.T) {
+	if dir := os.Getenv("SPIDER_TEST_ENGLISH_INDEX"); dir != "" {
+		// The child: index, search, report.
+		code, out, errOut := runCLI(t, "index", "--data", dir)
+		fmt.Printf("INDEX %d %s %s\n", code, out, errOut)
+		code, out, errOut = runCLI(t, "search", "--data", dir, "water tomatoes")
+		fmt.Printf("SEARCH %d %s %s\n", code, out, errOut)
+		a, _ := analysis.Shared()
+		fmt.Printf("LOADED=%v\n", a.Loaded())
+		return
+	}
+	srv := englishSite(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if code, _, errOut := runCLI(t, "crawl", "--data", data, "--delay", "0", "--allow-private", "--quiet", srv.URL+"/"); code != 0 {
+		t.Fatalf("crawl: code %d\n%s", code, errOut)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEnglishIndexLeavesDictionaryUnloaded$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SPIDER_TEST_ENGLISH_INDEX="+data)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, want := range []string{"INDEX 0 indexed", "3 pages added", "Chinese dictionary not loaded", "SEARCH 0 results 1–2 of 2", "[water]", "[tomatoes]", "LOADED=false"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -215,7 +215,7 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 			}
 		}
 	}()
-	log.Info("index mapper: started", "mapper", id, "node", opt.Node, "analyzer_load", a.LoadTime().Round(time.Millisecond))
+	log.Info("index mapper: started", "mapper", id, "node", opt.Node)
 	attempts := 0
 	packets := 0
 	for {
@@ -234,6 +234,10 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 				rdb.ZRem(context.WithoutCancel(ctx), k.mappers(), id)
 				rdb.HDel(context.WithoutCancel(ctx), k.mapNode(), id)
 				st.Took = time.Since(start)
+				if err := a.DictErr(); err != nil {
+					log.Warn("index mapper: Chinese pages were analysed without word segmentation", "err", err)
+				}
+				log.Info("index mapper: finished", "mapper", id, "tasks", st.Tasks, "dictionary_load", a.LoadTime().Round(time.Millisecond))
 				return st, nil
 			}
 			continue

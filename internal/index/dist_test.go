@@ -92,8 +92,11 @@ func TestDistributedEqualsEmbedded(t *testing.T) {
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	if st.Requeued != 1 {
-		t.Errorf("%d tasks re-queued, want 1 (the dead mapper's)", st.Requeued)
+	// The dead mapper's task must be redone; a live mapper starved past its
+	// 500 ms lease on a loaded machine may lose one too (the index must still
+	// come out identical, checked below).
+	if st.Requeued < 1 {
+		t.Errorf("%d tasks re-queued, want at least 1 (the dead mapper's)", st.Requeued)
 	}
 	if len(progress) == 0 {
 		t.Error("no progress reported")

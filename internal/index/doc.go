@@ -42,8 +42,29 @@
 //	score = BM25(k1=1.2, b=0.75) + w × ln(1 + PageRank × R)
 //
 // with the PageRank scores of rank.PagesFile (R = number of ranked pages, w =
-// Request.RankWeight, default 1). Snippets are the 32-word window of the
-// stored text with the most distinct query terms, terms marked.
+// Request.RankWeight, default 1).
+//
+// Queries that only need all their words (one word, or words joined by
+// AND) are evaluated document-at-a-time with dynamic pruning (topk.go):
+// long postings lists get a skip index (per 128 postings: offset, last
+// document, largest tf, shortest document), built in the background when a
+// segment is opened (Options.NoWarm: on first use); a block whose BM25
+// bound plus the largest PageRank term cannot beat the current k-th hit is
+// not decoded, the other words of a conjunction jump over blocks, and a
+// page's PageRank is looked up only when it could enter the top k. Results
+// and totals are identical to scoring every posting (Options.Exhaustive,
+// the reference of the property test). Other queries (OR, NOT, phrases,
+// site:) score every matching posting.
+//
+// Snippets are the 32-word window of the stored text with the most
+// distinct query terms, terms marked. The window is chosen from the
+// terms' positions in the postings, not by analysing the page: the stored
+// text (DEFLATE stored blocks) is then read and cut into words
+// (analysis.Words, no stemming) only up to the window's end.
+//
+// The Chinese dictionaries of package analysis load only when Han text is
+// first analysed (a page at build time, a query or a snippet at search
+// time): English-only builds and searches never load them.
 //
 // # Distributed build (SPEC §1)
 //

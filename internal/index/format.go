@@ -76,6 +76,7 @@ type segment struct {
 	nterms   int
 	totalLen int64
 	sec      [numSections][]byte
+	skipc    skipCache // skip indexes of long postings lists, built on demand
 }
 
 // decodeSegment validates data as a segment file and returns its sections.
@@ -314,8 +315,26 @@ func (it *postIter) next() (p posting, ok bool) {
 	d := it.r.uvarint()
 	f := it.r.uvarint()
 	start := it.r.off
-	for range min(f, uint64(len(it.r.b))+1) {
-		it.r.uvarint()
+	// Skip the f position varints: count the bytes that end a varint (high
+	// bit clear) rather than decoding them.
+	end := start
+	if !it.r.err && f > uint64(len(it.r.b)-start) {
+		it.r.err = true
+	}
+	if !it.r.err {
+		b := it.r.b
+		for left := int(f); left > 0; end++ {
+			if end >= len(b) {
+				it.r.err = true
+				break
+			}
+			if b[end] < 0x80 {
+				left--
+			}
+		}
+		if !it.r.err {
+			it.r.off = end
+		}
 	}
 	// The first document id is absolute, the others are deltas above 0.
 	nd := int(d)

@@ -50,6 +50,13 @@ type Options struct {
 	ReloadInterval time.Duration
 	// Logger receives reloads and the missing-ranks notice. Nil discards.
 	Logger *slog.Logger
+	// Exhaustive scores every matching posting instead of pruning (the
+	// reference the pruned evaluation is tested against; same results).
+	Exhaustive bool
+	// NoWarm leaves the skip indexes of long postings lists to be built
+	// by the first query needing each, instead of in the background as
+	// segments are opened.
+	NoWarm bool
 }
 
 // Request is one search.
@@ -115,6 +122,9 @@ type Index struct {
 	lastCheck time.Time
 	rankNoted bool
 	closed    bool
+
+	stop chan struct{}  // closed by Close: ends the warm-ups
+	warm sync.WaitGroup // running warm-ups
 }
 
 // fileStamp identifies one version of a file.
@@ -136,6 +146,7 @@ func stampOf(path string) fileStamp {
 type rankSet struct {
 	scores map[string]float64
 	n      float64
+	max    float64 // the largest score (bounds the PageRank term)
 }
 
 // snapshot is one manifest's segments, shared by the searches that started
@@ -143,6 +154,7 @@ type rankSet struct {
 type snapshot struct {
 	segs    []*refSegment
 	deleted [][]bool
+	ndel    []int // documents of each segment hidden by deletions
 	live    int
 	avgdl   float64
 	refs    atomic.Int64
@@ -191,7 +203,7 @@ func Open(dir string, opt Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{dir: dir, opt: opt, log: opt.Logger, an: a}
+	ix := &Index{dir: dir, opt: opt, log: opt.Logger, an: a, stop: make(chan struct{})}
 	if err := ix.Reload(); err != nil {
 		return nil, err
 	}
@@ -258,16 +270,32 @@ func (ix *Index) reloadLocked() error {
 		rs := &refSegment{segment: seg}
 		rs.refs.Store(1)
 		snap.segs = append(snap.segs, rs)
+		if !ix.opt.NoWarm && !ix.opt.Exhaustive {
+			// The warm-up holds a reference, so a merge cannot unmap the
+			// segment under it.
+			rs.refs.Add(1)
+			ix.warm.Add(1)
+			go func() {
+				defer ix.warm.Done()
+				rs.warmSkips(ix.stop)
+				if rs.refs.Add(-1) == 0 {
+					rs.close()
+				}
+			}()
+		}
 	}
 	plain := make([]*segment, len(snap.segs))
 	for i, s := range snap.segs {
 		plain[i] = s.segment
 	}
 	snap.deleted = computeDeleted(plain)
+	snap.ndel = make([]int, len(snap.segs))
 	var total int64
 	for i, s := range snap.segs {
 		for d := range s.ndocs {
-			if !snap.deleted[i][d] {
+			if snap.deleted[i][d] {
+				snap.ndel[i]++
+			} else {
 				snap.live++
 				total += int64(s.docLen(d))
 			}
@@ -301,7 +329,11 @@ func (ix *Index) loadRanks() {
 		ix.ranks = nil
 		return
 	}
-	ix.ranks = &rankSet{scores: scores, n: float64(len(scores))}
+	rs := &rankSet{scores: scores, n: float64(len(scores))}
+	for _, v := range scores {
+		rs.max = max(rs.max, v)
+	}
+	ix.ranks = rs
 	ix.log.Info("index: loaded PageRank scores", "file", ix.opt.RankFile, "pages", len(scores))
 }
 
@@ -349,9 +381,16 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.closed = true
+	close(ix.stop)
 	ix.cur.release()
+	ix.warm.Wait()
 	return nil
 }
+
+// WaitWarm waits until the skip indexes of the segments opened so far are
+// built (benchmarks call it so that the warm-up does not run beside the
+// timed queries).
+func (ix *Index) WaitWarm() { ix.warm.Wait() }
 
 // match is a document matching (part of) a query in one segment.
 type match struct {
@@ -364,6 +403,8 @@ type evalCtx struct {
 	ctx   context.Context
 	seg   *segment
 	del   []bool
+	ndel  int     // deleted documents in seg
+	exh   bool    // no skip indexes (Options.Exhaustive)
 	n     float64 // live documents in the index
 	avgdl float64
 	df    map[string]int // document frequency over all segments
@@ -393,8 +434,7 @@ func (e *evalCtx) idf(term string) float64 {
 }
 
 func (e *evalCtx) bm25(term string, tf, dl int) float64 {
-	norm := bm25K1 * (1 - bm25B + bm25B*float64(dl)/max(e.avgdl, 1))
-	return e.idf(term) * float64(tf) * (bm25K1 + 1) / (float64(tf) + norm)
+	return bm25Score(e.idf(term), tf, dl, e.avgdl)
 }
 
 // termMatches scores every document holding term.
@@ -405,8 +445,9 @@ func (e *evalCtx) termMatches(term string) []match {
 	}
 	it := newPostIter(e.seg, *ti)
 	out := make([]match, 0, ti.df)
+	idf := e.idf(term)
 	for p, ok := it.next(); ok; p, ok = it.next() {
-		out = append(out, match{doc: int32(p.doc), score: e.bm25(term, p.freq, e.seg.docLen(p.doc))})
+		out = append(out, match{doc: int32(p.doc), score: bm25Score(idf, p.freq, e.seg.docLen(p.doc), e.avgdl)})
 	}
 	if it.err != nil && e.err == nil {
 		e.err = it.err
@@ -484,42 +525,37 @@ func (e *evalCtx) eval(n qnode) []match {
 }
 
 // phrase finds documents holding the terms at their relative positions.
+// The terms' cursors jump over the blocks that end before the document
+// they must reach.
 func (e *evalCtx) phrase(n qphrase) []match {
-	iters := make([]postIter, len(n.terms))
+	curs := make([]*cursor, len(n.terms))
 	for i, t := range n.terms {
 		ti := e.lookup(t)
 		if ti == nil {
 			return nil
 		}
-		iters[i] = newPostIter(e.seg, *ti)
-	}
-	cur := make([]posting, len(n.terms))
-	for i := range iters {
-		p, ok := iters[i].next()
-		if !ok {
+		curs[i] = e.newCursor(*ti, e.idf(t))
+		if !curs[i].ok {
+			e.noteCursors(curs[:i+1])
 			return nil
 		}
-		cur[i] = p
 	}
 	var out []match
 	var pos [][]int
 	for {
-		// Align all iterators on the largest current document.
-		maxDoc := cur[0].doc
-		for _, p := range cur {
-			maxDoc = max(maxDoc, p.doc)
+		// Align all cursors on the largest current document.
+		maxDoc := curs[0].p.doc
+		for _, c := range curs {
+			maxDoc = max(maxDoc, c.p.doc)
 		}
 		aligned := true
-		for i := range cur {
-			for cur[i].doc < maxDoc {
-				p, ok := iters[i].next()
-				if !ok {
-					e.noteIter(&iters[i])
-					return out
-				}
-				cur[i] = p
+		for _, c := range curs {
+			c.seek(maxDoc)
+			if !c.ok {
+				e.noteCursors(curs)
+				return out
 			}
-			if cur[i].doc != maxDoc {
+			if c.p.doc != maxDoc {
 				aligned = false
 			}
 		}
@@ -527,23 +563,22 @@ func (e *evalCtx) phrase(n qphrase) []match {
 			continue
 		}
 		pos = pos[:0]
-		for i := range cur {
-			pos = append(pos, cur[i].positions(nil))
+		for _, c := range curs {
+			pos = append(pos, c.p.positions(nil))
 		}
 		if phraseAt(pos, n.rel) {
 			dl := e.seg.docLen(maxDoc)
 			s := 0.0
 			for i, t := range n.terms {
-				s += e.bm25(t, cur[i].freq, dl)
+				s += e.bm25(t, curs[i].p.freq, dl)
 			}
 			out = append(out, match{doc: int32(maxDoc), score: s})
 		}
-		p, ok := iters[0].next()
-		if !ok {
-			e.noteIter(&iters[0])
+		c := curs[0]
+		if c.p, c.ok = c.it.next(); !c.ok {
+			e.noteCursors(curs)
 			return out
 		}
-		cur[0] = p
 	}
 }
 
@@ -708,14 +743,21 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	keep := req.Offset + req.Limit
-	h := make(hitHeap, 0, keep+1)
-	total := 0
+	k := newTopk(keep, ranks, weight)
+	conj, isConj := conjunction(q.root)
 	for si, s := range snap.segs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e := &evalCtx{ctx: ctx, seg: s.segment, del: snap.deleted[si], n: float64(snap.live),
-			avgdl: snap.avgdl, df: df, ti: map[string]*termInfo{}}
+		e := &evalCtx{ctx: ctx, seg: s.segment, del: snap.deleted[si], ndel: snap.ndel[si], n: float64(snap.live),
+			avgdl: snap.avgdl, df: df, ti: map[string]*termInfo{}, exh: ix.opt.Exhaustive}
+		if isConj && !ix.opt.Exhaustive {
+			e.evalConjunction(k, si, conj)
+			if e.err != nil {
+				return nil, e.err
+			}
+			continue
+		}
 		ms := e.eval(q.root)
 		if e.err != nil {
 			return nil, e.err
@@ -724,21 +766,11 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 			if snap.deleted[si][m.doc] {
 				continue
 			}
-			total++
-			c := scored{seg: si, doc: m.doc, bm25: m.score, score: m.score}
-			if ranks != nil && weight != 0 {
-				u, _ := s.docURL(int(m.doc))
-				c.pr = ranks.scores[u]
-				c.score += weight * math.Log1p(c.pr*ranks.n)
-			}
-			if len(h) < keep {
-				heap.Push(&h, c)
-			} else if worse(h[0], c) {
-				h[0] = c
-				heap.Fix(&h, 0)
-			}
+			k.total++
+			k.offer(s.segment, si, m.doc, m.score)
 		}
 	}
+	h, total := k.h, k.total
 	all := make([]scored, len(h))
 	for i := len(h) - 1; i >= 0; i-- {
 		all[i] = heap.Pop(&h).(scored)
@@ -749,7 +781,11 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 	} else {
 		all = nil
 	}
-	for _, c := range all {
+	pos, err := hitPositions(snap, all, q.terms, !ix.opt.Exhaustive)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range all {
 		seg := snap.segs[c.seg]
 		d, err := seg.doc(int(c.doc))
 		if err != nil {
@@ -759,11 +795,19 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 			c.pr = ranks.scores[d.URL]
 		}
 		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr}
-		text, err := inflate(d.Text)
+		// Positions are counted over title and body; the stored text is
+		// the body.
+		m := pos[i][:0]
+		base := bodyBase(ix.an, d.Title)
+		for _, tp := range pos[i] {
+			if tp.pos >= base {
+				m = append(m, termPos{pos: tp.pos - base, term: tp.term})
+			}
+		}
+		hit.Snippet, err = makeSnippet(ix.an, d.Text, normaliseMatches(m), len(q.terms))
 		if err != nil {
 			return nil, fmt.Errorf("stored text of %s in segment %s is damaged: %w", d.URL, seg.name, ErrCorrupt)
 		}
-		hit.Snippet = makeSnippet(ix.an, text, q.terms)
 		if req.Explain {
 			hit.Explain = explain(seg.segment, int(c.doc), q, df, float64(snap.live), snap.avgdl, c, weight, ranks)
 		}
@@ -771,6 +815,64 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 	}
 	res.Took = time.Since(start)
 	return res, nil
+}
+
+// hitPositions returns, for each hit, the positions (title and body, as
+// indexed) at which the query's terms occur in its page: one walk of each
+// term's postings per segment (jumping with the skip indexes when skips),
+// stopping after the segment's last hit.
+func hitPositions(snap *snapshot, hits []scored, terms []string, skips bool) ([][]termPos, error) {
+	out := make([][]termPos, len(hits))
+	order := make([]int, len(hits))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		if hits[x].seg != hits[y].seg {
+			return hits[x].seg - hits[y].seg
+		}
+		return int(hits[x].doc) - int(hits[y].doc)
+	})
+	var buf []int
+	for lo := 0; lo < len(order); {
+		si := hits[order[lo]].seg
+		hi := lo
+		for hi < len(order) && hits[order[hi]].seg == si {
+			hi++
+		}
+		seg := snap.segs[si].segment
+		for ti, t := range terms {
+			info, ok, err := seg.lookup(t)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			c := &cursor{it: newPostIter(seg, info), df: info.df}
+			if skips {
+				c.sk = seg.skips(info)
+			}
+			c.p, c.ok = c.it.next()
+			for _, h := range order[lo:hi] {
+				doc := int(hits[h].doc)
+				if c.seek(doc); !c.ok {
+					break
+				}
+				if c.p.doc == doc {
+					buf = c.p.positions(buf[:0])
+					for _, x := range buf {
+						out[h] = append(out[h], termPos{pos: x, term: ti})
+					}
+				}
+			}
+			if c.it.err != nil {
+				return nil, c.it.err
+			}
+		}
+		lo = hi
+	}
+	return out, nil
 }
 
 // collectTerms lists every term of the query, negative parts included (for

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,11 +12,15 @@ import (
 	"github.com/spider-crawler/spider/internal/index/analysis"
 )
 
-// Snippet shape: a window of snippetWords words with the most distinct
-// query terms (then the most matches), cut at word boundaries.
+// Snippet shape: a window of snippetWords words (every word counts, stop
+// words included: word positions as the analyser numbers them) with the
+// most distinct query terms, then the most matches, cut at word
+// boundaries.
 const (
-	snippetWords = 32
-	maxInflate   = StoredTextBytes + 1024
+	snippetWords   = 32
+	snippetContext = 4 // words shown before the first match when the window has room
+	maxInflate     = StoredTextBytes + 1024
+	inflateChunk   = 8 << 10
 )
 
 // inflate decompresses a stored text, refusing more than maxInflate bytes.
@@ -29,75 +34,205 @@ func inflate(b []byte) (string, error) {
 	return string(out), nil
 }
 
-// makeSnippet picks the part of text with the most query terms and marks
-// them. Without any match it returns the start of the text.
-func makeSnippet(a *analysis.Analyzer, text string, terms []string) []Fragment {
-	want := make(map[string]int, len(terms))
-	for i, t := range terms {
-		want[t] = i
+// termPos is a query term (its index in the query's terms) at a word
+// position of a page's body.
+type termPos struct {
+	pos  int
+	term int
+}
+
+// bodyBase is the position of a page's first body word: NewDoc numbers the
+// title's words from 0 and the body's after them and a gap of titleGap.
+func bodyBase(a *analysis.Analyzer, title string) int {
+	n := 0
+	a.Analyze(title, func(t analysis.Token) { n = max(n, t.Pos+1) })
+	if n > 0 {
+		n += titleGap
 	}
-	type tok struct {
-		start, end int
-		term       int // index in terms, or -1
-	}
-	var toks []tok
-	lastPos := -1
-	a.Analyze(text, func(t analysis.Token) {
-		ti, ok := want[t.Term]
-		if !ok {
-			ti = -1
+	return n
+}
+
+// normaliseMatches sorts matches by position and keeps one per position
+// (the query term listed first: a Chinese compound and a word inside it
+// share a position).
+func normaliseMatches(m []termPos) []termPos {
+	slices.SortFunc(m, func(x, y termPos) int {
+		if x.pos != y.pos {
+			return x.pos - y.pos
 		}
-		if t.Pos == lastPos && len(toks) > 0 {
-			// A sub-word of the previous (compound) word: mark the compound
-			// when the sub-word is a query term.
-			if ti >= 0 && toks[len(toks)-1].term < 0 {
-				toks[len(toks)-1].term = ti
-			}
-			return
-		}
-		lastPos = t.Pos
-		toks = append(toks, tok{start: t.Start, end: t.End, term: ti})
+		return x.term - y.term
 	})
-	if len(toks) == 0 {
-		return []Fragment{{Text: clip(text, 200)}}
+	return slices.CompactFunc(m, func(x, y termPos) bool { return x.pos == y.pos })
+}
+
+// snippetWindow picks the snippet's first word position from the matches
+// (sorted, one per position): the window of snippetWords positions
+// starting at a match that holds the most distinct terms, then the most
+// matches (the earliest such window), moved back by up to snippetContext
+// words while every match of the window still fits. Without matches it is
+// the start of the text.
+func snippetWindow(m []termPos, nterms int) int {
+	if len(m) == 0 {
+		return 0
 	}
-	// Slide a window over the tokens, counting distinct terms and matches.
-	best, bestDistinct, bestHits := 0, -1, -1
-	counts := make([]int, len(terms))
-	distinct, hits := 0, 0
-	for i := range toks {
-		if t := toks[i].term; t >= 0 {
-			if counts[t] == 0 {
+	counts := make([]int, nterms)
+	distinct, j := 0, 0
+	best, bestDistinct, bestHits, bestLast := 0, -1, -1, 0
+	for i := range m {
+		for j < len(m) && m[j].pos < m[i].pos+snippetWords {
+			if counts[m[j].term] == 0 {
 				distinct++
 			}
-			counts[t]++
-			hits++
+			counts[m[j].term]++
+			j++
 		}
-		if j := i - snippetWords; j >= 0 {
-			if t := toks[j].term; t >= 0 {
-				counts[t]--
-				if counts[t] == 0 {
-					distinct--
+		if hits := j - i; distinct > bestDistinct || distinct == bestDistinct && hits > bestHits {
+			best, bestDistinct, bestHits, bestLast = m[i].pos, distinct, hits, m[j-1].pos
+		}
+		counts[m[i].term]--
+		if counts[m[i].term] == 0 {
+			distinct--
+		}
+	}
+	span := bestLast - best + 1
+	return max(best-min(snippetContext, snippetWords-span), 0)
+}
+
+// snippetWord is one word of the stored text.
+type snippetWord struct{ pos, start, end int }
+
+// storedText inflates a stored text on demand, so a snippet near the start
+// of a long page decompresses and reads only that start.
+type storedText struct {
+	fr  io.ReadCloser
+	buf []byte
+	eof bool
+	err error
+}
+
+func newStoredText(compressed []byte) *storedText {
+	return &storedText{fr: flate.NewReader(bytes.NewReader(compressed))}
+}
+
+// more appends the next chunk to buf; false at the end or on an error.
+func (st *storedText) more() bool {
+	if st.eof {
+		return false
+	}
+	if len(st.buf) >= maxInflate {
+		st.eof = true
+		return false
+	}
+	st.buf = slices.Grow(st.buf, inflateChunk)
+	n, err := st.fr.Read(st.buf[len(st.buf):min(cap(st.buf), maxInflate)])
+	st.buf = st.buf[:len(st.buf)+n]
+	if err == io.EOF {
+		st.eof = true
+	} else if err != nil {
+		st.err, st.eof = err, true
+	}
+	return true
+}
+
+// words lexes the text from its start, reading as needed, and calls fn for
+// every word until fn returns false or the text ends. It returns the
+// number of words visited.
+func (st *storedText) words(a *analysis.Analyzer, fn func(snippetWord) bool) int {
+	pos, done, stop := 0, 0, false
+	for !stop {
+		// Lex up to the end of the last separator: the words before it are
+		// complete, whatever the next chunk holds.
+		safe := len(st.buf)
+		if !st.eof {
+			safe = lastSeparatorEnd(st.buf, done)
+		}
+		if safe > done {
+			base := done
+			pos = a.Words(string(st.buf[done:safe]), pos, func(p, s, e int) bool {
+				if !fn(snippetWord{p, base + s, base + e}) {
+					stop = true
 				}
-				hits--
-			}
+				return !stop
+			})
+			done = safe
 		}
-		if start := max(i-snippetWords+1, 0); distinct > bestDistinct || distinct == bestDistinct && hits > bestHits {
-			best, bestDistinct, bestHits = start, distinct, hits
-		}
-	}
-	if bestHits == 0 {
-		best = 0
-	}
-	// Start a few words before the first match so it has some context.
-	first := best
-	for k := best; k < min(best+snippetWords, len(toks)); k++ {
-		if toks[k].term >= 0 {
-			first = max(best, k-4)
+		if stop || !st.more() && done >= len(st.buf) {
 			break
 		}
 	}
-	end := min(first+snippetWords, len(toks))
+	return pos
+}
+
+// lastSeparatorEnd returns the offset just past the last separator rune of
+// b[from:] (a valid rune: a cut byte sequence decodes as RuneError), or
+// from if there is none.
+func lastSeparatorEnd(b []byte, from int) int {
+	for i := len(b); i > from; {
+		r, n := utf8.DecodeLastRune(b[from:i])
+		if r != utf8.RuneError && analysis.IsSeparator(r) {
+			return i
+		}
+		i -= n
+	}
+	return from
+}
+
+// makeSnippet builds the snippet of a page from its compressed stored text
+// and the body positions of the query terms in it (from the postings, see
+// termPositions): it picks the window from the positions, then inflates and
+// lexes the text only up to the window's end, so no page is analysed, and
+// a long page is decompressed only as far as its snippet. Without a match
+// in the stored text it returns the start of the text.
+func makeSnippet(a *analysis.Analyzer, compressed []byte, matches []termPos, nterms int) ([]Fragment, error) {
+	st := newStoredText(compressed)
+	defer st.fr.Close()
+	for {
+		first := snippetWindow(matches, nterms)
+		end := first + snippetWords
+		var win []snippetWord
+		more := false
+		total := st.words(a, func(w snippetWord) bool {
+			if w.pos >= end {
+				more = true
+				return false
+			}
+			if w.pos >= first {
+				win = append(win, w)
+			}
+			return true
+		})
+		if st.err != nil {
+			return nil, st.err
+		}
+		if len(win) == 0 && len(matches) > 0 {
+			// The matches lie beyond the stored text (pages longer than
+			// StoredTextBytes): choose among those inside it.
+			// (A copy: the caller's slice stays as it was.)
+			matches = slices.DeleteFunc(slices.Clone(matches), func(m termPos) bool { return m.pos >= total })
+			continue
+		}
+		if len(win) == 0 {
+			for st.more() {
+			}
+			if st.err != nil {
+				return nil, st.err
+			}
+			return []Fragment{{Text: clip(string(st.buf), 200)}}, nil
+		}
+		if !more {
+			for st.more() {
+			}
+			if st.err != nil {
+				return nil, st.err
+			}
+		}
+		return snippetFragments(string(st.buf), win, matches, first > 0, more), nil
+	}
+}
+
+// snippetFragments marks the matched words of win (consecutive words of
+// text) and joins the text between them.
+func snippetFragments(text string, win []snippetWord, matches []termPos, cutBefore, cutAfter bool) []Fragment {
 	var frags []Fragment
 	add := func(s string, m bool) {
 		if s == "" {
@@ -109,25 +244,27 @@ func makeSnippet(a *analysis.Analyzer, text string, terms []string) []Fragment {
 		}
 		frags = append(frags, Fragment{Text: s, Match: m})
 	}
-	if first > 0 {
+	if cutBefore {
 		add("… ", false)
 	}
-	at := toks[first].start
-	for k := first; k < end; k++ {
-		t := toks[k]
-		if t.term < 0 {
+	at := win[0].start
+	k := 0
+	for _, w := range win {
+		for k < len(matches) && matches[k].pos < w.pos {
+			k++
+		}
+		if k == len(matches) || matches[k].pos != w.pos {
 			continue
 		}
-		add(squash(text[at:t.start]), false)
-		add(text[t.start:t.end], true)
-		at = t.end
+		add(squash(text[at:w.start]), false)
+		add(text[w.start:w.end], true)
+		at = w.end
 	}
-	tail := text[at:toks[end-1].end]
-	if end < len(toks) {
-		tail += " …"
+	var tail string
+	if cutAfter {
+		tail = text[at:win[len(win)-1].end] + " …"
 	} else {
-		tail = text[at:]
-		tail = clip(tail, 80)
+		tail = clip(text[at:], 80)
 	}
 	add(squash(tail), false)
 	return frags

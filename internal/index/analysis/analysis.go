@@ -58,16 +58,19 @@ type Token struct {
 
 // Analyzer segments and normalises text. It is safe for concurrent use.
 // The gse dictionaries are loaded on first need (the first Han character
-// analysed, or Preload), so English-only work never pays for them.
+// analysed, or Preload), so English-only work never pays for them: an
+// Analyzer that has only seen text without Han characters reports
+// Loaded() == false.
 type Analyzer struct {
 	stop   map[string]bool
 	caches sync.Pool // *stemCache
 
+	load     func() (*gse.Segmenter, error) // the dictionary loader (tests replace it)
 	segOnce  sync.Once
 	seg      *gse.Segmenter // nil if loading failed
 	segErr   error
 	loadTime time.Duration
-	ready    atomic.Bool // Preload finished
+	ready    atomic.Bool // the load was attempted (and finished)
 }
 
 // stemCache memoises Snowball stems: stemming dominates English analysis and
@@ -77,8 +80,21 @@ type stemCache struct{ m map[string]string }
 const maxStemCache = 1 << 16
 
 // New returns an Analyzer. The Chinese dictionaries load on first use.
-func New() (*Analyzer, error) {
-	a := &Analyzer{stop: make(map[string]bool, len(englishStop)+len(chineseStop))}
+func New() (*Analyzer, error) { return newAnalyzer(loadEmbedded), nil }
+
+// loadEmbedded loads gse's embedded simplified and traditional Chinese
+// dictionaries.
+func loadEmbedded() (*gse.Segmenter, error) {
+	seg := new(gse.Segmenter)
+	seg.SkipLog = true
+	if err := seg.LoadDictEmbed("zh"); err != nil {
+		return nil, err
+	}
+	return seg, nil
+}
+
+func newAnalyzer(load func() (*gse.Segmenter, error)) *Analyzer {
+	a := &Analyzer{stop: make(map[string]bool, len(englishStop)+len(chineseStop)), load: load}
 	for _, w := range englishStop {
 		a.stop[w] = true
 	}
@@ -86,19 +102,21 @@ func New() (*Analyzer, error) {
 		a.stop[w] = true
 	}
 	a.caches.New = func() any { return &stemCache{m: make(map[string]string, 1024)} }
-	return a, nil
+	return a
 }
 
 // Preload loads the gse dictionaries now (one to ten seconds, depending on
-// the machine) and returns the error, if any. Without a dictionary Han
-// text is cut into single characters.
+// the machine) unless that was done already, and returns the load's error,
+// if any. Concurrent callers (and Analyze calls meeting Han text) wait for
+// the one load. Without a dictionary Han text is cut into single
+// characters; DictErr keeps the error for callers that report it later.
 func (a *Analyzer) Preload() error {
 	a.segOnce.Do(func() {
 		start := time.Now()
-		seg := new(gse.Segmenter)
-		seg.SkipLog = true
-		if err := seg.LoadDictEmbed("zh"); err != nil {
-			a.segErr = fmt.Errorf("cannot load the gse Chinese dictionaries: %w", err)
+		seg, err := a.load()
+		if err != nil {
+			a.segErr = fmt.Errorf("cannot load the gse Chinese dictionaries (Chinese text is indexed character by character instead; "+
+				"check that the process has enough memory, about 300 MB, and run the command again): %w", err)
 		} else {
 			a.seg = seg
 		}
@@ -108,11 +126,25 @@ func (a *Analyzer) Preload() error {
 	return a.segErr
 }
 
+// Loaded reports whether the dictionary load has happened (successfully or
+// not): false until the Analyzer first meets Han text or Preload is called.
+func (a *Analyzer) Loaded() bool { return a.ready.Load() }
+
+// DictErr returns the error of the dictionary load, or nil if the load has
+// not happened or succeeded.
+func (a *Analyzer) DictErr() error {
+	if !a.ready.Load() {
+		return nil
+	}
+	return a.segErr
+}
+
 // shared is the process-wide Analyzer: written once by sync.OnceValues and
 // read-only afterwards (the dictionary is too large to load per index).
 var shared = sync.OnceValues(New)
 
-// Shared returns the process-wide Analyzer, loading it on first use.
+// Shared returns the process-wide Analyzer. Creating it is cheap; its
+// dictionaries load when Han text is first analysed.
 func Shared() (*Analyzer, error) { return shared() }
 
 // LoadTime reports how long loading the dictionaries took (0 if they were
@@ -172,6 +204,125 @@ func (a *Analyzer) analyze(text string, expand bool, fn func(Token)) {
 		}
 	}
 }
+
+// Words calls fn for every word of text, kept or dropped, in order: its
+// position, numbered from pos0 exactly as Analyze numbers them, and its
+// byte offsets. Words are not normalised (no lower-casing, stemming or stop
+// words), so this is much cheaper than Analyze; Han runs are still cut by
+// gse (loading the dictionaries), since that decides their positions. It
+// stops as soon as fn returns false and returns the position after the
+// last word visited. Cutting text after a rune for which IsSeparator is
+// true and calling Words on each part (with the position returned by the
+// previous call) numbers the words as one call on the whole text would.
+func (a *Analyzer) Words(text string, pos0 int, fn func(pos, start, end int) bool) int {
+	pos := pos0
+	for i := 0; i < len(text); {
+		// ASCII fast path: snippets lex whole pages, mostly ASCII.
+		if c := text[i]; c < utf8.RuneSelf {
+			if !asciiWord[c] {
+				i++
+				continue
+			}
+			j := wordEnd(text, i+1)
+			pos++
+			if !fn(pos-1, i, j) {
+				return pos
+			}
+			i = j
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case isHan(r):
+			j := i + n
+			for j < len(text) {
+				r2, n2 := utf8.DecodeRuneInString(text[j:])
+				if !isHan(r2) {
+					break
+				}
+				j += n2
+			}
+			var more bool
+			pos, more = a.hanWords(text, i, j, pos, fn)
+			if !more {
+				return pos
+			}
+			i = j
+		case isWordRune(r):
+			j := wordEnd(text, i+n)
+			pos++
+			if !fn(pos-1, i, j) {
+				return pos
+			}
+			i = j
+		default:
+			i += n
+		}
+	}
+	return pos
+}
+
+// asciiWord marks the ASCII bytes that are word runes.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = isWordRune(rune(c))
+	}
+	return t
+}()
+
+// wordEnd returns the end of the non-Han word run of text continuing at j.
+func wordEnd(text string, j int) int {
+	for j < len(text) {
+		if c := text[j]; c < utf8.RuneSelf {
+			if !asciiWord[c] {
+				break
+			}
+			j++
+			continue
+		}
+		r2, n2 := utf8.DecodeRuneInString(text[j:])
+		if !isWordRune(r2) || isHan(r2) {
+			break
+		}
+		j += n2
+	}
+	return j
+}
+
+// hanWords is Words for the Han run text[i:j]: the same cut, and so the
+// same positions, as han.
+func (a *Analyzer) hanWords(text string, i, j, pos int, fn func(pos, start, end int) bool) (int, bool) {
+	if a.Preload() != nil {
+		for k, r := range text[i:j] {
+			pos++
+			if !fn(pos-1, i+k, i+k+utf8.RuneLen(r)) {
+				return pos, false
+			}
+		}
+		return pos, true
+	}
+	off := i
+	for _, w := range a.seg.Cut(text[i:j]) {
+		k := strings.Index(text[off:j], w)
+		if k < 0 {
+			pos++
+			continue
+		}
+		start := off + k
+		off = start + len(w)
+		pos++
+		if !fn(pos-1, start, off) {
+			return pos, false
+		}
+	}
+	return pos, true
+}
+
+// IsSeparator reports whether r separates words: it is neither part of a
+// word nor a Han character. utf8.RuneError (an invalid byte) separates
+// words too, but a caller cutting a stream of bytes cannot tell it from
+// an incomplete rune and should not cut there.
+func IsSeparator(r rune) bool { return !isWordRune(r) && !isHan(r) }
 
 // han segments the Han run text[i:j] with gse.
 func (a *Analyzer) han(text string, i, j, pos int, expand bool, fn func(Token)) int {

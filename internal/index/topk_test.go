@@ -1,0 +1,150 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/spider-crawler/spider/internal/rank"
+)
+
+// randomCorpus writes segs segments of random pages over a small
+// vocabulary with Zipf-like frequencies (so some terms have long postings
+// lists with several skip blocks), later segments replacing and deleting
+// some URLs of earlier ones; it returns the vocabulary.
+func randomCorpus(t *testing.T, r *rand.Rand, dir string, docs, segs int) []string {
+	vocab := make([]string, 40)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%cx%c", 'a'+rune(i%26), 'a'+rune(i/26))
+	}
+	w := openWriter(t, dir, 100)
+	for s := range segs {
+		var pages []page
+		for range docs {
+			// Documents are numbered by URL: short pages (high scores) on
+			// host t0 come first, long ones on t2 last, so the blocks of a
+			// long list have different bounds, as on a real site.
+			host := r.IntN(3)
+			n := []int{1 + r.IntN(10), 20 + r.IntN(60), 100 + r.IntN(200)}[host]
+			var text []byte
+			for range n {
+				// Zipf-like: low indexes are common.
+				k := int(float64(len(vocab)) * r.Float64() * r.Float64() * r.Float64())
+				text = append(text, vocab[k]...)
+				text = append(text, ' ')
+			}
+			// Identical pages make exact score ties.
+			if host == 0 && r.IntN(5) == 0 {
+				text = []byte(vocab[0] + " " + vocab[1] + " " + vocab[2])
+			}
+			pages = append(pages, page{fmt.Sprintf("http://t%d.test/%d", host, r.IntN(docs*segs)), "", string(text)})
+		}
+		var deleted []string
+		if s > 0 {
+			for range docs / 20 {
+				deleted = append(deleted, fmt.Sprintf("http://t%d.test/%d", r.IntN(3), r.IntN(docs*segs)))
+			}
+		}
+		commitPages(t, w, pages, deleted...)
+	}
+	return vocab
+}
+
+// TestPrunedEqualsExhaustive runs random queries (mostly conjunctive) with the
+// pruned evaluation and the exhaustive one: same totals, same hits in the
+// same order (ties included), same scores, with and without PageRank.
+func TestPrunedEqualsExhaustive(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 3 {
+		dir := filepath.Join(t.TempDir(), "index")
+		docs := 1500
+		if testing.Short() {
+			docs = 700
+		}
+		vocab := randomCorpus(t, r, dir, docs, 1+round)
+		rankFile := filepath.Join(t.TempDir(), "pages.tsv")
+		scores := map[string]float64{}
+		for i := range docs * (1 + round) {
+			if r.IntN(3) > 0 {
+				scores[fmt.Sprintf("http://t%d.test/%d", r.IntN(3), i)] = r.ExpFloat64() / float64(docs)
+			}
+		}
+		if err := rank.WriteScores(rankFile, scores); err != nil {
+			t.Fatal(err)
+		}
+		pruned, err := Open(dir, Options{ReloadInterval: -1, RankFile: rankFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pruned.Close()
+		if round == 1 {
+			pruned.WaitWarm()
+		}
+		exh, err := Open(dir, Options{ReloadInterval: -1, RankFile: rankFile, Exhaustive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer exh.Close()
+		long := 0
+		for _, s := range pruned.cur.segs {
+			s.terms(func(ti termInfo) error {
+				if ti.df >= skipMinDF {
+					long++
+				}
+				return nil
+			})
+		}
+		if long == 0 {
+			t.Fatal("no postings list is long enough to be pruned: the test tests nothing")
+		}
+		for q := range 150 {
+			word := func() string { return vocab[int(float64(len(vocab))*r.Float64()*r.Float64())] }
+			var query string
+			switch q % 6 {
+			case 0: // a phrase: positions, cursors jumping blocks
+				query = `"` + word() + " " + word() + `"`
+			case 1:
+				query = word() + " OR " + word()
+			case 2:
+				query = word() + " -" + word()
+			default: // conjunctions: the pruned path
+				for range 1 + r.IntN(3) {
+					query += word() + " "
+				}
+			}
+			req := Request{Query: query, Limit: []int{1, 3, 10, 50}[q%4], Offset: []int{0, 0, 5}[q%3],
+				RankWeight: []float64{0, -1, 3}[q%3]}
+			a, err := pruned.Search(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := exh.Search(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Total != b.Total {
+				t.Fatalf("round %d %+v: total %d pruned, %d exhaustive", round, req, a.Total, b.Total)
+			}
+			if !reflect.DeepEqual(hitKeys(a.Hits), hitKeys(b.Hits)) {
+				t.Fatalf("round %d %+v:\npruned     %v\nexhaustive %v", round, req, hitKeys(a.Hits), hitKeys(b.Hits))
+			}
+		}
+	}
+}
+
+type hitKey struct {
+	URL   string
+	Score float64
+	BM25  float64
+}
+
+func hitKeys(hs []Hit) []hitKey {
+	var out []hitKey
+	for _, h := range hs {
+		out = append(out, hitKey{h.URL, h.Score, h.BM25})
+	}
+	return out
+}
