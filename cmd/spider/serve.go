@@ -105,12 +105,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer searcher.Close()
 		opt.Searcher = searcher
-		switch *preload {
-		case "wait":
-			preloadAnalyzer(logger)
-		case "background":
-			go preloadAnalyzer(logger)
-		}
 	}
 	if rf.url != "" {
 		rdb, err := rf.open(ctx)
@@ -120,9 +114,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer rdb.Close()
 		opt.Crawl = server.NewRedisView(rdb, rf.crawl, *buckets, dir, nil)
 	}
+	if *data != "" && *preload == "wait" {
+		preloadAnalyzer(logger, nil)
+	}
 	stop, err := startServer(ctx, *addr, opt, stdout)
 	if err != nil {
 		return err
+	}
+	if *data != "" && *preload == "background" {
+		// The load may outlive the command: its log line is dropped once the
+		// command has returned (the logger's writer belongs to the caller).
+		var mu sync.Mutex
+		running := true
+		defer func() { mu.Lock(); running = false; mu.Unlock() }()
+		go preloadAnalyzer(logger, func(log func()) {
+			mu.Lock()
+			defer mu.Unlock()
+			if running {
+				log()
+			}
+		})
 	}
 	<-ctx.Done()
 	return stop()
@@ -132,16 +143,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // otherwise the first query with Chinese text waits for the load
 // (seconds; 33 s on a busy 2-core machine), and so do the identical
 // queries merged with it.
-func preloadAnalyzer(logger *slog.Logger) {
+// guard, if not nil, runs the logging (or not).
+func preloadAnalyzer(logger *slog.Logger, guard func(log func())) {
 	a, err := analysis.Shared()
 	if err == nil {
 		err = a.Preload()
 	}
-	if err != nil {
-		logger.Warn("cannot preload the query analyser; Chinese queries are cut character by character", "err", err)
+	log := func() {
+		if err != nil {
+			logger.Warn("cannot preload the query analyser; Chinese queries are cut character by character", "err", err)
+			return
+		}
+		logger.Info("query analyser loaded", "took", a.LoadTime().Round(time.Millisecond))
+	}
+	if guard != nil {
+		guard(log)
 		return
 	}
-	logger.Info("query analyser loaded", "took", a.LoadTime().Round(time.Millisecond))
+	log()
 }
 
 // startPprof serves net/http/pprof on its own listener (never on the
