@@ -175,25 +175,11 @@ func (a *Analyzer) analyze(text string, expand bool, fn func(Token)) {
 		r, n := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case isHan(r):
-			j := i + n
-			for j < len(text) {
-				r2, n2 := utf8.DecodeRuneInString(text[j:])
-				if !isHan(r2) {
-					break
-				}
-				j += n2
-			}
+			j := hanEnd(text, i+n)
 			pos = a.han(text, i, j, pos, expand, fn)
 			i = j
 		case isWordRune(r):
-			j := i + n
-			for j < len(text) {
-				r2, n2 := utf8.DecodeRuneInString(text[j:])
-				if !isWordRune(r2) || isHan(r2) {
-					break
-				}
-				j += n2
-			}
+			j := wordEnd(text, i+n)
 			if t, ok := a.word(c, text[i:j]); ok {
 				fn(Token{Term: t, Pos: pos, Start: i, End: j})
 			}
@@ -234,14 +220,7 @@ func (a *Analyzer) Words(text string, pos0 int, fn func(pos, start, end int) boo
 		r, n := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case isHan(r):
-			j := i + n
-			for j < len(text) {
-				r2, n2 := utf8.DecodeRuneInString(text[j:])
-				if !isHan(r2) {
-					break
-				}
-				j += n2
-			}
+			j := hanEnd(text, i+n)
 			var more bool
 			pos, more = a.hanWords(text, i, j, pos, fn)
 			if !more {
@@ -271,6 +250,20 @@ var asciiWord = func() (t [utf8.RuneSelf]bool) {
 }()
 
 // wordEnd returns the end of the non-Han word run of text continuing at j.
+// hanEnd returns the end of the run of Han runes of text that goes on at j.
+func hanEnd(text string, j int) int {
+	for j < len(text) {
+		r, n := utf8.DecodeRuneInString(text[j:])
+		if !isHan(r) {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// wordEnd returns the end of the word (word runes other than Han) that goes
+// on at j.
 func wordEnd(text string, j int) int {
 	for j < len(text) {
 		if c := text[j]; c < utf8.RuneSelf {
