@@ -860,8 +860,9 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 // pending[r.Seq], adds one to the counter o.Class (and to PagesStored if
 // o.Stored), looks up o.Fingerprint, and discovers the discovered requests
 // as Discover does (with Options.Relink: keeps them, and discovers those
-// within MaxDepth, shifted shallower if r's URL was lowered meanwhile). If r is no longer pending, Complete does nothing and
-// returns an empty Result: it is idempotent. It fails if o.Class is empty,
+// within MaxDepth, shifted shallower if r's URL was lowered meanwhile). If
+// r is no longer pending, Complete does nothing and returns an empty
+// Result: it is idempotent. It fails if o.Class is empty,
 // if pending[r.Seq] holds a different URL than r.URL, or on a storage error
 // (then nothing was recorded).
 func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, discovered []frontier.Request) (Result, error) {
