@@ -285,30 +285,45 @@ func wordEnd(text string, j int) int {
 // hanWords is Words for the Han run text[i:j]: the same cut, and so the
 // same positions, as han.
 func (a *Analyzer) hanWords(text string, i, j, pos int, fn func(pos, start, end int) bool) (int, bool) {
+	more := a.cutHan(text, i, j, func(start, end int) bool {
+		pos++
+		return start < 0 || fn(pos-1, start, end)
+	})
+	return pos, more
+}
+
+// cutHan cuts the Han run text[i:j] into words, in order, and calls fn with
+// each word's byte offsets; each call is one position. Without the
+// dictionary every character is a word. gse returns the run's words in order
+// and without gaps; to keep the offsets exact even if a future version trims
+// something, a word not found where expected is reported with start -1 (it
+// still takes its position). cutHan stops when fn returns false, and then
+// returns false.
+func (a *Analyzer) cutHan(text string, i, j int, fn func(start, end int) bool) bool {
 	if a.Preload() != nil {
 		for k, r := range text[i:j] {
-			pos++
-			if !fn(pos-1, i+k, i+k+utf8.RuneLen(r)) {
-				return pos, false
+			if !fn(i+k, i+k+utf8.RuneLen(r)) {
+				return false
 			}
 		}
-		return pos, true
+		return true
 	}
 	off := i
 	for _, w := range a.seg.Cut(text[i:j]) {
 		k := strings.Index(text[off:j], w)
 		if k < 0 {
-			pos++
+			if !fn(-1, -1) {
+				return false
+			}
 			continue
 		}
 		start := off + k
 		off = start + len(w)
-		pos++
-		if !fn(pos-1, start, off) {
-			return pos, false
+		if !fn(start, off) {
+			return false
 		}
 	}
-	return pos, true
+	return true
 }
 
 // IsSeparator reports whether r separates words: it is neither part of a
@@ -317,38 +332,20 @@ func (a *Analyzer) hanWords(text string, i, j, pos int, fn func(pos, start, end 
 // an incomplete rune and should not cut there.
 func IsSeparator(r rune) bool { return !isWordRune(r) && !isHan(r) }
 
-// han segments the Han run text[i:j] with gse.
+// han segments the Han run text[i:j] with gse (cutHan).
 func (a *Analyzer) han(text string, i, j, pos int, expand bool, fn func(Token)) int {
-	if a.Preload() != nil {
-		// No dictionary: every character is a word.
-		for k, r := range text[i:j] {
-			n := utf8.RuneLen(r)
-			if w := text[i+k : i+k+n]; !a.stop[w] {
-				fn(Token{Term: w, Pos: pos, Start: i + k, End: i + k + n})
-			}
-			pos++
-		}
-		return pos
-	}
-	off := i
-	for _, w := range a.seg.Cut(text[i:j]) {
-		// gse returns the run's words in order and without gaps; keep the
-		// offsets exact even if a future version trims something.
-		k := strings.Index(text[off:j], w)
-		if k < 0 {
-			pos++
-			continue
-		}
-		start := off + k
-		off = start + len(w)
-		if len(w) <= MaxTermBytes && !a.stop[w] && strings.TrimSpace(w) != "" {
-			fn(Token{Term: w, Pos: pos, Start: start, End: off})
-			if expand {
-				a.subwords(w, start, pos, fn)
+	a.cutHan(text, i, j, func(start, end int) bool {
+		if start >= 0 {
+			if w := text[start:end]; len(w) <= MaxTermBytes && !a.stop[w] && strings.TrimSpace(w) != "" {
+				fn(Token{Term: w, Pos: pos, Start: start, End: end})
+				if expand {
+					a.subwords(w, start, pos, fn)
+				}
 			}
 		}
 		pos++
-	}
+		return true
+	})
 	return pos
 }
 
