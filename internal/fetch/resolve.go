@@ -160,17 +160,9 @@ func (e ResolveEntry) hostRank(host string) int {
 	return 0
 }
 
-// bestResolve returns the most specific entry matching host and port: the
-// highest host rank, then an exact port over "*", then the earliest.
-func bestResolve(entries []ResolveEntry, host, port string) (ResolveEntry, bool) {
-	all := make([]int, len(entries))
-	for i := range all {
-		all[i] = i
-	}
-	return pickResolve(entries, all, host, port)
-}
-
-// pickResolve is bestResolve over the entries at idx (in increasing order).
+// pickResolve returns the most specific of the entries at idx (in
+// increasing order) matching host and port: the highest host rank, then an
+// exact port over "*", then the earliest.
 func pickResolve(entries []ResolveEntry, idx []int, host, port string) (ResolveEntry, bool) {
 	best, bestScore := -1, 0
 	for _, i := range idx {
@@ -216,7 +208,7 @@ func newResolveTable(entries []ResolveEntry) *resolveTable {
 	return t
 }
 
-// best is bestResolve(t.entries, host, port).
+// best is pickResolve over all of t.entries, without reading them all.
 func (t *resolveTable) best(host, port string) (ResolveEntry, bool) {
 	if idx := t.exact[host]; len(idx) > 0 {
 		if e, ok := pickResolve(t.entries, idx, host, port); ok {

@@ -176,6 +176,16 @@ func BenchmarkResolveOverrides(b *testing.B) {
 	})
 }
 
+// bestResolve is the reference the table is checked against: pickResolve
+// over every entry.
+func bestResolve(entries []ResolveEntry, host, port string) (ResolveEntry, bool) {
+	all := make([]int, len(entries))
+	for i := range all {
+		all[i] = i
+	}
+	return pickResolve(entries, all, host, port)
+}
+
 func FuzzParseResolve(f *testing.F) {
 	for _, s := range []string{
 		"example.com:443:192.0.2.1", "*.test:*:127.0.0.1", "*:*:[::1]", "a:1:1.2.3.4,[2001:db8::1]",
