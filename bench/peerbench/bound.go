@@ -25,17 +25,26 @@ type bound struct {
 	Makespan    float64 // Pages / the shortest possible crawl (busiest host, concurrency), pages/s
 	LevelsBound float64 // Makespan's bound if depth levels are crawled one after another, pages/s
 	// Discovery is the discovery-aware bound (simulate, delay start to
-	// start), pages/s; 0 when not simulated. It is the bound issue 11's
-	// latency-bound goal is judged against when present.
+	// start, depth-blind), pages/s; 0 when not simulated.
 	Discovery float64
 	// DiscoveryDone is the same with the delay counted from the previous
 	// answer, pages/s; 0 when not simulated.
 	DiscoveryDone float64
+	// DiscoveryDepth is the discovery-aware bound with the depth limit
+	// applied as a crawler can know it (simRules.DepthAware), pages/s; 0
+	// when not simulated. It is the bound issue 11's latency-bound goal is
+	// judged against when present.
+	DiscoveryDepth float64
 }
 
 // goal is the bound the latency-bound goal is judged against: the
-// discovery-aware one when simulated, else the whole-crawl one.
+// depth-aware discovery bound when simulated (the tightest that holds for
+// any crawler given the same rules, depth limit included), else the
+// whole-crawl one.
 func (b bound) goal() (name string, rate float64) {
+	if b.DiscoveryDepth > 0 {
+		return "depth-aware discovery bound", b.DiscoveryDepth
+	}
 	if b.Discovery > 0 {
 		return "discovery-aware politeness bound", b.Discovery
 	}

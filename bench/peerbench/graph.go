@@ -20,7 +20,8 @@ import (
 // kept whether or not a crawler would follow it from that page (a nofollow
 // link, or a link from a page at the depth limit, to a URL the truth
 // reaches by another path): that can only make the ideal crawler discover
-// URLs sooner, so the bound stays a bound.
+// URLs sooner, so the bound stays a bound. Step says which edges a crawler
+// follows and what they add to the depth, for the depth-aware simulation.
 func truthGraph(wc websim.Config, truth *websim.Truth) (simGraph, error) {
 	wc.Latency, wc.LogCap, wc.LogWriter, wc.HangTime = 0, -1, nil, time.Millisecond
 	web, err := websim.New(wc)
@@ -28,7 +29,9 @@ func truthGraph(wc websim.Config, truth *websim.Truth) (simGraph, error) {
 		return simGraph{}, fmt.Errorf("cannot build the link graph: %w", err)
 	}
 	h := web.Handler()
-	g := simGraph{URLs: truth.MustFetch, Host: make([]int, len(truth.MustFetch)), Links: make([][]int, len(truth.MustFetch))}
+	n := len(truth.MustFetch)
+	g := simGraph{URLs: truth.MustFetch, Host: make([]int, n), Links: make([][]int, n), Step: make([][]int8, n),
+		MaxDepth: truth.Rules.MaxDepth}
 	idx := make(map[string]int, len(g.URLs))
 	hosts := map[string]int{}
 	for i, raw := range g.URLs {
@@ -58,21 +61,39 @@ func truthGraph(wc websim.Config, truth *websim.Truth) (simGraph, error) {
 		if err != nil {
 			return simGraph{}, err
 		}
-		seen := map[int]bool{}
+		at := map[int]int{} // target → its index in g.Links[i]
 		for _, t := range targets {
-			if j, ok := idx[t]; ok && j != i && !seen[j] {
-				seen[j] = true
-				g.Links[i] = append(g.Links[i], j)
+			j, ok := idx[t.url]
+			if !ok || j == i {
+				continue
 			}
+			if k, dup := at[j]; dup {
+				// Two edges to one URL: the one a crawler follows with the
+				// smaller depth step counts.
+				if old := g.Step[i][k]; old < 0 || (t.step >= 0 && t.step < old) {
+					g.Step[i][k] = t.step
+				}
+				continue
+			}
+			at[j] = len(g.Links[i])
+			g.Links[i] = append(g.Links[i], j)
+			g.Step[i] = append(g.Step[i], t.step)
 		}
 	}
 	return g, nil
 }
 
-// answerLinks requests raw from h and returns, canonical, the URLs its
-// answer names: the Location of a redirect, the links and meta refresh of
-// an HTML page.
-func answerLinks(h http.Handler, raw string) ([]string, error) {
+// edge is a URL an answer names, canonical, with what following it adds to
+// the depth (simGraph.Step).
+type edge struct {
+	url  string
+	step int8
+}
+
+// answerLinks requests raw from h and returns the URLs its answer names:
+// the Location of a redirect (step 0), the links (1, or -1 when nofollow by
+// rel or meta robots) and meta refresh (1) of an HTML page.
+func answerLinks(h http.Handler, raw string) ([]edge, error) {
 	req := httptest.NewRequest(http.MethodGet, raw, nil)
 	req.Header.Set("User-Agent", peerUA)
 	rec := httptest.NewRecorder()
@@ -81,14 +102,14 @@ func answerLinks(h http.Handler, raw string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the link graph: truth URL %q: %w", raw, err)
 	}
-	var out []string
-	add := func(ref string) {
+	var out []edge
+	add := func(ref string, step int8) {
 		if c, ok := websim.Canonical(base, ref); ok {
-			out = append(out, c.String())
+			out = append(out, edge{c.String(), step})
 		}
 	}
 	if loc := rec.Header().Get("Location"); loc != "" && rec.Code/100 == 3 {
-		add(loc)
+		add(loc, 0)
 	}
 	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
 		return out, nil
@@ -99,11 +120,15 @@ func answerLinks(h http.Handler, raw string) ([]string, error) {
 	}
 	for _, l := range page.Links {
 		if l.URL != nil {
-			add(l.URL.String())
+			step := int8(1)
+			if l.NoFollow {
+				step = -1
+			}
+			add(l.URL.String(), step)
 		}
 	}
 	if page.Refresh != nil {
-		add(page.Refresh.String())
+		add(page.Refresh.String(), 1)
 	}
 	return out, nil
 }

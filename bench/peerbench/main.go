@@ -88,6 +88,7 @@ type config struct {
 	Noise       bool          // websim's noise feature (session ids, tracking parameters, calendars)
 	ExtraLinks  int           // websim's ExtraLinks: uniformly chosen links added to every article
 	Until       int64         // frontier mode: a run ends once the crawler has discovered this many URLs (0: time only)
+	Timeline    string        // latency-bound mode: host whose requests printTimeline shows ("last": the last request's)
 }
 
 // knownCrawlers are the names accepted by --crawlers, in run order.
@@ -120,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	maxRSS := fs.Int("max-rss-mib", 4096, "frontier mode: stop a crawler whose RSS exceeds this many MiB (protects the shared machine)")
 	fs.BoolVar(&c.Noise, "noise", false, "enable websim's noise behaviour (session ids, tracking parameters, calendars: many more distinct URLs)")
 	fs.IntVar(&c.ExtraLinks, "extra-links", 0, "websim: links to uniformly chosen pages of uniformly chosen hosts added to every article (large-frontier runs; 0-1000)")
+	fs.StringVar(&c.Timeline, "timeline", "", "latency-bound mode: print to stderr every request to this host (\"last\": the host of the crawl's last request) beside the ideal crawler's schedule")
 	fs.Int64Var(&c.Until, "until-discovered", 0, "frontier mode: end a crawler's run once it has discovered this many URLs (0: run for --frontier)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

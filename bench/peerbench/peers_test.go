@@ -181,6 +181,10 @@ func TestPrintGoals(t *testing.T) {
 			"discovery-aware politeness bound: 95 / 100 = 0.95: met", "CPU-bound"},
 		{"discovery-aware not met", map[string]float64{"spider": 85}, ok, bound{Makespan: 200, Discovery: 100},
 			"85 / 100 = 0.85: NOT met", ""},
+		{"depth-aware", map[string]float64{"spider": 92}, ok, bound{Makespan: 200, Discovery: 110, DiscoveryDepth: 100},
+			"depth-aware discovery bound: 92 / 100 = 0.92: met", ""},
+		{"depth-aware, depth-blind shown", map[string]float64{"spider": 92}, ok, bound{Makespan: 200, Discovery: 110, DiscoveryDepth: 100},
+			"depth-blind discovery bound (URLs known from any answer naming them, depth aside): 92 / 110 = 0.84: NOT met", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

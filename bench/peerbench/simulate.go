@@ -3,6 +3,7 @@ package main
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -21,6 +22,13 @@ type simRules struct {
 	// previous start (spider's frontier with --per-host 1 before it had
 	// --delay-from start; wget's --wait).
 	FromDone bool
+	// DepthAware applies the depth limit as a crawler can know it: a URL
+	// becomes known only once the answers arrived show a path to it of
+	// followable edges (simGraph.Step) within simGraph.MaxDepth; a shorter
+	// path found later lowers the depths of the URLs below it at once
+	// (spider --loose-depth relinks them). Without it a URL is known at
+	// the first answer naming it, whatever the depth (a looser bound).
+	DepthAware bool
 }
 
 // simGraph is the web as the ideal crawler sees it: the truth's URLs, the
@@ -32,6 +40,21 @@ type simGraph struct {
 	Hosts int     // distinct hosts
 	Links [][]int // Links[i]: URLs (indices) named by URL i's answer
 	Seeds []int
+	// Step[i][k] is what following Links[i][k] adds to the depth: 0 for a
+	// redirect target, 1 for a link or meta refresh, -1 for a link a
+	// crawler does not follow (nofollow). Used with simRules.DepthAware;
+	// nil means 1 for every edge.
+	Step [][]int8
+	// MaxDepth is the crawl's depth limit (seeds are 0), for DepthAware.
+	MaxDepth int
+}
+
+// step is Step[i][k], 1 when Step is nil.
+func (g simGraph) step(i, k int) int {
+	if g.Step == nil {
+		return 1
+	}
+	return int(g.Step[i][k])
 }
 
 // simResult is the schedule of the ideal polite crawler on a simGraph.
@@ -40,6 +63,9 @@ type simResult struct {
 	Pages    int           // URLs fetched (robots.txt excluded)
 	Requests int           // pages plus one robots.txt per host reached
 	Peak     int           // most requests in flight at once
+	// Start[i] is when URL i's request started (-1: never fetched), and
+	// Known[i] when URL i became known; for --timeline.
+	Start, Known []time.Duration
 }
 
 // Rate is pages per second of the schedule (0 when it is empty).
@@ -138,8 +164,14 @@ func simulate(g simGraph, r simRules) (simResult, error) {
 		queue[h] = append(queue[h], u)
 		return nil
 	}
+	res.Start = make([]time.Duration, n)
+	for i := range res.Start {
+		res.Start[i] = -1
+	}
+	res.Known = knownAt
+	disc := newDiscovery(g, r.DepthAware, reveal)
 	for _, s := range g.Seeds {
-		if err := reveal(s, 0); err != nil {
+		if err := disc.seed(s); err != nil {
 			return res, err
 		}
 	}
@@ -155,10 +187,8 @@ func simulate(g simGraph, r simRules) (simResult, error) {
 			if f.url == robotsItem {
 				continue
 			}
-			for _, c := range g.Links[f.url] {
-				if err := reveal(c, f.end); err != nil {
-					return res, err
-				}
+			if err := disc.answer(f.url, f.end); err != nil {
+				return res, err
 			}
 		}
 		// readySince is when host h's queue head could first have started.
@@ -194,6 +224,7 @@ func simulate(g simGraph, r simRules) (simResult, error) {
 			res.Requests++
 			if u != robotsItem {
 				res.Pages++
+				res.Start[u] = now
 			}
 			res.Makespan = max(res.Makespan, end)
 			res.Peak = max(res.Peak, len(flights))
@@ -211,8 +242,90 @@ func simulate(g simGraph, r simRules) (simResult, error) {
 			}
 		}
 		if next < 0 {
+			if res.Pages < n {
+				return res, fmt.Errorf("cannot simulate: only %d of %d URLs are reachable from the seeds (depth-aware: %v, depth limit %d): the graph does not match the truth", res.Pages, n, r.DepthAware, g.MaxDepth)
+			}
 			return res, nil
 		}
 		now = next
 	}
+}
+
+// discovery is how a crawler learns of URLs from the answers it gets: every
+// URL an answer names (depth-blind), or, depth-aware, the URLs a path of
+// followable edges within g.MaxDepth reaches, depths falling as shorter
+// paths turn up (simRules.DepthAware). It calls reveal once a URL is known
+// (possibly again for a known URL: reveal must ignore repeats).
+type discovery struct {
+	g          simGraph
+	depthAware bool
+	reveal     func(u int, at time.Duration) error
+	depth      []int  // smallest depth of each URL the answers so far show
+	answered   []bool // whether each URL's answer has arrived
+}
+
+func newDiscovery(g simGraph, depthAware bool, reveal func(int, time.Duration) error) *discovery {
+	d := &discovery{g: g, depthAware: depthAware, reveal: reveal, depth: make([]int, len(g.URLs)), answered: make([]bool, len(g.URLs))}
+	for i := range d.depth {
+		d.depth[i] = math.MaxInt
+	}
+	return d
+}
+
+// seed makes URL s known at time 0, depth 0.
+func (d *discovery) seed(s int) error {
+	if d.depthAware {
+		return d.lower(s, 0, 0)
+	}
+	return d.reveal(s, 0)
+}
+
+// answer takes URL u's answer, arrived at time at.
+func (d *discovery) answer(u int, at time.Duration) error {
+	if u < 0 || u >= len(d.answered) {
+		return fmt.Errorf("cannot simulate: answer of URL %d of %d", u, len(d.answered))
+	}
+	d.answered[u] = true
+	for k, c := range d.g.Links[u] {
+		var err error
+		switch {
+		case !d.depthAware:
+			err = d.reveal(c, at)
+		case d.g.step(u, k) >= 0:
+			err = d.lower(c, d.depth[u]+d.g.step(u, k), at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lower records a path of depth dep to URL v found at time at, and passes
+// the lower depth on below v if v's answer has arrived (the crawler kept
+// its links: spider --loose-depth relinks them).
+func (d *discovery) lower(v, dep int, at time.Duration) error {
+	if v < 0 || v >= len(d.depth) {
+		return fmt.Errorf("cannot simulate: link to URL %d of %d", v, len(d.depth))
+	}
+	if dep >= d.depth[v] {
+		return nil
+	}
+	d.depth[v] = dep
+	if dep <= d.g.MaxDepth {
+		if err := d.reveal(v, at); err != nil {
+			return err
+		}
+	}
+	if !d.answered[v] {
+		return nil
+	}
+	for k, c := range d.g.Links[v] {
+		if s := d.g.step(v, k); s >= 0 {
+			if err := d.lower(c, dep+s, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -26,6 +26,18 @@ func TestSimulate(t *testing.T) {
 	// a0 links a1 and b0; b0 links a2: a2 is known only at 450 ms.
 	late := simGraph{URLs: []string{"a0", "a1", "b0", "a2"}, Host: []int{0, 0, 1, 0}, Hosts: 2,
 		Links: [][]int{{1, 2}, nil, {3}, nil}, Seeds: []int{0}}
+	// Depth limit 2. a0 names a1 nofollow and links b0; b0 links a1: a
+	// depth-aware crawler knows a1 only from b0's answer.
+	nofollow := simGraph{URLs: []string{"a0", "a1", "b0"}, Host: []int{0, 0, 1}, Hosts: 2,
+		Links: [][]int{{1, 2}, nil, {1}}, Step: [][]int8{{-1, 1}, nil, {1}}, Seeds: []int{0}, MaxDepth: 2}
+	// Depth limit 2. Seeds a0, s1, s2, s3, a1 on host a (fetched 200 ms
+	// apart). a0 → b0 → b1 → b2 (depths 1, 2, 3: b2 beyond); a1 → b1 makes
+	// b1 depth 1 when a1's answer arrives (1050 ms), after b1's own answer:
+	// b2 comes within the limit only then (its link is relinked).
+	relink := simGraph{URLs: []string{"a0", "s1", "s2", "s3", "a1", "b0", "b1", "b2"}, Host: []int{0, 0, 0, 0, 0, 1, 1, 1}, Hosts: 2,
+		Links: [][]int{{5}, nil, nil, nil, {6}, {6}, {7}, nil}, Step: [][]int8{{1}, nil, nil, nil, {1}, {1}, {1}, nil},
+		Seeds: []int{0, 1, 2, 3, 4}, MaxDepth: 2}
+	depthAware := simRules{Delay: 200 * ms, Latency: 50 * ms, Concurrency: 32, DepthAware: true}
 	for _, tc := range []struct {
 		name     string
 		g        simGraph
@@ -33,6 +45,16 @@ func TestSimulate(t *testing.T) {
 		makespan time.Duration
 		requests int
 	}{
+		// R(a) 0–50, a0 200–250 names a1, b0; a1 400–450; R(b) 250–300, b0 450–500.
+		{"nofollow, depth-blind", nofollow, simRules{Delay: 200 * ms, Latency: 50 * ms, Concurrency: 32}, 500 * ms, 5},
+		// a1 known at 500 (b0's answer): a1 500–550.
+		{"nofollow, depth-aware", nofollow, depthAware, 550 * ms, 5},
+		// Host a: R 0–50, a0 200, s1 400, s2 600, s3 800, a1 1000–1050. Host b:
+		// R 250–300, b0 450–500, b1 650–700 (depth 2); blind: b2 850–900.
+		{"relink, depth-blind", relink, simRules{Delay: 200 * ms, Latency: 50 * ms, Concurrency: 32}, 1050 * ms, 10},
+		// Depth-aware: b2 (depth 3 from b1's answer) waits for a1's answer at
+		// 1050, which lowers b1 to 1 and b2 to 2: b2 1050–1100.
+		{"relink, depth-aware", relink, depthAware, 1100 * ms, 10},
 		// R 0–50, a0 200–250, a1 400–450, a2 600–650.
 		{"one host, start to start", oneHost, simRules{Delay: 200 * ms, Latency: 50 * ms, Concurrency: 32}, 650 * ms, 4},
 		// R 0–50, a0 250–300, a1 500–550, a2 750–800.
@@ -79,6 +101,9 @@ func TestSimulateErrors(t *testing.T) {
 		{"negative delay", g, simRules{Concurrency: 1, Delay: -1}, "negative delay"},
 		{"bad link", g, simRules{Concurrency: 1}, "link to URL 3"},
 		{"short lists", simGraph{URLs: []string{"a"}, Hosts: 1}, simRules{Concurrency: 1}, "0 hosts"},
+		// b is linked only nofollow: a depth-aware crawl never reaches it.
+		{"unreachable", simGraph{URLs: []string{"a", "b"}, Host: []int{0, 0}, Hosts: 1, Links: [][]int{{1}, nil},
+			Step: [][]int8{{-1}, nil}, Seeds: []int{0}, MaxDepth: 5}, simRules{Concurrency: 1, DepthAware: true}, "only 1 of 2 URLs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := simulate(tc.g, tc.r)
@@ -130,5 +155,15 @@ func TestTruthGraph(t *testing.T) {
 	}
 	if done.Makespan <= res.Makespan {
 		t.Errorf("delay from the answer: makespan %s, not above start-to-start %s", done.Makespan, res.Makespan)
+	}
+	// Depth-aware: the graph's followable edges within the limit reach every
+	// truth URL (simulate fails otherwise), no sooner than depth-blind.
+	r.DepthAware = true
+	deep, err := simulate(g, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deep.Makespan < res.Makespan {
+		t.Errorf("depth-aware makespan %s below the depth-blind %s", deep.Makespan, res.Makespan)
 	}
 }

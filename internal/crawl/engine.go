@@ -198,7 +198,7 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 		}
 		recrawl := s.topics != nil && s.topics.isRecrawl(lease.Request)
 		if !s.claim(lease.Request.URL) {
-			s.fr.Done(lease, frontier.DoneInfo{}) // another copy is being fetched
+			s.fr.Done(lease, frontier.DoneInfo{Unused: true}) // another copy is being fetched
 			if recrawl {
 				s.topics.endRecrawl(lease.Request.URL)
 			}
@@ -213,7 +213,8 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 		}
 		// A copy left behind when its URL was lowered to a smaller depth
 		// (or already completed, or of a bucket no longer owned): drop it.
-		s.done(lease, frontier.DoneInfo{})
+		// No request was made, so the host keeps its turn.
+		s.done(lease, frontier.DoneInfo{Unused: true})
 		if err != nil {
 			return nil, err
 		}

@@ -54,3 +54,58 @@ func TestDelayFromStart(t *testing.T) {
 		})
 	}
 }
+
+// TestDoneUnused: a lease given back with Unused (no request was made: the
+// crawler dropped a stale copy) leaves the key's politeness clock as it
+// was, so the next URL of the key may start at once; a lease that made a
+// request, done right after, makes the next wait the whole delay. With
+// PerKey > 1 a later lease's clock is kept.
+func TestDoneUnused(t *testing.T) {
+	const delay = 200 * time.Millisecond
+	for _, fromStart := range []bool{false, true} {
+		f, clk := newTestFrontier(t, Config{Delay: delay, DelayFromStart: fromStart})
+		must(t, f.PushAll([]Request{req("http://a/1", "a", 0), req("http://a/2", "a", 0), req("http://a/3", "a", 0)}))
+		l1 := mustNext(t, f)
+		clk.Advance(50 * time.Millisecond)
+		f.Done(l1, DoneInfo{}) // a real request: the next waits
+		clk.Advance(delay)
+		l2 := mustNext(t, f)
+		t2 := l2.Start
+		clk.Advance(time.Millisecond)
+		f.Done(l2, DoneInfo{Unused: true}) // dropped: no turn lost
+		l3 := mustNext(t, f)
+		if got := l3.Start.Sub(t2); got != time.Millisecond {
+			t.Errorf("fromStart=%v: lease after an unused one started %s after it, want 1ms (at once)", fromStart, got)
+		}
+		f.Done(l3, DoneInfo{})
+	}
+
+	// Unused with a Delay still waits the Delay.
+	f, clk := newTestFrontier(t, Config{Delay: delay})
+	must(t, f.PushAll([]Request{req("http://a/1", "a", 0), req("http://a/2", "a", 0)}))
+	l := mustNext(t, f)
+	f.Done(l, DoneInfo{Unused: true, Delay: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := nextAsync(f, ctx)
+	clk.waitTimer(t)
+	clk.Advance(time.Second - time.Millisecond)
+	expectBlocked(t, ch)
+	clk.Advance(time.Millisecond)
+	receive(t, ch)
+
+	// PerKey 2: the second lease's start spacing survives the first's Unused.
+	f, clk = newTestFrontier(t, Config{Delay: delay, PerKey: 2})
+	must(t, f.PushAll([]Request{req("http://a/1", "a", 0), req("http://a/2", "a", 0), req("http://a/3", "a", 0)}))
+	a := mustNext(t, f)
+	clk.Advance(delay)
+	b := mustNext(t, f)
+	f.Done(a, DoneInfo{Unused: true})
+	ch = nextAsync(f, ctx)
+	clk.waitTimer(t)
+	expectBlocked(t, ch)
+	clk.Advance(delay)
+	if c := receive(t, ch); c.Start.Sub(b.Start) != delay {
+		t.Errorf("PerKey 2: third lease %s after the second, want %s", c.Start.Sub(b.Start), delay)
+	}
+}

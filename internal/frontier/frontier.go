@@ -162,6 +162,10 @@ type Lease struct {
 	f    *Frontier
 	ks   *keyState
 	done bool
+	// prevNext and prevLast are the key's politeness clock before this
+	// lease, put back by Done with DoneInfo.Unused.
+	prevNext, prevLast time.Time
+	n                  uint64 // the key's leaseN when this lease was handed out
 }
 
 // DoneInfo tells Done how a lease ended.
@@ -178,6 +182,13 @@ type DoneInfo struct {
 	// same lease); zero means Lease.Start. Delays counted from a start
 	// (PerKey > 1, or DelayFromStart) count from it.
 	Started time.Time
+	// Unused says the lease made no request to its key (the crawler
+	// dropped it: a stale duplicate, a URL already in flight). The key's
+	// politeness clock is put back as it was before the lease, when no
+	// later lease of the key has started, so the key loses no turn to a
+	// request the server never saw. Retry and Delay still apply; Started is
+	// ignored.
+	Unused bool
 }
 
 // Stats is a snapshot of the frontier's size.
@@ -580,22 +591,26 @@ func (f *Frontier) leaseLocked(bq *backQueue, now time.Time) *Lease {
 	f.topicN[it.topic]--
 	ks.leases++
 	f.leased++
+	prevNext, prevLast := ks.nextStart, ks.last
+	ks.leaseN++
 	// With PerKey > 1 this spaces starts by the delay; with PerKey 1 the key
 	// leaves the heap and Done sets the real next start.
 	ks.nextStart = now.Add(ks.delay)
 	ks.last = now
 	f.placeLocked(bq)
 	f.m.leases.Inc()
-	return &Lease{Request: f.requestOf(&it), Start: now, f: f, ks: ks}
+	return &Lease{Request: f.requestOf(&it), Start: now, f: f, ks: ks, prevNext: prevNext, prevLast: prevLast, n: ks.leaseN}
 }
 
 // Done ends a lease: it releases the key's lease slot and sets the key's
 // next allowed start to the latest of: the current next start; Done time +
 // key delay (PerKey 1) or lease start + key delay (PerKey > 1); Done time +
-// info.Delay. With info.Retry, Lease.Request is queued again at the head of
-// its key's back queue with Attempt+1 (even beyond MemoryBudget). Done on a
-// lease that is already done, nil, or from another frontier is ignored (and
-// logged); Done after Close is ignored.
+// info.Delay. With info.Unused the key's clock goes back instead to what it
+// was before the lease (if no later lease of the key started), still at
+// least Done time + info.Delay. With info.Retry, Lease.Request is queued
+// again at the head of its key's back queue with Attempt+1 (even beyond
+// MemoryBudget). Done on a lease that is already done, nil, or from another
+// frontier is ignored (and logged); Done after Close is ignored.
 func (f *Frontier) Done(l *Lease, info DoneInfo) {
 	if l == nil {
 		return
@@ -620,6 +635,13 @@ func (f *Frontier) Done(l *Lease, info DoneInfo) {
 	}
 	next := started.Add(ks.delay)
 	switch {
+	case info.Unused && ks.leaseN == l.n:
+		// No request was made and no later lease started: the clock goes
+		// back to where this lease found it.
+		ks.nextStart, ks.last = l.prevNext, l.prevLast
+		next = l.prevNext
+	case info.Unused:
+		next = ks.nextStart // a later lease has set the clock
 	case f.cfg.PerKey == 1 && f.cfg.DelayFromStart:
 		ks.last = started
 	case f.cfg.PerKey == 1:

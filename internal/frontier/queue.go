@@ -102,6 +102,7 @@ type keyState struct {
 	nextStart time.Time // earliest start of the next lease
 	last      time.Time // last Done (PerKey 1) or last start (PerKey > 1)
 	leases    int
+	leaseN    uint64     // leases handed out so far (Done with Unused checks it)
 	queued    int        // URLs in memory (front or back queues) of this key
 	bq        *backQueue // nil when the key has no back queue
 	idleIdx   int        // index in the idle heap, -1 when not in it
