@@ -29,7 +29,10 @@ type Doc struct {
 	URL   string
 	Title string
 	Text  []byte // the stored text (at most StoredTextBytes) as a DEFLATE stream of stored blocks
-	Len   int    // number of word positions (title and body), for BM25
+	// Marks lets a snippet start lexing the stored text near its window
+	// instead of at the start (see snippetMarks).
+	Marks []byte
+	Len   int // number of word positions (title and body), for BM25
 	Terms []TermPositions
 }
 
@@ -70,7 +73,13 @@ func NewDoc(a *analysis.Analyzer, url, title, text string) Doc {
 		base += titleGap
 	}
 	pos = base
-	a.Analyze(text, add(base))
+	stored := storedPrefix(text)
+	marks := newMarker(base, stored)
+	body := add(base)
+	a.Analyze(text, func(t analysis.Token) {
+		body(t)
+		marks.token(t)
+	})
 	d := Doc{URL: url, Title: title, Len: pos, Terms: make([]TermPositions, 0, len(byTerm))}
 	for t, p := range byTerm {
 		// Title and sub-word expansion can repeat a position; keep each once.
@@ -78,6 +87,20 @@ func NewDoc(a *analysis.Analyzer, url, title, text string) Doc {
 		d.Terms = append(d.Terms, TermPositions{Term: t, Pos: slices.Compact(p)})
 	}
 	slices.SortFunc(d.Terms, func(x, y TermPositions) int { return strings.Compare(x.Term, y.Term) })
+	d.Marks = marks.b
+	var buf bytes.Buffer
+	fw := flaters.Get().(*flate.Writer)
+	fw.Reset(&buf)
+	io.WriteString(fw, stored)
+	fw.Close()
+	flaters.Put(fw)
+	d.Text = buf.Bytes()
+	return d
+}
+
+// storedPrefix is the part of a page's text a segment stores: at most
+// StoredTextBytes, not cutting a rune.
+func storedPrefix(text string) string {
 	stored := text
 	if len(stored) > StoredTextBytes {
 		stored = stored[:StoredTextBytes]
@@ -88,14 +111,7 @@ func NewDoc(a *analysis.Analyzer, url, title, text string) Doc {
 			stored = stored[:len(stored)-1]
 		}
 	}
-	var buf bytes.Buffer
-	fw := flaters.Get().(*flate.Writer)
-	fw.Reset(&buf)
-	io.WriteString(fw, stored)
-	fw.Close()
-	flaters.Put(fw)
-	d.Text = buf.Bytes()
-	return d
+	return stored
 }
 
 // segmentData is what one segment file holds before it is written.
@@ -178,6 +194,7 @@ func (b *segmentData) write(w io.Writer) (docs, terms int, err error) {
 		tmp = appendBytes(tmp, []byte(d.URL))
 		tmp = appendBytes(tmp, []byte(d.Title))
 		tmp = appendBytes(tmp, d.Text)
+		tmp = appendBytes(tmp, d.Marks)
 		sw.write(tmp)
 		total += int64(d.Len)
 	}

@@ -19,7 +19,8 @@ import (
 //
 //	header   8-byte magic "SPDXSEG\x00", u32 format version, u32 zero
 //	docs     per document: uv len, URL; uv len, title; uv len, stored text
-//	         (raw DEFLATE of the first StoredTextBytes of the text)
+//	         (raw DEFLATE of the first StoredTextBytes of the text); from
+//	         version 2: uv len, snippet marks (see Doc.Marks)
 //	doctab   per document: u64 offset of its entry in docs, u32 length in terms
 //	hashes   per document: u64 xxhash64 of its URL
 //	tombs    sorted u64 URL hashes this segment deletes from older segments
@@ -40,7 +41,7 @@ import (
 const (
 	segMagic      = "SPDXSEG\x00"
 	segEndMagic   = "SPDXEND\x00"
-	segVersion    = 1
+	segVersion    = 2 // written; version 1 (no snippet marks) is still read
 	headerSize    = 16
 	numSections   = 7
 	footerSize    = numSections*20 + 4 + 8 + 8 + 4 + 8
@@ -71,12 +72,14 @@ func urlHash(url string) uint64 { return xxhash.Sum64String(url) }
 type segment struct {
 	name     string
 	data     []byte
+	version  int // format version: 1 has no snippet marks
 	unmap    func() error
 	ndocs    int
 	nterms   int
 	totalLen int64
 	sec      [numSections][]byte
 	skipc    skipCache // skip indexes of long postings lists, built on demand
+	ranks    docRanks  // PageRank score of every document, per rank file
 }
 
 // decodeSegment validates data as a segment file and returns its sections.
@@ -92,8 +95,9 @@ func decodeSegment(name string, data []byte) (*segment, error) {
 	if string(data[:8]) != segMagic {
 		return nil, bad("not a segment file (bad magic)")
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != segVersion {
-		return nil, bad("format version %d, this spider reads version %d", v, segVersion)
+	version := binary.LittleEndian.Uint32(data[8:])
+	if version != 1 && version != segVersion {
+		return nil, bad("format version %d, this spider reads versions 1 and %d", version, segVersion)
 	}
 	foot := data[len(data)-footerSize:]
 	if string(foot[footerSize-8:]) != segEndMagic {
@@ -103,7 +107,7 @@ func decodeSegment(name string, data []byte) (*segment, error) {
 	if got, want := crc32.Checksum(foot[:crcAt], castagnoli), binary.LittleEndian.Uint32(foot[crcAt:]); got != want {
 		return nil, bad("footer checksum mismatch")
 	}
-	s := &segment{name: name, data: data}
+	s := &segment{name: name, data: data, version: int(version)}
 	body := uint64(len(data) - footerSize)
 	for i := range numSections {
 		e := foot[i*20:]
@@ -174,6 +178,7 @@ func (s *segment) tomb(i int) uint64 { return binary.LittleEndian.Uint64(s.sec[s
 type storedDoc struct {
 	URL, Title string
 	Text       []byte // raw DEFLATE of the stored text
+	Marks      []byte // snippet marks (Doc.Marks); nil in version 1 segments
 }
 
 // doc decodes document i's stored fields.
@@ -188,6 +193,9 @@ func (s *segment) doc(i int) (storedDoc, error) {
 	}
 	r := reader{b: docs[off:]}
 	d := storedDoc{URL: string(r.bytes()), Title: string(r.bytes()), Text: r.bytes()}
+	if s.version >= 2 {
+		d.Marks = r.bytes()
+	}
 	if r.err {
 		return storedDoc{}, fmt.Errorf("document %d of segment %s is damaged: %w", i, s.name, ErrCorrupt)
 	}
@@ -196,14 +204,20 @@ func (s *segment) doc(i int) (storedDoc, error) {
 
 // docURL returns document i's URL without copying the other fields.
 func (s *segment) docURL(i int) (string, bool) {
+	u, ok := s.docURLBytes(i)
+	return string(u), ok
+}
+
+// docURLBytes is docURL without a copy: the bytes are the mapped file's.
+func (s *segment) docURLBytes(i int) ([]byte, bool) {
 	off := binary.LittleEndian.Uint64(s.sec[secDocTab][i*12:])
 	docs := s.sec[secDocs]
 	if off > uint64(len(docs)) {
-		return "", false
+		return nil, false
 	}
 	r := reader{b: docs[off:]}
 	u := r.bytes()
-	return string(u), !r.err
+	return u, !r.err
 }
 
 // termInfo locates one term's postings.

@@ -15,12 +15,13 @@ import (
 //	uv len, tag; uv len, attempt; uv packet number within the attempt
 //	'D': uv items, then per item:
 //	     uv len, URL; uv fetched-at (Unix ns); uv record offset; u8 has-doc;
-//	     with a doc: uv len, title; uv len, stored text; uv length;
+//	     with a doc: uv len, title; uv len, stored text; uv len, snippet
+//	     marks; uv length;
 //	     uv terms, per term: uv len, term; uv positions; position deltas
 //	'E': uv packets the attempt sent before this one
 const (
 	packetMagic   = "SPK"
-	packetVersion = 1
+	packetVersion = 2
 )
 
 // ErrPacket is wrapped by errors decoding a result packet.
@@ -66,6 +67,7 @@ func encodePacket(p *packet) []byte {
 		b = append(b, 1)
 		b = appendBytes(b, []byte(d.Title))
 		b = appendBytes(b, d.Text)
+		b = appendBytes(b, d.Marks)
 		b = binary.AppendUvarint(b, uint64(d.Len))
 		b = binary.AppendUvarint(b, uint64(len(d.Terms)))
 		for _, t := range d.Terms {
@@ -121,6 +123,9 @@ func decodePacket(b []byte) (*packet, error) {
 				d := &Doc{URL: it.url}
 				d.Title = string(r.bytes())
 				d.Text = append([]byte(nil), r.bytes()...)
+				if m := r.bytes(); len(m) > 0 {
+					d.Marks = append([]byte(nil), m...)
+				}
 				d.Len = int(r.uvarint() & (1<<31 - 1))
 				nt := r.uvarint()
 				if nt > uint64(len(b)) {

@@ -751,6 +751,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		}
 		e := &evalCtx{ctx: ctx, seg: s.segment, del: snap.deleted[si], ndel: snap.ndel[si], n: float64(snap.live),
 			avgdl: snap.avgdl, df: df, ti: map[string]*termInfo{}, exh: ix.opt.Exhaustive}
+		k.segment(s.segment)
 		if isConj && !ix.opt.Exhaustive {
 			e.evalConjunction(k, si, conj)
 			if e.err != nil {
@@ -767,7 +768,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 				continue
 			}
 			k.total++
-			k.offer(s.segment, si, m.doc, m.score)
+			k.offer(si, m.doc, m.score)
 		}
 	}
 	h, total := k.h, k.total
@@ -796,15 +797,22 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		}
 		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr}
 		// Positions are counted over title and body; the stored text is
-		// the body.
+		// the body, which starts at the base the marks store (version 1
+		// segments: found by analysing the title).
+		base, marks, ok, err := parseMarks(d.Marks)
+		if err != nil {
+			return nil, fmt.Errorf("snippet marks of %s in segment %s: %w: %w", d.URL, seg.name, err, ErrCorrupt)
+		}
+		if !ok {
+			base = bodyBase(ix.an, d.Title)
+		}
 		m := pos[i][:0]
-		base := bodyBase(ix.an, d.Title)
 		for _, tp := range pos[i] {
 			if tp.pos >= base {
 				m = append(m, termPos{pos: tp.pos - base, term: tp.term})
 			}
 		}
-		hit.Snippet, err = makeSnippet(ix.an, d.Text, normaliseMatches(m), len(q.terms))
+		hit.Snippet, err = makeSnippet(ix.an, d.Text, marks, normaliseMatches(m), len(q.terms))
 		if err != nil {
 			return nil, fmt.Errorf("stored text of %s in segment %s is damaged: %w", d.URL, seg.name, ErrCorrupt)
 		}

@@ -134,11 +134,20 @@ func (st *storedText) more() bool {
 	return true
 }
 
-// words lexes the text from its start, reading as needed, and calls fn for
-// every word until fn returns false or the text ends. It returns the
-// number of words visited.
-func (st *storedText) words(a *analysis.Analyzer, fn func(snippetWord) bool) int {
-	pos, done, stop := 0, 0, false
+// words lexes the text from the mark from (the zero mark: its start),
+// reading as needed, and calls fn for every word until fn returns false or
+// the text ends. It returns the position after the last word visited. A
+// mark beyond the text sets st.err.
+func (st *storedText) words(a *analysis.Analyzer, from mark, fn func(snippetWord) bool) int {
+	for len(st.buf) < from.off && st.more() {
+	}
+	if len(st.buf) < from.off {
+		if st.err == nil {
+			st.err = errBadMarks
+		}
+		return from.pos
+	}
+	pos, done, stop := from.pos, from.off, false
 	for !stop {
 		// Lex up to the end of the last separator: the words before it are
 		// complete, whatever the next chunk holds.
@@ -177,13 +186,15 @@ func lastSeparatorEnd(b []byte, from int) int {
 	return from
 }
 
-// makeSnippet builds the snippet of a page from its compressed stored text
-// and the body positions of the query terms in it (from the postings, see
-// termPositions): it picks the window from the positions, then inflates and
-// lexes the text only up to the window's end, so no page is analysed, and
-// a long page is decompressed only as far as its snippet. Without a match
-// in the stored text it returns the start of the text.
-func makeSnippet(a *analysis.Analyzer, compressed []byte, matches []termPos, nterms int) ([]Fragment, error) {
+// makeSnippet builds the snippet of a page from its compressed stored text,
+// its snippet marks (parseMarks; nil: lex from the start) and the body
+// positions of the query terms in it (from the postings, see
+// termPositions): it picks the window from the positions, then inflates the
+// text up to the window's end and lexes it from the last mark before the
+// window, so no page is analysed, and a long page is decompressed only as
+// far as its snippet. Without a match in the stored text it returns the
+// start of the text.
+func makeSnippet(a *analysis.Analyzer, compressed []byte, marks []mark, matches []termPos, nterms int) ([]Fragment, error) {
 	st := newStoredText(compressed)
 	defer st.fr.Close()
 	for {
@@ -191,7 +202,7 @@ func makeSnippet(a *analysis.Analyzer, compressed []byte, matches []termPos, nte
 		end := first + snippetWords
 		var win []snippetWord
 		more := false
-		total := st.words(a, func(w snippetWord) bool {
+		total := st.words(a, startAt(marks, first), func(w snippetWord) bool {
 			if w.pos >= end {
 				more = true
 				return false
@@ -204,10 +215,11 @@ func makeSnippet(a *analysis.Analyzer, compressed []byte, matches []termPos, nte
 		if st.err != nil {
 			return nil, st.err
 		}
-		if len(win) == 0 && len(matches) > 0 {
-			// The matches lie beyond the stored text (pages longer than
-			// StoredTextBytes): choose among those inside it.
-			// (A copy: the caller's slice stays as it was.)
+		if !more && len(matches) > 0 && matches[len(matches)-1].pos >= total {
+			// Some matches lie beyond the stored text (pages longer than
+			// StoredTextBytes): choose among those inside it. (Only a
+			// window reaching the text's end can have counted them, so
+			// !more tells; a copy: the caller's slice stays as it was.)
 			matches = slices.DeleteFunc(slices.Clone(matches), func(m termPos) bool { return m.pos >= total })
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -159,11 +161,75 @@ func TestSnippetMatchesReference(t *testing.T) {
 	}
 }
 
+// TestMarksRestart: lexing a stored text from any of the marks NewDoc
+// makes gives the same words (positions and byte ranges) as lexing it from
+// the start, on random English and Chinese text with punctuation, long
+// texts cut at StoredTextBytes included; and the marks are markEvery
+// positions apart or more.
+func TestMarksRestart(t *testing.T) {
+	a := analyzer(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	checked := 0
+	for i := range 40 {
+		text := randomText(r, []int{0, 3, 17, 200, 1000, 7000}[i%6])
+		title := []string{"", "Garden tax", "足球比赛 the"}[i%3]
+		d := NewDoc(a, "http://m.test/", title, text)
+		base, marks, ok, err := parseMarks(d.Marks)
+		if err != nil || !ok {
+			t.Fatalf("text %d: marks %x: ok %v, %v", i, d.Marks, ok, err)
+		}
+		if want := bodyBase(a, title); base != want {
+			t.Errorf("text %d: base %d, want %d (bodyBase)", i, base, want)
+		}
+		stored := storedPrefix(text)
+		var all []snippetWord
+		a.Words(stored, 0, func(p, s, e int) bool { all = append(all, snippetWord{p, s, e}); return true })
+		prev := mark{pos: -markEvery}
+		for _, m := range marks {
+			if m.pos-prev.pos < markEvery || m.off <= prev.off || m.off >= len(stored) {
+				t.Fatalf("text %d: mark %+v after %+v", i, m, prev)
+			}
+			prev = m
+			st := newStoredText(deflateStored(t, stored))
+			var got []snippetWord
+			st.words(a, m, func(w snippetWord) bool { got = append(got, w); return true })
+			var want []snippetWord
+			for _, w := range all {
+				if w.start >= m.off {
+					want = append(want, w)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("text %d from mark %+v:\n got  %v\n want %v", i, m, got[:min(5, len(got))], want[:min(5, len(want))])
+			}
+			checked++
+		}
+	}
+	if checked < 100 {
+		t.Errorf("only %d marks checked: the texts make too few", checked)
+	}
+}
+
+// TestMarksDamaged: damaged marks are an error, never a panic or a wrong
+// snippet.
+func TestMarksDamaged(t *testing.T) {
+	for _, b := range [][]byte{{0x80}, {1, 0, 5}, {1, 16}, {1, 16, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+		if _, _, _, err := parseMarks(b); err == nil {
+			t.Errorf("%x: no error", b)
+		}
+	}
+	a := analyzer(t)
+	comp := deflateStored(t, "garden tax refund")
+	if _, err := makeSnippet(a, comp, []mark{{pos: 20, off: 500}}, []termPos{{25, 0}}, 1); err == nil {
+		t.Error("a mark beyond the text: no error")
+	}
+}
+
 func TestSnippetDamagedText(t *testing.T) {
 	a := analyzer(t)
 	good := deflateStored(t, "garden tax")
 	for _, bad := range [][]byte{{0xff, 0xff, 0xff}, good[:len(good)-3], append([]byte{0x07}, good...)} {
-		if _, err := makeSnippet(a, bad, []termPos{{0, 0}}, 1); err == nil {
+		if _, err := makeSnippet(a, bad, nil, []termPos{{0, 0}}, 1); err == nil {
 			t.Errorf("%x: no error", bad)
 		}
 	}
@@ -174,6 +240,7 @@ func FuzzSnippet(f *testing.F) {
 	f.Add("足球比赛的冠军，北京大学。", uint8(0), uint8(2), false)
 	f.Add("", uint8(0), uint8(0), true)
 	f.Add("x\xffy z", uint8(2), uint8(5), true)
+	f.Add(randomText(rand.New(rand.NewPCG(1, 2)), 120), uint8(40), uint8(90), false)
 	a, _ := analyzerForFuzz()
 	// Load the dictionary before fuzzing: a first input that took the
 	// seconds of the load would count as a hung worker.
@@ -186,7 +253,12 @@ func FuzzSnippet(f *testing.F) {
 			comp = comp[:len(comp)/2]
 		}
 		m := normaliseMatches([]termPos{{int(p1), 0}, {int(p2), 1}})
-		frags, err := makeSnippet(a, comp, m, 2)
+		// The marks NewDoc makes for the text, as a search would use them.
+		_, marks, _, err := parseMarks(NewDoc(a, "http://f.test/", "", text).Marks)
+		if err != nil {
+			t.Fatalf("%q: marks: %v", text, err)
+		}
+		frags, err := makeSnippet(a, comp, marks, m, 2)
 		if err != nil {
 			if !corrupt {
 				t.Fatalf("%q: %v", text, err)
@@ -218,4 +290,64 @@ func referenceFromPositions(a *analysis.Analyzer, text string, m []termPos) []Fr
 	}
 	end := min(first+snippetWords, len(words))
 	return snippetFragments(text, words[first:end], in, first > 0, end < len(words))
+}
+
+// TestReadVersion1 opens an index written by the format before snippet
+// marks (testdata/v1index: 12 pages of randomText, seed 11/12, made by the
+// previous spider): its snippets are the reference ones, and merging it
+// with a new segment keeps both readable.
+func TestReadVersion1(t *testing.T) {
+	a := analyzer(t)
+	dir := t.TempDir()
+	for _, name := range []string{"00000001.seg", "MANIFEST"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "v1index", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	texts := map[string]string{}
+	for i := range 12 {
+		texts[fmt.Sprintf("http://v1.test/%02d", i)] = randomText(r, 150+40*i)
+	}
+	check := func(ix *Index) {
+		t.Helper()
+		for _, q := range []string{"garden", "tax refund", "足球", "river crawler"} {
+			res, err := ix.Search(context.Background(), Request{Query: q, Limit: 100, RankWeight: 0})
+			if err != nil {
+				t.Fatalf("%q: %v", q, err)
+			}
+			if res.Total == 0 {
+				t.Fatalf("%q: no hits", q)
+			}
+			for _, h := range res.Hits {
+				text, ok := texts[h.URL]
+				if !ok {
+					continue // a page of the new segment
+				}
+				if want := referenceSnippet(a, text, res.Terms); !reflect.DeepEqual(h.Snippet, want) {
+					t.Errorf("%q on %s:\n got  %+v\n want %+v", q, h.URL, h.Snippet, want)
+				}
+			}
+		}
+	}
+	ix := openIndex(t, dir)
+	if s := ix.Stats(); s.Docs != 12 {
+		t.Fatalf("version 1 index: %d documents, want 12", s.Docs)
+	}
+	check(ix)
+	// A new (version 2) segment merged with the old one.
+	w := openWriter(t, dir, 1)
+	commitPages(t, w, []page{{"http://v2.test/a", "Garden", "garden tax river crawler 足球"}})
+	if _, err := w.Merge(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	ix2 := openIndex(t, dir)
+	if s := ix2.Stats(); s.Docs != 13 || s.Segments != 1 {
+		t.Fatalf("after the merge: %d documents in %d segments, want 13 in 1", s.Docs, s.Segments)
+	}
+	check(ix2)
 }

@@ -414,6 +414,7 @@ func mergeSegments(ctx context.Context, w io.Writer, segs []*segment, deleted []
 			tmp = appendBytes(tmp[:0], []byte(doc.URL))
 			tmp = appendBytes(tmp, []byte(doc.Title))
 			tmp = appendBytes(tmp, doc.Text)
+			tmp = appendBytes(tmp, doc.Marks) // empty from a version 1 segment
 			sw.write(tmp)
 		}
 	}
