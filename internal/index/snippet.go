@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -105,13 +106,41 @@ type snippetWord struct{ pos, start, end int }
 // of a long page decompresses and reads only that start.
 type storedText struct {
 	fr  io.ReadCloser
+	src bytes.Reader
 	buf []byte
 	eof bool
 	err error
 }
 
+// storedTexts reuses storedTexts: a DEFLATE reader allocates a 32 KiB
+// window and its tables, and every hit of every search made one (half of
+// a search's allocated bytes).
+var storedTexts sync.Pool
+
+// newStoredText returns a storedText reading compressed, from the pool;
+// release gives it back.
 func newStoredText(compressed []byte) *storedText {
-	return &storedText{fr: flate.NewReader(bytes.NewReader(compressed))}
+	st, _ := storedTexts.Get().(*storedText)
+	if st == nil {
+		st = &storedText{}
+	}
+	st.src.Reset(compressed)
+	if st.fr == nil {
+		st.fr = flate.NewReader(&st.src)
+	} else if err := st.fr.(flate.Resetter).Reset(&st.src, nil); err != nil {
+		st.fr = flate.NewReader(&st.src)
+	}
+	st.buf, st.eof, st.err = st.buf[:0], false, nil
+	return st
+}
+
+// release returns st to the pool; st must not be used after. Buffers
+// grown beyond a page's stored text are left to the collector.
+func (st *storedText) release() {
+	if cap(st.buf) > maxInflate {
+		st.buf = nil
+	}
+	storedTexts.Put(st)
 }
 
 // more appends the next chunk to buf; false at the end or on an error.
@@ -196,7 +225,7 @@ func lastSeparatorEnd(b []byte, from int) int {
 // start of the text.
 func makeSnippet(a *analysis.Analyzer, compressed []byte, marks []mark, matches []termPos, nterms int) ([]Fragment, error) {
 	st := newStoredText(compressed)
-	defer st.fr.Close()
+	defer st.release()
 	for {
 		first := snippetWindow(matches, nterms)
 		end := first + snippetWords
@@ -224,22 +253,41 @@ func makeSnippet(a *analysis.Analyzer, compressed []byte, marks []mark, matches 
 			continue
 		}
 		if len(win) == 0 {
-			for st.more() {
+			// Read just past what clip keeps: it needs to see that more
+			// text follows to add its "…".
+			text, err := st.text(0, 201)
+			if err != nil {
+				return nil, err
 			}
-			if st.err != nil {
-				return nil, st.err
-			}
-			return []Fragment{{Text: clip(string(st.buf), 200)}}, nil
+			return []Fragment{{Text: clip(text, 200)}}, nil
 		}
+		// The window's text and, after a window that ends the text, the
+		// bytes its tail may show (clip keeps 80 and must see an 81st).
+		lo, hi := win[0].start, win[len(win)-1].end
 		if !more {
-			for st.more() {
-			}
-			if st.err != nil {
-				return nil, st.err
-			}
+			hi += 81
 		}
-		return snippetFragments(string(st.buf), win, matches, first > 0, more), nil
+		text, err := st.text(lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		for i := range win {
+			win[i].start -= lo
+			win[i].end -= lo
+		}
+		return snippetFragments(text, win, matches, first > 0, more), nil
 	}
+}
+
+// text returns bytes lo to hi of the text (to its end when shorter),
+// inflating as needed.
+func (st *storedText) text(lo, hi int) (string, error) {
+	for len(st.buf) < hi && st.more() {
+	}
+	if st.err != nil {
+		return "", st.err
+	}
+	return string(st.buf[min(lo, len(st.buf)):min(hi, len(st.buf))]), nil
 }
 
 // snippetFragments marks the matched words of win (consecutive words of
