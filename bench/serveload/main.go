@@ -35,15 +35,21 @@
 // --cpuprofile FILE starts the server with --pprof and saves its CPU
 // profile over each measured run (FILE, or FILE.TARGET-MIX-CLIENTS when
 // several runs are measured).
+//
+// --paths FILE writes request paths drawn like a run's (the first --mix
+// and --target) and exits: bench/serveload/wrk.sh sends them with wrk, a
+// load generator in C that costs the shared cores less than this one.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
@@ -85,6 +91,8 @@ type config struct {
 	jsonOut    bool
 	fresh      bool
 	preload    string
+	paths      string // write request paths here instead of measuring (wrk.sh)
+	pathsN     int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -109,6 +117,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.jsonOut, "json", false, "also print one JSON object per run")
 	fs.StringVar(&c.preload, "preload", "wait", "spider serve's --preload (wait: measure a server whose query analyser is loaded); empty: do not pass it (older binaries)")
 	fs.BoolVar(&c.fresh, "fresh", true, "start a new server for every measured run (no cache carried over); false: one server for all runs, each warmed up by the runs before it")
+	fs.StringVar(&c.paths, "paths", "", "write --paths-count request paths of the first --mix and --target to this file, one per line, and exit (the request list of bench/serveload/wrk.sh)")
+	fs.IntVar(&c.pathsN, "paths-count", 1_000_000, "number of paths --paths writes")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -202,6 +212,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		list = distinctQueries(vocab, c.distinct, c.seed)
 	}
+	if c.paths != "" {
+		return writePaths(c, vocab, list)
+	}
 	if c.bin == "" {
 		tmp, err := os.MkdirTemp("", "serveload-")
 		if err != nil {
@@ -271,6 +284,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// writePaths writes c.pathsN request paths drawn like a measured run's
+// (the first mix and target, one random stream) to c.paths, so that
+// another load generator (wrk, see wrk.sh) can send the same requests.
+func writePaths(c *config, vocab *vocabulary, list []string) error {
+	var src source
+	switch mix := c.mixes[0]; mix {
+	case mixZipf:
+		src = newZipfSource(list, c.zipfS)
+	case mixUniform:
+		src = uniformSource{list}
+	default:
+		src = newUniqueSource(vocab, list, c.seed)
+	}
+	f, err := os.Create(c.paths)
+	if err != nil {
+		return fmt.Errorf("cannot write the paths: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	l := &load{target: c.targets[0]}
+	rng := rand.New(rand.NewPCG(c.seed, 0))
+	n := 0
+	for ; n < c.pathsN; n++ {
+		q, ok := src.next(rng)
+		if !ok {
+			break // the unique queries ran out
+		}
+		fmt.Fprintln(w, l.url(q))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write the paths: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot write the paths: %w", err)
+	}
+	if n < c.pathsN {
+		return fmt.Errorf("only %d distinct unique-mix queries exist; wrote %d paths to %s", n, n, c.paths)
 	}
 	return nil
 }

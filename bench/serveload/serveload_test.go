@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +232,38 @@ func TestOpenLoopCountsQueueing(t *testing.T) {
 	bad := l.run(context.Background())
 	if bad.Status[400] != bad.Requests || bad.errors() != bad.Requests || len(bad.Samples) != 1 || !strings.Contains(bad.Samples[0], "bad query") {
 		t.Fatalf("400s: %+v", bad.Status)
+	}
+}
+
+// TestWritePaths: --paths writes the requested number of request paths of
+// the first mix and target; a unique mix that runs out says how many exist.
+func TestWritePaths(t *testing.T) {
+	list := []string{"garden", "tax refund", "足球"}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		mix, target, prefix string
+	}{{mixZipf, targetPage, "/?q="}, {mixUniform, targetAPI, "/api/search?q="}} {
+		c := &config{mixes: []string{tc.mix}, targets: []string{tc.target}, zipfS: 1, seed: 1,
+			paths: filepath.Join(dir, tc.mix), pathsN: 500}
+		if err := writePaths(c, nil, list); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(c.paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 500 {
+			t.Fatalf("%s: %d paths, want 500", tc.mix, len(lines))
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, tc.prefix) {
+				t.Fatalf("%s: path %q, want the prefix %q", tc.mix, l, tc.prefix)
+			}
+		}
+	}
+	c := &config{mixes: []string{mixUnique}, targets: []string{targetPage}, seed: 1, paths: filepath.Join(dir, "u"), pathsN: 10}
+	if err := writePaths(c, nil, list); err == nil || !strings.Contains(err.Error(), "only 3 distinct") {
+		t.Errorf("unique mix of 3 queries: %v, want an error naming 3", err)
 	}
 }
