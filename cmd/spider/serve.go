@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/index"
 	"github.com/spider-crawler/spider/internal/index/analysis"
 	"github.com/spider-crawler/spider/internal/server"
 )
@@ -48,6 +49,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cacheTTL := fs.Duration("cache-ttl", server.DefaultCacheTTL, "longest time a cached search answer is served (a new index version drops the cache at once)")
 	maxSearches := fs.Int("max-searches", 0, "index searches running at once, the others wait their turn (default 2×GOMAXPROCS); -1: no bound")
 	preload := fs.String("preload", "background", "when to load the query analyser's Chinese dictionaries (about 300 MB, seconds of CPU): background (while serving), wait (before listening), off (at the first Chinese query)")
+	mapsMB := fs.Int("doc-maps-mb", index.DefaultDocMapBytes>>20, "memory per index segment for the document maps of frequent words (a bitmap and a frequency byte per page each), which answer AND queries of them without decoding postings; 0 turns them off")
 	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060; keep it private")
 	var rf redisFlags
 	rf.register(fs)
@@ -68,6 +70,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *preload != "background" && *preload != "wait" && *preload != "off" {
 		return usageError(stderr, "--preload %q: use background, wait or off", *preload)
+	}
+	if *mapsMB < 0 {
+		return usageError(stderr, "--doc-maps-mb %d: give 0 (no maps) or more", *mapsMB)
 	}
 	if *maxSearches < -1 {
 		return usageError(stderr, "--max-searches %d: give -1 (no bound), 0 (2×GOMAXPROCS) or a positive number", *maxSearches)
@@ -99,7 +104,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *data != "" {
 		dir = server.NewDirView(*data, nil)
 		opt.Crawl = dir
-		searcher, err := openSearcher(filepath.Join(*data, "index"), logger)
+		mapBytes := *mapsMB << 20
+		if mapBytes == 0 {
+			mapBytes = -1 // index.Options: none
+		}
+		searcher, err := openSearcher(filepath.Join(*data, "index"), index.Options{DocMapBytes: mapBytes}, logger)
 		if err != nil {
 			return err
 		}
@@ -271,7 +280,7 @@ func serveCrawl(ctx context.Context, addr string, eng *crawl.Engine, dataDir str
 		return nil, err
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	searcher, err := openSearcher(filepath.Join(dataDir, "index"), logger)
+	searcher, err := openSearcher(filepath.Join(dataDir, "index"), index.Options{}, logger)
 	if err != nil {
 		return nil, err
 	}

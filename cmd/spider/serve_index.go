@@ -19,6 +19,7 @@ import (
 // the index follows the writer by itself.
 type indexSearcher struct {
 	dir string
+	opt index.Options
 	log *slog.Logger
 
 	mu    sync.Mutex
@@ -29,14 +30,16 @@ type indexSearcher struct {
 
 var _ server.Searcher = (*indexSearcher)(nil)
 
-// openSearcher prepares a searcher over the index in dir (DATA/index).
-// A missing index is not an error: searches answer "not available" until
-// it exists. A damaged one is reported now. logger may be nil.
-func openSearcher(dir string, logger *slog.Logger) (*indexSearcher, error) {
+// openSearcher prepares a searcher over the index in dir (DATA/index),
+// opened with opt (its Logger is set to logger). A missing index is not an
+// error: searches answer "not available" until it exists. A damaged one is
+// reported now. logger may be nil.
+func openSearcher(dir string, opt index.Options, logger *slog.Logger) (*indexSearcher, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &indexSearcher{dir: dir, log: logger}
+	opt.Logger = logger
+	s := &indexSearcher{dir: dir, opt: opt, log: logger}
 	if _, err := s.index(); err != nil && !errors.Is(err, index.ErrNoIndex) {
 		return nil, err
 	}
@@ -55,7 +58,7 @@ func (s *indexSearcher) index() (*index.Index, error) {
 		return nil, s.err
 	}
 	s.tried = time.Now()
-	s.ix, s.err = index.Open(s.dir, index.Options{Logger: s.log})
+	s.ix, s.err = index.Open(s.dir, s.opt)
 	if s.err == nil {
 		s.log.Info("search index opened", "dir", s.dir, "docs", s.ix.Stats().Docs)
 	}

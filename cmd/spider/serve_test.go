@@ -47,6 +47,7 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"bad cache size", []string{"serve", "--data", data, "--cache-size", "-2"}, 2, "--cache-size -1 (off)"},
 		{"bad cache memory", []string{"serve", "--data", data, "--cache-mb", "0"}, 2, "--cache-mb 1 or more"},
 		{"bad max searches", []string{"serve", "--data", data, "--max-searches", "-3"}, 2, "--max-searches -3"},
+		{"bad doc maps", []string{"serve", "--data", data, "--doc-maps-mb", "-1"}, 2, "--doc-maps-mb -1: give 0 (no maps) or more"},
 		{"bad cache ttl", []string{"serve", "--data", data, "--cache-ttl", "0s"}, 2, "positive --cache-ttl"},
 		{"bad pprof address", []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--pprof", "256.1.1.1:80"}, 1, "cannot listen on --pprof"},
 		{"crawl --addr with --redis", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},

@@ -57,7 +57,16 @@ type Options struct {
 	// by the first query needing each, instead of in the background as
 	// segments are opened.
 	NoWarm bool
+	// DocMapBytes bounds, per segment, the memory of the document maps of
+	// frequent terms (a bitmap and a frequency byte per document: see
+	// topk.go) that let conjunctions of them skip decoding postings.
+	// Default DefaultDocMapBytes; negative: no maps.
+	DocMapBytes int
 }
+
+// DefaultDocMapBytes is Options.DocMapBytes' default: 64 MiB per segment,
+// the maps of about 540 frequent terms over 100,000 pages.
+const DefaultDocMapBytes = 64 << 20
 
 // Request is one search.
 type Request struct {
@@ -190,6 +199,9 @@ func Open(dir string, opt Options) (*Index, error) {
 	if opt.ReloadInterval == 0 {
 		opt.ReloadInterval = time.Second
 	}
+	if opt.DocMapBytes == 0 {
+		opt.DocMapBytes = DefaultDocMapBytes
+	}
 	if opt.RankFile == "" {
 		opt.RankFile = filepath.Join(filepath.Dir(filepath.Clean(dir)), filepath.FromSlash(rank.PagesFile))
 	}
@@ -267,6 +279,7 @@ func (ix *Index) reloadLocked() error {
 		if err != nil {
 			return fail(err)
 		}
+		seg.skipc.mapBudget = ix.opt.DocMapBytes
 		rs := &refSegment{segment: seg}
 		rs.refs.Store(1)
 		snap.segs = append(snap.segs, rs)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spider-crawler/spider/internal/rank"
@@ -100,6 +101,7 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 		if long == 0 {
 			t.Fatal("no postings list is long enough to be pruned: the test tests nothing")
 		}
+		viaMaps := 0 // conjunctions whose every term has a document map in the first segment
 		for q := range 150 {
 			word := func() string { return vocab[int(float64(len(vocab))*r.Float64()*r.Float64())] }
 			var query string
@@ -131,7 +133,21 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 			if !reflect.DeepEqual(hitKeys(a.Hits), hitKeys(b.Hits)) {
 				t.Fatalf("round %d %+v:\npruned     %v\nexhaustive %v", round, req, hitKeys(a.Hits), hitKeys(b.Hits))
 			}
+			if terms := strings.Fields(query); q%6 >= 3 && len(terms) > 1 {
+				all := true
+				for _, w := range terms {
+					ti, ok, _ := pruned.cur.segs[0].lookup(w)
+					all = all && ok && pruned.cur.segs[0].docMap(ti) != nil
+				}
+				if all {
+					viaMaps++
+				}
+			}
 		}
+		if viaMaps < 5 {
+			t.Fatalf("round %d: only %d conjunctions of terms with document maps: the document-map path is barely tested", round, viaMaps)
+		}
+		t.Logf("round %d: %d conjunctions evaluated with document maps", round, viaMaps)
 	}
 }
 
@@ -147,4 +163,51 @@ func hitKeys(hs []Hit) []hitKey {
 		out = append(out, hitKey{h.URL, h.Score, h.BM25})
 	}
 	return out
+}
+
+// TestDocMapBudget: a segment builds document maps only within
+// Options.DocMapBytes (none when negative), and searches give the
+// exhaustive results whichever terms have maps.
+func TestDocMapBudget(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	dir := filepath.Join(t.TempDir(), "index")
+	vocab := randomCorpus(t, r, dir, 1500, 1)
+	exh, err := Open(dir, Options{ReloadInterval: -1, Exhaustive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exh.Close()
+	for _, budget := range []int{-1, 2*docMapBytes(1500) + 1, 0} {
+		ix, err := Open(dir, Options{ReloadInterval: -1, NoWarm: true, DocMapBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 40 {
+			q := vocab[i%8] + " " + vocab[(i/8)%5]
+			a, err := ix.Search(context.Background(), Request{Query: q, Limit: 10, RankWeight: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := exh.Search(context.Background(), Request{Query: q, Limit: 10, RankWeight: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Total != b.Total || !reflect.DeepEqual(hitKeys(a.Hits), hitKeys(b.Hits)) {
+				t.Fatalf("budget %d, %q: %d %v, exhaustive %d %v", budget, q, a.Total, hitKeys(a.Hits), b.Total, hitKeys(b.Hits))
+			}
+		}
+		sc := &ix.cur.segs[0].skipc
+		sc.mu.Lock()
+		maps, used := len(sc.maps), sc.mapBytes
+		sc.mu.Unlock()
+		switch {
+		case budget < 0 && maps != 0:
+			t.Errorf("budget %d: %d maps built", budget, maps)
+		case budget > 0 && (maps != 2 || used > budget):
+			t.Errorf("budget %d (two maps): %d maps of %d bytes", budget, maps, used)
+		case budget == 0 && maps < 3:
+			t.Errorf("default budget: only %d maps: the queries' frequent terms should all have one", maps)
+		}
+		ix.Close()
+	}
 }
