@@ -211,3 +211,50 @@ func TestDocMapBudget(t *testing.T) {
 		ix.Close()
 	}
 }
+
+// TestDocMapHighFrequency: a frequency of 255 or more does not fit a
+// document map's byte; the posting is decoded for it, and the scores stay
+// the exhaustive ones.
+func TestDocMapHighFrequency(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "index")
+	w := openWriter(t, dir, 8)
+	var pages []page
+	for i := range 700 {
+		text := "alpha beta gamma"
+		switch i {
+		case 100:
+			text = strings.Repeat("alpha ", 300) + "beta"
+		case 200:
+			text = strings.Repeat("alpha ", 254) + "beta"
+		}
+		pages = append(pages, page{fmt.Sprintf("http://h.test/%03d", i), "", text})
+	}
+	commitPages(t, w, pages)
+	ix, err := Open(dir, Options{ReloadInterval: -1, NoWarm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	exh, err := Open(dir, Options{ReloadInterval: -1, Exhaustive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exh.Close()
+	req := Request{Query: "alpha beta", Limit: 1000, RankWeight: 0} // every page, scores compared
+	a, err := ix.Search(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := exh.Search(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := ix.cur.segs[0]
+	ti, _, _ := seg.lookup("alpha")
+	if seg.docMap(ti) == nil {
+		t.Fatal("alpha has no document map: the test does not test the maps")
+	}
+	if a.Total != 700 || a.Total != b.Total || !reflect.DeepEqual(hitKeys(a.Hits), hitKeys(b.Hits)) {
+		t.Fatalf("maps: %d %v\nexhaustive: %d %v", a.Total, hitKeys(a.Hits), b.Total, hitKeys(b.Hits))
+	}
+}
