@@ -52,7 +52,10 @@ var crashClasses = []string{"200", "404", "30x", "timeout"}
 // runCrashChild crawls until killed: 4 workers Complete pending URLs with
 // their children, sometimes bumping Attempt with UpdatePending first.
 func runCrashChild(dir string) {
-	s, err := Open(dir, Options{ExpectedURLs: 1 << 20, SyncInterval: 20 * time.Millisecond, BatchDelay: time.Millisecond})
+	// A small recent set, so that kills land before, during and after
+	// merges into seen.
+	s, err := Open(dir, Options{ExpectedURLs: 1 << 20, SyncInterval: 20 * time.Millisecond, BatchDelay: time.Millisecond,
+		RecentSize: 300, RecentShare: 4})
 	if err != nil {
 		fmt.Println("open failed:", err)
 		os.Exit(3)
@@ -114,6 +117,8 @@ type crashSnapshot struct {
 	completed map[string]bool
 	seen      int
 	counters  int64
+	inSeen    int  // entries of the seen bucket (merged)
+	merging   bool // a frozen generation was partly merged
 }
 
 // checkCrashInvariants opens the raw bbolt file and checks: every accepted
@@ -128,7 +133,7 @@ func checkCrashInvariants(t *testing.T, dir string) crashSnapshot {
 	defer db.Close()
 	snap := crashSnapshot{pending: map[string]uint64{}, completed: map[string]bool{}}
 	err = db.View(func(tx *bolt.Tx) error {
-		pend, seen, fp, counters, meta := tx.Bucket(bPending), tx.Bucket(bSeen), tx.Bucket(bFP), tx.Bucket(bCounters), tx.Bucket(bMeta)
+		pend, fp, counters, meta := tx.Bucket(bPending), tx.Bucket(bFP), tx.Bucket(bCounters), tx.Bucket(bMeta)
 		if pend == nil {
 			return nil // killed before the buckets existed
 		}
@@ -172,14 +177,22 @@ func checkCrashInvariants(t *testing.T, dir string) crashSnapshot {
 		}); err != nil {
 			return err
 		}
-		snap.seen = seen.Stats().KeyN
+		all, err := logicalSeen(tx)
+		if err != nil {
+			return err
+		}
+		snap.seen = len(all)
+		snap.inSeen = tx.Bucket(bSeen).Stats().KeyN
+		if l, ok, err := readRecentLayout(tx); err == nil && ok && l.merged != nil {
+			snap.merging = true
+		}
 		for url := range snap.pending {
-			if seen.Get(dedup.KeyOf(url).AppendBinary(nil)) == nil {
+			if _, ok := all[dedup.KeyOf(url)]; !ok {
 				return fmt.Errorf("pending %s missing from seen", url)
 			}
 		}
 		for url := range snap.completed {
-			if seen.Get(dedup.KeyOf(url).AppendBinary(nil)) == nil {
+			if _, ok := all[dedup.KeyOf(url)]; !ok {
 				return fmt.Errorf("completed %s missing from seen", url)
 			}
 		}
@@ -200,6 +213,58 @@ func checkCrashInvariants(t *testing.T, dir string) crashSnapshot {
 	return snap
 }
 
+// logicalSeen is the seen set of a raw database: the seen bucket and the
+// recent bucket's unmerged entries (key → Seq). It checks that every
+// accepted URL is in exactly one of them: an unmerged recent entry is not in
+// the seen bucket, a merged one is, under the same Seq.
+func logicalSeen(tx *bolt.Tx) (map[dedup.Key]uint64, error) {
+	all := map[dedup.Key]uint64{}
+	seen := tx.Bucket(bSeen)
+	if err := seen.ForEach(func(k, v []byte) error {
+		key, err := dedup.KeyFromBytes(k)
+		if err != nil {
+			return err
+		}
+		seq, _ := binary.Uvarint(v) // 0 for the empty values of old versions
+		all[key] = seq
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	l, ok, err := readRecentLayout(tx)
+	if err != nil || !ok {
+		return all, err
+	}
+	if err := walkRecent(tx, l, func(key dedup.Key, e recentEntry, _ bool) error {
+		if _, dup := all[key]; dup {
+			return fmt.Errorf("unmerged recent entry %d is also in seen", e.seq)
+		}
+		all[key] = e.seq
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if l.merged != nil {
+		err := tx.Bucket(bRecent).Bucket(seqKey(l.gen)).ForEach(func(k, v []byte) error {
+			key, e, err := decodeRecent(k, v)
+			if err != nil {
+				return err
+			}
+			if string(v[:16]) > string(l.merged) {
+				return nil
+			}
+			if seq, ok := all[key]; !ok || seq != e.seq {
+				return fmt.Errorf("merged recent entry %d is not in seen", e.seq)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
 // TestCrashSafety SIGKILLs a child process that Discovers and Completes in a
 // loop, at random moments, 12 times; after each kill the state must satisfy
 // the invariants, reopen cleanly and have lost no committed work.
@@ -211,6 +276,7 @@ func TestCrashSafety(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	var prev crashSnapshot
+	merging := 0
 	const rounds = 12
 	for round := 0; round < rounds; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashSafety$", "-test.count=1")
@@ -266,6 +332,9 @@ func TestCrashSafety(t *testing.T) {
 			}
 		}
 		prev = snap
+		if snap.merging {
+			merging++
+		}
 		s, err := Open(dir, Options{ExpectedURLs: 1 << 20})
 		if err != nil {
 			t.Fatalf("round %d: Open after kill: %v", round, err)
@@ -274,9 +343,13 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("round %d: store counts pending=%d seen=%d, want %d %d", round, s.PendingCount(), s.SeenCount(), len(snap.pending), snap.seen)
 		}
 		must(t, s.Close())
-		t.Logf("round %d: pending %d completed %d seen %d", round, len(snap.pending), len(snap.completed), snap.seen)
+		t.Logf("round %d: pending %d completed %d seen %d (merged %d, merge in progress %v)",
+			round, len(snap.pending), len(snap.completed), snap.seen, snap.inSeen, snap.merging)
 	}
 	if len(prev.completed) == 0 {
 		t.Fatal("the child never completed a URL; the test exercised nothing")
+	}
+	if prev.inSeen == 0 || merging == 0 {
+		t.Fatalf("no kill interrupted a merge of recent URLs (merged %d, rounds killed mid-merge %d); the test exercised no merge", prev.inSeen, merging)
 	}
 }

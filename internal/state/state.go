@@ -9,29 +9,59 @@
 //	bucket    key                          value
 //	pending   Seq, 8 bytes big endian      frontier.Request binary encoding
 //	seen      dedup.Key of the URL (16 B)  its Seq and smallest depth, uvarints
+//	recent    generation: its first Seq,   nested bucket: Seq (8 B) → the
+//	          8 B big endian (one active,  URL's dedup.Key (16 B), then its
+//	          at most one frozen)          seen value as in seen
 //	fp        fingerprint, 8 B big endian  URL of the first page with it
 //	counters  outcome class                count, 8 B big endian
 //	links     dedup.Key of a fetched URL   with Options.Relink: its depth and
 //	                                       discovered requests (relinkTx)
 //	meta      "_created", "_pending",      internal values (keys starting
-//	          "_seen", "_pages"; user keys with "_" are reserved); user keys
-//	                                       set with SetMeta
+//	          "_seen", "_pages",           with "_" are reserved); user keys
+//	          "_txmark", "_merged",        set with SetMeta
+//	          "_format" (stateFormat);
+//	          user keys
 //
 // A URL is accepted exactly once (Discover), stays in pending until
 // Complete deletes it and adds its outcome to a counter in the same
 // transaction, so every accepted URL is either pending or counted, never
 // both, whenever the process dies.
 //
+// # Seen set
+//
+// An accepted URL is in exactly one of two places: the seen bucket, or the
+// recent set. Discover appends a new URL to the active generation of the
+// recent bucket (sequential keys, so it fills one leaf, like pending) and
+// to an in-memory map that every lookup consults before the seen bucket.
+// Inserting random 16-byte keys into seen one commit at a time would
+// rewrite a 4 KiB leaf per URL once the tree is large. Instead, when the
+// active generation holds max(Options.RecentSize, 1/Options.RecentShare of
+// seen) entries (defaults 16 Ki and 1/8), it is frozen and a new one
+// starts, and each later transaction that accepts q URLs also moves about
+// q frozen entries, in key order, into seen (Mercator's merge of buffered
+// fingerprints into the sorted set, spread over the commits). A merge thus
+// rewrites each leaf of seen once per generation, and since generations
+// grow with seen, the cost per new URL stays flat as the crawl grows. Meta
+// "_merged" records the largest merged key of the frozen generation (its
+// merged entries stay in its bucket until the last is merged, then the
+// bucket is deleted), so every state on disk says where each URL is. Open
+// rebuilds the map from the recent bucket. The map changes only inside
+// write transactions; a transaction that rolls back is undone by the next
+// one, which finds that the marker "_txmark" the first wrote is not on
+// disk. See recent.go. A data directory written before the recent set
+// existed gets an empty one at Open and works unchanged.
+//
 // # Seen test
 //
 // An in-memory Bloom filter over the seen keys, rebuilt from the seen bucket
-// at Open, answers first: a negative means new. On a positive, exact mode
-// confirms with the seen bucket (no URL is ever lost); bloom mode trusts the
-// filter (no disk read, but a new URL is dropped with probability FPRate).
+// and the recent set at Open, answers first: a negative means new. On a
+// positive, exact mode confirms with the recent set and the seen bucket (no
+// URL is ever lost); bloom mode trusts the filter (no disk read, but a new
+// URL is dropped with probability FPRate).
 //
 // The filter is saved to seen.bloom by Close and loaded by the next Open
 // when the database has not changed since (a clean stop); otherwise Open
-// rebuilds it from the seen bucket, on all CPUs.
+// rebuilds it from the seen bucket and the recent set, on all CPUs.
 //
 // # Durability
 //
@@ -101,7 +131,15 @@ var (
 	mPending = []byte("_pending")
 	mSeen    = []byte("_seen")
 	mPages   = []byte("_pages")
+	mFormat  = []byte("_format")
 )
+
+// stateFormat is the state format this package writes, kept in meta
+// "_format": 2 has the recent bucket (a state without "_format" is format
+// 1 and is upgraded at Open). Open refuses a newer format: an older
+// spider would not see the URLs a newer one keeps elsewhere, and would
+// accept them again.
+const stateFormat = 2
 
 // ErrLocked is wrapped by Open when another process holds the data directory.
 var ErrLocked = errors.New("data directory is locked")
@@ -160,6 +198,19 @@ type Options struct {
 	// MaxDepth is the largest depth Complete accepts with Relink (negative:
 	// no limit). Unused without Relink, where the caller filters depth.
 	MaxDepth int
+	// RecentSize is the least number of newly accepted URLs buffered in
+	// the recent bucket (and in memory, 70 to 100 bytes each) before they
+	// are merged into the seen bucket (see the package documentation).
+	// Default DefaultRecentSize (16 Ki); negative is an error.
+	RecentSize int
+	// RecentShare: the buffer also grows to 1/RecentShare of the seen
+	// bucket's size, so that merging costs the same per URL at any crawl
+	// size: each merge rewrites every leaf of seen (about 80 keys each)
+	// once, for 1/RecentShare of seen in new URLs. Default
+	// DefaultRecentShare (8: about 1/8 × 100 bytes of memory per seen URL,
+	// 125 MB at 10 M URLs). A larger share uses less memory, and merging
+	// costs proportionally more CPU per new URL; negative is an error.
+	RecentShare int
 }
 
 // Outcome is how a fetch ended, recorded by Complete.
@@ -203,6 +254,8 @@ type Store struct {
 	seen    atomic.Int64
 	pages   atomic.Int64
 
+	recent recentSet // newly accepted URLs not yet merged into seen
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -238,13 +291,26 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	switch {
+	case o.RecentSize < 0:
+		return fmt.Errorf("cannot open crawl state: RecentSize %d, want a positive count (0: the default, %d)", o.RecentSize, DefaultRecentSize)
+	case o.RecentSize == 0:
+		o.RecentSize = DefaultRecentSize
+	}
+	switch {
+	case o.RecentShare < 0:
+		return fmt.Errorf("cannot open crawl state: RecentShare %d, want a positive divisor (0: the default, %d)", o.RecentShare, DefaultRecentShare)
+	case o.RecentShare == 0:
+		o.RecentShare = DefaultRecentShare
+	}
 	return nil
 }
 
-// Open opens (creating if needed) the crawl state in dir and restores the
-// in-memory Bloom filter: from the snapshot saved by Close after a clean
-// stop, else by walking the seen bucket (about 1.5 µs per URL). If another process has the
-// directory open, Open fails after Options.LockTimeout with an error that
+// Open opens (creating if needed) the crawl state in dir, loads the recent
+// set from the recent bucket and restores the in-memory Bloom filter: from
+// the snapshot saved by Close after a clean stop, else by walking the seen
+// bucket and the recent set (about 1.5 µs per URL). A damaged recent
+// bucket is an error. If another process has the directory open, Open fails after Options.LockTimeout with an error that
 // names that process's pid and wraps ErrLocked. It writes its own pid to
 // dir/spider.pid, removed by Close.
 func Open(dir string, opt Options) (*Store, error) {
@@ -294,29 +360,57 @@ func readPID(dir string) string {
 	return "unknown"
 }
 
-// init creates the buckets, loads the counts and restores the Bloom filter
-// (from the snapshot written by Close, or by walking the seen bucket).
+// init creates the buckets (and the recent bucket's first generation, also
+// in a state written before it existed), loads the counts and the recent
+// set, and restores the Bloom filter (from the snapshot written by Close,
+// or by walking the seen bucket and the recent set).
 func (s *Store) init() error {
+	buckets := [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent}
 	var fresh bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks} {
+		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
 				fresh = true
 			}
 		}
+		if meta := tx.Bucket(bMeta); meta != nil {
+			v := meta.Get(mFormat)
+			if f, err := strconv.Atoi(string(v)); v != nil && (err != nil || f > stateFormat) {
+				return fmt.Errorf("state format %q, this spider reads formats up to %d: open it with the spider that wrote it, or crawl into a new data directory", v, stateFormat)
+			} else if v == nil || f < stateFormat {
+				fresh = true // write the format
+			}
+		}
+		_, ok, err := readRecentLayout(tx)
+		if err != nil {
+			return damagedRecent(err)
+		}
+		fresh = fresh || !ok
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("cannot read crawl state: %w", err)
+		return fmt.Errorf("cannot read crawl state %s: %w", s.dir, err)
 	}
 	if fresh {
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks} {
+			for _, name := range buckets {
 				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 					return err
 				}
 			}
+			if _, ok, err := readRecentLayout(tx); err != nil {
+				return err
+			} else if !ok {
+				// The first generation starts at the next Seq.
+				first := seqKey(tx.Bucket(bPending).Sequence() + 1)
+				if _, err := tx.Bucket(bRecent).CreateBucket(first); err != nil {
+					return err
+				}
+			}
 			meta := tx.Bucket(bMeta)
+			if err := meta.Put(mFormat, []byte(strconv.Itoa(stateFormat))); err != nil {
+				return err
+			}
 			if meta.Get(mCreated) == nil {
 				return meta.Put(mCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 			}
@@ -340,6 +434,9 @@ func (s *Store) init() error {
 		}
 		s.created = created
 		storedSeen, storedPending = getInt(meta, mSeen), getInt(meta, mPending)
+		if err := s.loadRecent(tx); err != nil {
+			return err
+		}
 		if b := s.loadSnapshot(uint64(tx.ID()), storedSeen); b != nil {
 			// Clean stop: the stored counts were current at Close.
 			s.bloom, seen, pending, source = b, storedSeen, storedPending, "snapshot"
@@ -352,6 +449,10 @@ func (s *Store) init() error {
 		}
 		s.bloom = dedup.NewBloom(expected, s.opt.FPRate)
 		seen, err = rebuildBloom(s.bloom, tx.Bucket(bSeen))
+		for k := range s.recent.m {
+			s.bloom.AddKey(k)
+		}
+		seen += int64(len(s.recent.m))
 		source = "seen bucket"
 		return err
 	})
@@ -376,6 +477,7 @@ func (s *Store) init() error {
 	}
 	s.seen.Store(seen)
 	s.pending.Store(pending)
+	s.setPace()
 	err = s.db.View(func(tx *bolt.Tx) error {
 		s.pages.Store(getInt(tx.Bucket(bMeta), mPages))
 		return nil
@@ -384,7 +486,7 @@ func (s *Store) init() error {
 		return fmt.Errorf("cannot load crawl state: %w", err)
 	}
 	s.log.Info("crawl state opened", "dir", s.dir, "seen", seen, "pending", pending,
-		"bloom_bits", s.bloom.M(), "bloom_k", s.bloom.K(), "bloom_from", source, "took", time.Since(start))
+		"recent", len(s.recent.m), "bloom_bits", s.bloom.M(), "bloom_k", s.bloom.K(), "bloom_from", source, "took", time.Since(start))
 	return nil
 }
 
@@ -592,7 +694,7 @@ func checkRequests(reqs []frontier.Request) error {
 // run a batch function more than once): their filter bits may come from a
 // rolled-back attempt, so they are always confirmed on disk.
 func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
-	pend, seenB := tx.Bucket(bPending), tx.Bucket(bSeen)
+	pend, rs := tx.Bucket(bPending), s.recentIn(tx)
 	var out []frontier.Request
 	kb := make([]byte, 0, 16)
 	for _, r := range reqs {
@@ -605,8 +707,8 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 			if !s.exact && !retried && r.Redirects == 0 && !s.opt.Relink {
 				continue
 			}
-			if v := seenB.Get(kb); v != nil {
-				lowered, err := s.lowerTx(tx, kb, v, r, mine, d)
+			if e, ok := s.lookup(tx, key, kb); ok {
+				lowered, err := s.lowerTx(tx, key, kb, e, r, mine, d)
 				if err != nil {
 					return nil, err
 				}
@@ -623,7 +725,7 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 		if err != nil {
 			return nil, err
 		}
-		if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
+		if err := rs.add(key, kb, recentEntry{seq: seq, depth: uint64(r.Depth)}); err != nil {
 			return nil, err
 		}
 		if err := pend.Put(seqKey(seq), enc); err != nil {
@@ -645,7 +747,7 @@ func seenValue(seq uint64, depth int) []byte {
 	return binary.AppendUvarint(b, uint64(depth))
 }
 
-// lowerTx handles a URL seen before (seen value v) discovered again as r.
+// lowerTx handles a URL seen before (seen entry e) discovered again as r.
 // If r is shallower and the URL is still pending, the pending record takes
 // r's depth, priority and redirect count (same Seq) and is returned, so
 // that the URL is fetched at its shortest depth (a redirect target keeps
@@ -654,14 +756,10 @@ func seenValue(seq uint64, depth int) []byte {
 // seen depth is lowered and its kept links are discovered again (relinkTx);
 // what that accepts or lowers is returned. Entries written before seen
 // values existed are empty and never lowered.
-func (s *Store) lowerTx(tx *bolt.Tx, kb, v []byte, r frontier.Request, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
-	pend, seenB := tx.Bucket(bPending), tx.Bucket(bSeen)
-	seq, n := binary.Uvarint(v)
-	if n <= 0 {
-		return nil, nil
-	}
-	depth, m := binary.Uvarint(v[n:])
-	if m <= 0 || uint64(r.Depth) >= depth {
+func (s *Store) lowerTx(tx *bolt.Tx, key dedup.Key, kb []byte, e seenEntry, r frontier.Request, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
+	pend := tx.Bucket(bPending)
+	seq := e.seq
+	if !e.hasDepth || uint64(r.Depth) >= e.depth {
 		return nil, nil
 	}
 	enc := pend.Get(seqKey(seq))
@@ -669,7 +767,7 @@ func (s *Store) lowerTx(tx *bolt.Tx, kb, v []byte, r frontier.Request, mine map[
 		if !s.opt.Relink {
 			return nil, nil // already fetched at the greater depth
 		}
-		if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
+		if err := s.setSeenDepth(tx, key, kb, e, r.Depth); err != nil {
 			return nil, err
 		}
 		return s.relinkTx(tx, kb, r.Depth, mine, d)
@@ -686,7 +784,7 @@ func (s *Store) lowerTx(tx *bolt.Tx, kb, v []byte, r frontier.Request, mine map[
 	if err := pend.Put(seqKey(seq), b); err != nil {
 		return nil, err
 	}
-	if err := seenB.Put(kb, seenValue(seq, r.Depth)); err != nil {
+	if err := s.setSeenDepth(tx, key, kb, e, r.Depth); err != nil {
 		return nil, err
 	}
 	return []frontier.Request{cur}, nil
@@ -847,6 +945,9 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 		if out, err = s.discoverTx(tx, reqs, mine, &d); err != nil {
 			return err
 		}
+		if err := s.mergeStep(tx, int(d.seen)); err != nil {
+			return err
+		}
 		return d.write(tx.Bucket(bMeta))
 	})
 	if err != nil {
@@ -932,6 +1033,9 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		if err != nil {
 			return err
 		}
+		if err := s.mergeStep(tx, int(d.seen)); err != nil {
+			return err
+		}
 		res.New = news
 		return d.write(tx.Bucket(bMeta))
 	})
@@ -948,14 +1052,11 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 // than 0, the only ones that can be lowered later), and those within
 // MaxDepth are returned for discovery.
 func (s *Store) keepLinksTx(tx *bolt.Tx, r frontier.Request, kids []frontier.Request) ([]frontier.Request, error) {
-	kb := dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16))
+	key := dedup.KeyOf(r.URL)
+	kb := key.AppendBinary(make([]byte, 0, 16))
 	depth := r.Depth
-	if v := tx.Bucket(bSeen).Get(kb); v != nil {
-		if _, n := binary.Uvarint(v); n > 0 {
-			if sd, m := binary.Uvarint(v[n:]); m > 0 && sd < uint64(depth) {
-				depth = int(sd)
-			}
-		}
+	if e, ok := s.lookup(tx, key, kb); ok && e.hasDepth && e.depth < uint64(depth) {
+		depth = int(e.depth)
 	}
 	kids = shiftDepth(kids, r.Depth-depth)
 	if depth > 0 && len(kids) > 0 {

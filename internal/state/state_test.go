@@ -95,7 +95,7 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 }
 
 func TestOpenOptionsValidation(t *testing.T) {
-	for _, opt := range []Options{{SeenMode: "fuzzy"}, {FPRate: 2}, {FPRate: -1}} {
+	for _, opt := range []Options{{SeenMode: "fuzzy"}, {FPRate: 2}, {FPRate: -1}, {RecentSize: -1}, {RecentShare: -8}} {
 		if s, err := Open(t.TempDir(), opt); err == nil {
 			_ = s.Close()
 			t.Errorf("Open accepted %+v", opt)
