@@ -103,6 +103,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (SPEC §0 mixed topology)")
 	mo := mixedFlags(fs)
 	addr := fs.String("addr", "", "serve the dashboard, search page, JSON API and /metrics on HOST:PORT while crawling (embedded crawls); control needs SPIDER_TOKEN")
+	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address while crawling, e.g. 127.0.0.1:6060; keep it private")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,6 +116,13 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	if *pprofAddr != "" {
+		stopProf, err := startPprof(ctx, *pprofAddr, stderr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
 	}
 	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
 		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)

@@ -50,6 +50,7 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"bad doc maps", []string{"serve", "--data", data, "--doc-maps-mb", "-1"}, 2, "--doc-maps-mb -1: give 0 (no maps) or more"},
 		{"bad cache ttl", []string{"serve", "--data", data, "--cache-ttl", "0s"}, 2, "positive --cache-ttl"},
 		{"bad pprof address", []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--pprof", "256.1.1.1:80"}, 1, "cannot listen on --pprof"},
+		{"crawl: bad pprof address", []string{"crawl", "--data", data, "--pprof", "256.1.1.1:80", "http://a.test/"}, 1, "cannot listen on --pprof"},
 		{"crawl --addr with --redis", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
 	}
 	for _, c := range cases {
