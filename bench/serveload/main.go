@@ -246,15 +246,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		for _, clients := range c.clients {
 			for _, target := range c.targets {
-				var src source
-				switch mix {
-				case mixZipf:
-					src = newZipfSource(list, c.zipfS)
-				case mixUniform:
-					src = uniformSource{list}
-				default:
-					src = uniq
-				}
+				src := sourceFor(mix, list, c.zipfS, uniq)
 				prof := ""
 				if c.cpuprofile != "" {
 					prof = c.cpuprofile
@@ -288,19 +280,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// sourceFor is the query source of a mix over the distinct queries list:
+// a new zipf (exponent s) or uniform draw, or uniq for the unique mix
+// (shared by all runs of the mix, so no query repeats across them).
+func sourceFor(mix string, list []string, s float64, uniq *uniqueSource) source {
+	switch mix {
+	case mixZipf:
+		return newZipfSource(list, s)
+	case mixUniform:
+		return uniformSource{list}
+	default:
+		return uniq
+	}
+}
+
 // writePaths writes c.pathsN request paths drawn like a measured run's
 // (the first mix and target, one random stream) to c.paths, so that
 // another load generator (wrk, see wrk.sh) can send the same requests.
 func writePaths(c *config, vocab *vocabulary, list []string) error {
-	var src source
-	switch mix := c.mixes[0]; mix {
-	case mixZipf:
-		src = newZipfSource(list, c.zipfS)
-	case mixUniform:
-		src = uniformSource{list}
-	default:
-		src = newUniqueSource(vocab, list, c.seed)
+	var uniq *uniqueSource
+	if c.mixes[0] == mixUnique {
+		uniq = newUniqueSource(vocab, list, c.seed)
 	}
+	src := sourceFor(c.mixes[0], list, c.zipfS, uniq)
 	f, err := os.Create(c.paths)
 	if err != nil {
 		return fmt.Errorf("cannot write the paths: %w", err)
