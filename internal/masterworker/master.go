@@ -326,12 +326,26 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			<-m.sem
 			continue
 		}
+		r.Visit.RequestAfter = requestAfter(lease.Start, r)
 		if err := m.sched.Finish(ctx, lease, r.Visit); err != nil {
 			return err
 		}
 		m.results.Add(1)
 		<-m.sem
 	}
+}
+
+// requestAfter is when, after the lease's start on the master's clock, the
+// result's page request started at the latest: its arrival less the age the
+// worker measured (the time the task waited in srq and the result in nrq
+// is thus never counted as if the request had already started). A result
+// without an age but with a request (from a worker before RequestAge)
+// counts from its arrival, like the delay from the answer.
+func requestAfter(leaseStart time.Time, r Result) time.Duration {
+	if r.Visit.RequestAfter <= 0 {
+		return 0
+	}
+	return max(time.Since(leaseStart)-r.RequestAge, 1)
 }
 
 // reap takes back the tasks of workers whose heartbeat is older than

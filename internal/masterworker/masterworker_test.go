@@ -219,6 +219,42 @@ func TestMasterWorkers(t *testing.T) {
 	t.Logf("master: %+v; %d URLs", s, len(f.truth.MustFetch))
 }
 
+// TestMasterWorkersDelayFromStart: with the delay counted start to start,
+// the gaps websim sees stay at least the delay even when the tasks wait in
+// srq before a worker takes them (here: the workers start late), because
+// the master places each request by its age when the result arrives, not
+// by its offset from when a worker took the task.
+func TestMasterWorkersDelayFromStart(t *testing.T) {
+	const delay = 150 * time.Millisecond
+	f := newFixture(t, websim.Config{Seed: 33, Hosts: 4, PagesPerHost: 6, Latency: 10 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 2, Scope: websim.ScopeAny})
+	f.cfg.Delay = crawl.Duration(delay)
+	f.cfg.DelayFrom = crawl.DelayFromStart
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-start")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	// Leased tasks wait in srq for longer than the delay.
+	time.Sleep(3 * delay)
+	var dirs []string
+	for range 2 {
+		w, dir := f.worker(t, "mw-start", 4)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+	log := f.srv.Log()
+	for _, h := range log.Hosts() {
+		if gap, ok := log.MinGap(h); ok && gap < delay {
+			t.Errorf("%s: requests %v apart, want at least the delay %v", h, gap, delay)
+		}
+	}
+}
+
 // TestWorkerDies: a worker that took tasks and then went silent (what
 // kill -9 leaves behind: tasks in its processing list, a stale heartbeat)
 // has its tasks re-queued; the crawl completes with every URL fetched.

@@ -23,6 +23,14 @@ type Result struct {
 	ID     uint64      `json:"id"`
 	Worker int         `json:"worker"`
 	Visit  crawl.Visit `json:"visit"`
+	// RequestAge is how long before the worker sent the result its page
+	// request started at the latest (Visit.RequestAfter on the worker's
+	// clock); 0 if none was sent. Visit.RequestAfter alone counts from
+	// when the worker took the task, which can be long after the master
+	// leased it (the task waits in srq), so the master counts back from
+	// the result's arrival instead: a start-to-start delay then begins no
+	// earlier than the request really did.
+	RequestAge time.Duration `json:"request_age,omitempty"`
 }
 
 // maxPacket bounds a packet read from Redis, so a corrupt or hostile entry

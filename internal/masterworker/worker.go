@@ -280,14 +280,21 @@ func (w *Worker) loop(ctx context.Context) error {
 			w.rdb.LRem(ctx, proc, 1, raw) // from an earlier master run
 			continue
 		}
-		v, err := w.fetcher.Visit(ctx, t.Request, time.Now())
+		took := time.Now()
+		v, err := w.fetcher.Visit(ctx, t.Request, took)
 		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err() // the task stays in the processing list
 		}
-		b, err := json.Marshal(Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: v})
+		res := Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: v}
+		if v.RequestAfter > 0 {
+			// Measured now, so a slow send below only makes the master
+			// place the request later than it was: the safe side.
+			res.RequestAge = max(time.Since(took.Add(v.RequestAfter)), 1)
+		}
+		b, err := json.Marshal(res)
 		if err != nil {
 			return err
 		}
