@@ -114,6 +114,7 @@ type result struct {
 	ServerCPU time.Duration // user + system time of this process (websim, launcher start) during the run
 	Self      *selfReport   // the crawler's own JSON line, when it prints one
 	Exit      int           // exit code of a run that ended normally (wget's 8: some pages answered errors)
+	Group     *groupUse     // distributed spider: each process's and redis-server's share (nil otherwise)
 	Err       error
 }
 
@@ -208,7 +209,21 @@ func (b *bench) runOne(ctx context.Context, name string, n int) result {
 		res.Err = fmt.Errorf("cannot create the data directory: %w", err)
 		return res
 	}
-	usageFile := filepath.Join(b.work, fmt.Sprintf("usage-%s-%d.json", name, n))
+	if isDist(name) {
+		b.runGroup(ctx, &res, data, self)
+	} else {
+		b.runSingle(ctx, &res, data, self)
+	}
+	waitQuiet(b.srv.Log())
+	b.analyzeLog(&res)
+	return res
+}
+
+// runSingle runs a one-process crawler into res through the launcher:
+// wall, CPU, peak RSS, exit and its own report line.
+func (b *bench) runSingle(ctx context.Context, res *result, data, self string) {
+	name := res.Crawler
+	usageFile := filepath.Join(b.work, fmt.Sprintf("usage-%s-%d.json", name, res.Run))
 	args := append(append([]string{measureArg, usageFile}, b.bins[name].Argv...), b.args(name, data)...)
 	cmd := exec.CommandContext(ctx, self, args...)
 	var stdout, stderr bytes.Buffer
@@ -216,7 +231,7 @@ func (b *bench) runOne(ctx context.Context, name string, n int) result {
 	cmd.Dir = data
 	cmd.Env = crawlerEnv(name, data)
 	before := selfCPU()
-	err = cmd.Run()
+	err := cmd.Run()
 	res.ServerCPU = selfCPU() - before
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) && ctx.Err() == nil && okExit(name, exitErr.ExitCode()) {
@@ -236,10 +251,16 @@ func (b *bench) runOne(ctx context.Context, name string, n int) result {
 		res.Err = uerr
 	}
 	res.Self = lastJSON(stdout.Bytes())
-	waitQuiet(b.srv.Log())
+}
+
+// analyzeLog fills res.Log from the access log of the run just ended.
+func (b *bench) analyzeLog(res *result) {
 	l := b.srv.Log()
 	entries := l.Entries()
 	res.Log = analyze(entries, l.Duplicates(), l.Retries(), b.truth, b.cfg.PerHost, b.cfg.Delay)
+	if res.Group != nil {
+		res.Group.window(entries)
+	}
 	if b.cfg.Timeline != "" && b.sim.Start != nil {
 		host := b.cfg.Timeline
 		if host == "last" {
@@ -250,7 +271,6 @@ func (b *bench) runOne(ctx context.Context, name string, n int) result {
 	if d := l.Dropped(); d > 0 && res.Err == nil {
 		res.Err = fmt.Errorf("the access log dropped %d entries: its capacity is too small for this web", d)
 	}
-	return res
 }
 
 // waitQuiet waits until the access log stops growing (handlers still
@@ -309,6 +329,10 @@ func printReport(w io.Writer, cfg config, b *bench, results []result) {
 		cfg.Seeds, cfg.Depth, cfg.Concurrency, cfg.PerHost, cfg.Delay)
 	if len(cfg.SpiderArgs) > 0 {
 		fmt.Fprintf(w, "spider extra arguments: %s\n", strings.Join(cfg.SpiderArgs, " "))
+	}
+	if slices.ContainsFunc(cfg.Crawlers, isDist) {
+		fmt.Fprintf(w, "distributed spider: %d fetching processes (spider-p2p nodes, spider-mw workers besides the master) sharing concurrency %d as %v\n",
+			cfg.DistNodes, cfg.Concurrency, splitConcurrency(cfg.Concurrency, cfg.DistNodes))
 	}
 	fmt.Fprintf(w, "ground truth: %d URLs to fetch, computed in %s\n", len(b.truth.MustFetch), b.truthTime.Round(time.Millisecond))
 	fmt.Fprintln(w, "versions:")
@@ -411,6 +435,9 @@ func printReport(w io.Writer, cfg config, b *bench, results []result) {
 	for _, r := range results {
 		if r.Self != nil && r.Self.Pages != int64(r.Log.Pages) {
 			fmt.Fprintf(w, "note: %s run %d counted %d pages itself, the access log %d\n", r.Crawler, r.Run, r.Self.Pages, r.Log.Pages)
+		}
+		if g := r.Group; g != nil {
+			fmt.Fprintf(w, "note: %s run %d: %s\n", r.Crawler, r.Run, g.String())
 		}
 		if r.Exit != 0 {
 			fmt.Fprintf(w, "note: %s run %d exited %d (its code for a crawl that met error answers or network failures)\n", r.Crawler, r.Run, r.Exit)

@@ -9,6 +9,14 @@
 // CPU seconds per 1,000 pages and peak RSS, then spider's pages/s against
 // each peer's. A crawler that is not installed is skipped with a note.
 //
+// Distributed spider runs on the same web when named in --crawlers (not by
+// default): spider-p2p, --dist-nodes peer-to-peer nodes, and spider-mw, a
+// master and --dist-nodes workers (dist.go). Each run has a fresh
+// redis-server of its own; the fetching processes share --concurrency; wall
+// time spans the first start to the last exit, CPU and peak RSS add up every
+// process and redis-server. The access log holds every node's requests, so
+// per-host politeness is judged across nodes.
+//
 // With --latency (the latency-bound regime) it also prints the bounds the
 // politeness rules set on pages/s and each crawler's fraction of them: the
 // discovery-blind ones of bound.go (every host known from the start), and
@@ -26,6 +34,7 @@
 //	go run ./bench/peerbench                          # CPU-bound: 1,000 hosts × 100 pages
 //	go run ./bench/peerbench --hosts 200 --pages 50 --depth 4 --seeds 5   # quick
 //	go run ./bench/peerbench --latency 50ms --delay 100ms                  # latency-bound
+//	go run ./bench/peerbench --hosts 200 --pages 50 --depth 4 --seeds 5 --crawlers spider,spider-p2p,spider-mw
 //	go run ./bench/peerbench --frontier 4m --hosts 200000 --depth -1 --crawlers spider,colly
 //
 // Every crawler gets the same seeds, depth, concurrency, suffixes, delay and
@@ -42,6 +51,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,10 +99,17 @@ type config struct {
 	ExtraLinks  int           // websim's ExtraLinks: uniformly chosen links added to every article
 	Until       int64         // frontier mode: a run ends once the crawler has discovered this many URLs (0: time only)
 	Timeline    string        // latency-bound mode: host whose requests printTimeline shows ("last": the last request's)
+	DistNodes   int           // spider-p2p nodes, spider-mw workers
 }
 
-// knownCrawlers are the names accepted by --crawlers, in run order.
+// knownCrawlers are the default of --crawlers, in run order.
 var knownCrawlers = []string{"spider", "colly", "bare", "crawlee", "scrapy", "wget", "wget2"}
+
+// distCrawlers are distributed spider (dist.go), accepted by --crawlers but
+// not run by default: bench/run.sh runs the default list and is the
+// single-node comparison; these need redis-server and add two crawls per
+// repeat.
+var distCrawlers = []string{"spider-p2p", "spider-mw"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -112,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.Latency, "latency", 0, "websim first-byte latency of every answer (latency-bound mode)")
 	fs.BoolVar(&c.Robots, "robots", false, "serve websim's robots.txt menu (disallow rules, agent groups, 5xx…) instead of allow-all")
 	fs.DurationVar(&c.CrawlDelay, "crawl-delay", time.Millisecond, "Crawl-delay of the robots.txt menu's crawl-delay kinds (with --robots)")
-	crawlers := fs.String("crawlers", strings.Join(knownCrawlers, ","), "crawlers to run, in order")
+	crawlers := fs.String("crawlers", strings.Join(knownCrawlers, ","), "crawlers to run, in order; also distributed spider: spider-p2p, spider-mw (need redis-server)")
 	fs.IntVar(&c.Repeat, "repeat", 1, "runs of each crawler (interleaved); ratios use the median pages/s")
 	fs.DurationVar(&c.Timeout, "timeout", 15*time.Minute, "longest run of one crawler")
 	spiderArgs := fs.String("spider-args", "", "extra space-separated arguments of spider crawl, e.g. \"--loose-depth\"")
@@ -122,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.Noise, "noise", false, "enable websim's noise behaviour (session ids, tracking parameters, calendars: many more distinct URLs)")
 	fs.IntVar(&c.ExtraLinks, "extra-links", 0, "websim: links to uniformly chosen pages of uniformly chosen hosts added to every article (large-frontier runs; 0-1000)")
 	fs.StringVar(&c.Timeline, "timeline", "", "latency-bound mode: print to stderr every request to this host (\"last\": the host of the crawl's last request) beside the ideal crawler's schedule")
+	fs.IntVar(&c.DistNodes, "dist-nodes", 2, "spider-p2p: peer-to-peer nodes; spider-mw: worker processes (besides the master); --concurrency is split among them")
 	fs.Int64Var(&c.Until, "until-discovered", 0, "frontier mode: end a crawler's run once it has discovered this many URLs (0: run for --frontier)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -136,12 +154,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if name == "" {
 			continue
 		}
-		found := false
-		for _, k := range knownCrawlers {
-			found = found || k == name
+		if !slices.Contains(knownCrawlers, name) && !slices.Contains(distCrawlers, name) {
+			return c, fmt.Errorf("cannot run crawler %q: want some of %s", name, strings.Join(append(slices.Clone(knownCrawlers), distCrawlers...), ","))
 		}
-		if !found {
-			return c, fmt.Errorf("cannot run crawler %q: want some of %s", name, strings.Join(knownCrawlers, ","))
+		if c.Frontier > 0 && slices.Contains(distCrawlers, name) {
+			return c, fmt.Errorf("cannot run %s in the large-frontier mode (--frontier): it samples one process; it supports %s", name, strings.Join(knownCrawlers, ","))
 		}
 		c.Crawlers = append(c.Crawlers, name)
 	}
@@ -154,6 +171,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("cannot use --concurrency, --per-host or --repeat below 1")
 	case c.Depth < 0 && c.Frontier == 0:
 		return c, errors.New("cannot use a negative --depth: the ground truth needs a bound (only --frontier runs without one)")
+	case c.DistNodes < 1:
+		return c, errors.New("cannot use --dist-nodes below 1")
+	case c.DistNodes > c.Concurrency && slices.ContainsFunc(c.Crawlers, isDist):
+		return c, fmt.Errorf("cannot split --concurrency %d over --dist-nodes %d fetching processes: give at least one each", c.Concurrency, c.DistNodes)
 	case c.ExtraLinks < 0 || c.Until < 0:
 		return c, errors.New("cannot use a negative --extra-links or --until-discovered")
 	case c.Frontier < 0 || (c.Frontier > 0 && (c.Sample <= 0 || c.MaxRSS <= 0)):

@@ -22,6 +22,7 @@ const measureArg = "__measure"
 
 // usage is what the launcher writes: the crawler's wall time and rusage.
 type usage struct {
+	StartNS  int64 `json:"start_ns"` // the crawler's start, Unix nanoseconds (a group's wall spans several launchers)
 	WallNS   int64 `json:"wall_ns"`
 	UserNS   int64 `json:"user_ns"`
 	SysNS    int64 `json:"sys_ns"`
@@ -50,7 +51,7 @@ func measureMain(args []string) int {
 		_ = os.WriteFile(args[0]+".pid", []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 		err = cmd.Wait()
 	}
-	u := usage{WallNS: int64(time.Since(start))}
+	u := usage{StartNS: start.UnixNano(), WallNS: int64(time.Since(start))}
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:

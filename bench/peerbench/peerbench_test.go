@@ -114,6 +114,15 @@ func TestParseFlags(t *testing.T) {
 		{"negative depth", []string{"--root", root, "--depth", "-1"}, "negative --depth", nil},
 		{"zero hosts", []string{"--root", root, "--hosts", "0"}, "below 1", nil},
 		{"arguments", []string{"--root", root, "extra"}, "flags only", nil},
+		{"distributed", []string{"--root", root, "--crawlers", "spider,spider-p2p,spider-mw", "--dist-nodes", "3"}, "", func(c config) bool {
+			return strings.Join(c.Crawlers, ",") == "spider,spider-p2p,spider-mw" && c.DistNodes == 3
+		}},
+		{"dist-nodes default", []string{"--root", root}, "", func(c config) bool { return c.DistNodes == 2 }},
+		{"dist-nodes zero", []string{"--root", root, "--dist-nodes", "0"}, "--dist-nodes below 1", nil},
+		{"concurrency below nodes", []string{"--root", root, "--crawlers", "spider-mw", "--concurrency", "2", "--dist-nodes", "3"}, "cannot split --concurrency 2", nil},
+		{"concurrency below nodes, single node only", []string{"--root", root, "--crawlers", "spider", "--concurrency", "2", "--dist-nodes", "3"}, "", func(c config) bool { return c.Concurrency == 2 }},
+		{"frontier refuses p2p", []string{"--root", root, "--frontier", "1m", "--crawlers", "spider,spider-p2p"}, "cannot run spider-p2p in the large-frontier mode", nil},
+		{"frontier refuses mw", []string{"--root", root, "--frontier", "1m", "--crawlers", "spider-mw"}, "it supports spider,colly", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errOut bytes.Buffer

@@ -39,8 +39,27 @@ type prepared struct {
 func prepare(ctx context.Context, root, dir string, names []string) (map[string]prepared, []string, error) {
 	out := map[string]prepared{}
 	var skipped []string
+	var spider *prepared // built once for spider, spider-p2p and spider-mw
 	for _, name := range names {
-		p, err := prepareOne(ctx, root, dir, name)
+		var p prepared
+		var err error
+		if slices.Contains(distCrawlers, name) {
+			p, err = prepareDist(ctx, name, func() (prepared, error) {
+				if spider == nil {
+					sp, err := prepareOne(ctx, root, dir, "spider")
+					if err != nil {
+						return sp, err
+					}
+					spider = &sp
+				}
+				return *spider, nil
+			})
+		} else {
+			p, err = prepareOne(ctx, root, dir, name)
+			if name == "spider" && err == nil {
+				spider = &p
+			}
+		}
 		switch {
 		case errors.Is(err, errNotInstalled):
 			skipped = append(skipped, fmt.Sprintf("%s skipped: %v", name, err))
@@ -247,6 +266,10 @@ var peerNotes = map[string]string{
 	"scrapy":  "CONCURRENT_REQUESTS_PER_DOMAIN is per host name (Scrapy's download slot), DOWNLOAD_DELAY start-to-start per slot; depth is that of the first path found (BFO order).",
 	"wget":    "one connection in all (no parallelism); --wait is waited between every two requests of the whole crawl, not per host; uses websim as HTTP proxy (no --resolve).",
 	"wget2":   "--max-threads is global: no per-host connection limit; --wait between requests of each thread; uses websim as HTTP proxy; HEADs URLs it rejects by suffix and follows sitemaps and rel=nofollow.",
+	"spider-p2p": "--dist-nodes peer-to-peer nodes (spider crawl --redis --node-id nI) on one fresh redis-server, same seeds and rules each, --spider-args to every node; --concurrency split among the nodes (the total equals single-node spider's); " +
+		"wall = first node start to last node exit; CPU = every node + redis-server; peak RSS = Σ each node's ru_maxrss + redis-server's VmHWM (an upper bound of the group's peak); depth levels are ordered within each node only, so a page's depth is that of the shortest path known when it is fetched (README: approximate across nodes).",
+	"spider-mw": "spider master (the crawl rules, --spider-args, --concurrency as given) + --dist-nodes spider worker processes (only --data, --concurrency, --resolve-file, --allow-private) on one fresh redis-server; --concurrency split among the workers (the total equals single-node spider's); " +
+		"wall = first process start to last exit; CPU = master + workers + redis-server; peak RSS = Σ each process's ru_maxrss + redis-server's VmHWM (an upper bound of the group's peak).",
 }
 
 // sortedKeys returns m's keys sorted.
