@@ -697,8 +697,8 @@ func checkRequests(reqs []frontier.Request) error {
 
 // discoverTx records the unseen requests of reqs as seen and pending in tx
 // and returns them with fresh Seqs. mine holds the keys this caller put in
-// the Bloom filter in earlier attempts of the same batched call (bbolt may
-// run a batch function more than once): their filter bits may come from a
+// the Bloom filter in earlier attempts of the same call (a group commit may
+// run a function more than once: committer.do): their filter bits may come from a
 // rolled-back attempt, so they are always confirmed on disk.
 func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
 	pend, rs := tx.Bucket(bPending), s.recentIn(tx)
