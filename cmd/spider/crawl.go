@@ -30,7 +30,7 @@ exits when the whole crawl is done.`
 func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (state, pages, records, WARC)")
 	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, "largest link depth fetched; seeds are 0; -1 = unlimited")
-	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts; embedded: the same pages as by levels; --redis: depth = where a page was first found)")
+	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts); the same pages as by levels: a page found later by a shorter path passes the smaller depth on to its links (also with --redis and spider master)")
 	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop after this many URLs completed in total; 0 = no limit")
 	fs.StringVar(&c.Scope, "scope", c.Scope, "stay inside: host, domain, seeds, regexp or any")
 	fs.StringVar(&c.ScopeRegexp, "scope-regexp", c.ScopeRegexp, "URL pattern for --scope regexp")

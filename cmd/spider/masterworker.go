@@ -69,8 +69,13 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !flagGiven(fs, "seen") {
 		cfg.Seen = "bloom"
 	}
+	// With --loose-depth (or topics) under a depth limit, levels overlap:
+	// the state keeps each page's links and relinks, so the limit stays
+	// exact (workers get LooseDepth with the configuration and fill
+	// Visit.Beyond).
 	st, err := rstate.Open(ctx, rdb, rstate.Options{
 		Crawl: rf.crawl, Bucket: "mw", SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
+		Relink: cfg.DepthOverlaps(), MaxDepth: cfg.MaxDepth,
 	})
 	if err != nil {
 		return err

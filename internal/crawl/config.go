@@ -40,6 +40,13 @@ func (c Config) relink() bool {
 	return c.MaxDepth >= 0 && (c.LooseDepth || c.Topics != "")
 }
 
+// DepthOverlaps reports whether depth levels overlap under a depth limit
+// (MaxDepth ≥ 0 with LooseDepth or Topics): a State must then relink
+// (state.Options.Relink, rstate.Options.Relink) for the limit to keep
+// exactly the pages a level-by-level crawl fetches, and the fetcher fills
+// Visit.Beyond.
+func (c Config) DepthOverlaps() bool { return c.relink() }
+
 // startGuard is added to a start-to-start delay (DelayFrom "start"), on
 // top of Fetcher.arrivalBound's estimate of when the server saw a request:
 // 1/64 of the delay (3 ms of 200 ms) for the estimate's own error (clock
@@ -80,9 +87,10 @@ type Config struct {
 	// fetched page is found at a smaller depth its links are discovered
 	// again that much shallower: the crawl fetches the same pages as a
 	// level-by-level one, none twice, though a page's record keeps the
-	// depth it was fetched at. The Redis state (distributed crawls) does
-	// not relink: there a page's depth is where it was first found, so a
-	// limit may cut pages a level-by-level crawl would fetch.
+	// depth it was fetched at. The Redis state of a master (spider master)
+	// relinks the same way (rstate.Options.Relink), and a peer-to-peer
+	// crawl always does under a depth limit, loose or not, since its
+	// nodes' levels overlap.
 	LooseDepth bool `yaml:"loose_depth"`
 	// MaxPages stops the crawl after this many fetch attempts have completed
 	// (over all runs of a resumed crawl); 0 means no limit.

@@ -223,14 +223,31 @@ func (f *Fetcher) buildFilters() error {
 		f.chain = append(f.chain, &urls.HostFilter{Allow: f.cfg.AllowHosts, Deny: f.cfg.DenyHosts})
 	}
 	if f.cfg.relink() {
-		// The same chain without the depth filter: a link it passes and
-		// the full chain rejects was cut by depth alone (Visit.Beyond).
-		f.beyondChain = slices.DeleteFunc(slices.Clone(f.chain), func(fl urls.Filter) bool {
-			_, isDepth := fl.(*urls.DepthFilter)
-			return isDepth
-		})
+		f.keepBeyond()
 	}
 	return nil
+}
+
+// keepBeyond sets beyondChain: the chain without the depth filter, so
+// that a link it passes and the full chain rejects was cut by depth
+// alone (Visit.Beyond).
+func (f *Fetcher) keepBeyond() {
+	f.beyondChain = slices.DeleteFunc(slices.Clone(f.chain), func(fl urls.Filter) bool {
+		_, isDepth := fl.(*urls.DepthFilter)
+		return isDepth
+	})
+}
+
+// KeepBeyond makes Visit fill Visit.Beyond under a depth limit (MaxDepth
+// ≥ 0) even when depth levels do not overlap in this process: for a
+// peer-to-peer crawl, whose nodes each go level by level while their
+// levels overlap across nodes, so that the shared state relinks
+// (rstate.Options.Relink). Without a depth limit it does nothing. Call it
+// before the first Visit.
+func (f *Fetcher) KeepBeyond() {
+	if f.cfg.MaxDepth >= 0 && f.beyondChain == nil {
+		f.keepBeyond()
+	}
 }
 
 // SeedRequests normalises the configured seeds into depth-0 requests.

@@ -391,3 +391,42 @@ func TestRedisRestart(t *testing.T) {
 	f.check(t, dirs, 8)
 	t.Logf("master: %+v", m.Stats())
 }
+
+// TestMasterWorkersLooseDepth: a master on the Redis state with
+// --loose-depth under a depth limit: levels overlap, so a page may be
+// fetched before its shortest path is known; the state relinks
+// (rstate.Options.Relink, workers fill Visit.Beyond from the configuration
+// they load), so the workers fetch exactly the pages within the limit,
+// each once.
+func TestMasterWorkersLooseDepth(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 34, Hosts: 30, PagesPerHost: 20, Latency: time.Millisecond,
+		Enable: websim.FeatureSlow, SlowShare: 0.3, SlowLatency: 30 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	f.cfg.LooseDepth = true
+	f.cfg.Delay = crawl.Duration(time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := rstate.Open(ctx, f.rdb, rstate.Options{Crawl: "mwl", Bucket: "mw", SeenMode: "bloom",
+		Relink: f.cfg.DepthOverlaps(), MaxDepth: f.cfg.MaxDepth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.masterOn(t, "mwl", masterworker.RetryState(st))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	var dirs []string
+	for i := 0; i < 2; i++ {
+		w, dir := f.worker(t, "mwl", 8)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+	kept := f.rdb.HLen(ctx, st.Prefix()+"links").Val()
+	if kept == 0 {
+		t.Error("no links kept: the master's state does not relink")
+	}
+	t.Logf("%d URLs in the truth, %d kept-links records", len(f.truth.MustFetch), kept)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
@@ -64,7 +65,7 @@ func decodeResult(b []byte) (Result, error) {
 	if r.ID == 0 || r.Visit.Outcome == "" && !r.Visit.Retry {
 		return r, fmt.Errorf("%w: result without id or outcome", errPacket)
 	}
-	for _, d := range r.Visit.Discovered {
+	for _, d := range slices.Concat(r.Visit.Discovered, r.Visit.Beyond) {
 		if d.URL == "" {
 			return r, fmt.Errorf("%w: discovered link without URL", errPacket)
 		}

@@ -48,6 +48,14 @@ func (r retryState) Complete(ctx context.Context, req frontier.Request, o state.
 	return res, err
 }
 
+// Relinks passes the wrapped state's Relinks on (rstate.Store.Relinks),
+// so that crawl.Scheduler gives Complete the links beyond the depth limit
+// (crawl.Visit.Beyond) when the state keeps them.
+func (r retryState) Relinks() bool {
+	rl, ok := r.State.(interface{ Relinks() bool })
+	return ok && rl.Relinks()
+}
+
 func (r retryState) UpdatePending(ctx context.Context, req frontier.Request) error {
 	return cluster.Retry(ctx, func() error { return r.State.UpdatePending(ctx, req) })
 }

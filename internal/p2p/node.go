@@ -10,6 +10,16 @@
 // the bucket's lease (package cluster), so a bucket moves between nodes
 // without losing a URL and two nodes never crawl one bucket at once.
 //
+// Under a depth limit the depth is exact: each node goes level by level,
+// but the nodes' levels overlap, so a page may be fetched at a greater
+// depth than its shortest path's. The buckets' states therefore relink
+// (rstate.Options.Relink): a completion keeps all the page's links, those
+// of other buckets and those one level beyond the limit too
+// (crawl.Visit.Beyond, which the node has the fetcher fill), and when a
+// fetched page is found again at a smaller depth its kept links are
+// discovered again that much shallower, routed to their buckets' owners
+// like any link (so the sent and received counts still balance).
+//
 // The crawl ends by itself: every node publishes whether it is idle (nothing
 // queued, leased, buffered or in its inbox, and all its buckets held); when
 // every live member is idle and the URLs sent equal the URLs received, on
@@ -142,6 +152,9 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 	}
 	n := &Node{opt: opt, cfg: cfg, rdb: rdb, log: logger.With("node", opt.NodeID), k: newQKeys(opt.Crawl), keys: keys,
 		fetcher: fetcher, wake: make(chan struct{}, 1)}
+	// Depth levels overlap across nodes: under a depth limit the buckets'
+	// states relink (buckets.Relinks), which needs the links the limit cut.
+	fetcher.KeepBeyond()
 	n.disp = newDispatcher(rdb, n.k, opt.NodeID, opt.Buckets, n.route, opt.Flush, opt.BatchSize, n.log)
 	n.bs = newBuckets(rdb, keys, opt.NodeID, opt.Buckets, cfg, n.disp, n.route, n.log)
 	n.sched, err = crawl.NewScheduler(cfg, n.bs, n.log, nil)
@@ -353,15 +366,16 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 		n.log.Warn("dropping a malformed batch", "err", err)
 		count = 0
 	} else {
-		var forward, parked []frontier.Request
+		var forward, parked, relink []frontier.Request
 		var news []frontier.Request
 		for bucket, rs := range n.bs.split(b.URLs) {
 			if st := n.bs.store(bucket); st != nil {
-				var got []frontier.Request
+				var got, more []frontier.Request
 				cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
-				err := cluster.Retry(ctx, func() (err error) { got, err = st.Discover(cctx, rs); return err })
+				err := cluster.Retry(ctx, func() (err error) { got, more, err = st.DiscoverRelink(cctx, rs); return err })
 				if err == nil {
 					news = append(news, got...)
+					relink = append(relink, more...)
 					continue
 				}
 				n.log.Debug("bucket write refused; forwarding", "bucket", bucket, "err", err)
@@ -371,6 +385,19 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 			} else {
 				forward = append(forward, rs...)
 			}
+		}
+		if len(relink) > 0 {
+			// Kept links of fetched URLs this batch lowered: routed like
+			// any discovered link, before the batch is acknowledged, so
+			// that the sent and received counts still balance at the end.
+			more, wait, err := n.bs.discover(ctx, relink)
+			if err != nil {
+				return err
+			}
+			if err := wait(); err != nil {
+				return err
+			}
+			news = append(news, more...)
 		}
 		if err := n.sched.Enqueue(news); err != nil {
 			return err

@@ -61,6 +61,7 @@ func (b *buckets) acquire(ctx context.Context, n int, token int64) (*rstate.Stor
 		ExpectedURLs: max(b.cfg.ExpectedURLs/uint64(b.m), 10_000), FPRate: b.cfg.FPRate,
 		Fence:  &rstate.Fence{Key: b.keys.Owner(n), Value: cluster.OwnerValue(b.node, token)},
 		Logger: b.log,
+		Relink: b.Relinks(), MaxDepth: b.cfg.MaxDepth,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open bucket %d: %w", n, err)
@@ -115,28 +116,49 @@ func (b *buckets) split(reqs []frontier.Request) map[int][]frontier.Request {
 	return out
 }
 
-// Discover records the URLs of owned buckets and returns the new ones; the
-// others are sent to their owners' inboxes (the returned wait function
-// blocks until they are durably there).
+// Relinks reports whether the node relinks (rstate.Options.Relink): under
+// a depth limit, always, since depth levels overlap across nodes (each
+// node goes level by level on its own), so a page may be fetched at a
+// greater depth than its shortest path's. crawl.Scheduler then passes
+// Visit.Beyond to Complete, and the fetcher fills it (NewNode calls
+// crawl.Fetcher.KeepBeyond).
+func (b *buckets) Relinks() bool { return b.cfg.MaxDepth >= 0 }
+
+// within reports whether r is within the depth limit.
+func (b *buckets) within(r frontier.Request) bool {
+	return b.cfg.MaxDepth < 0 || r.Depth <= b.cfg.MaxDepth
+}
+
+// discover records the URLs of owned buckets and returns the new ones;
+// the others are sent to their owners' inboxes (the returned wait
+// function blocks until they are durably there). The kept links of
+// fetched URLs that the URLs relinked (rstate.Store.DiscoverRelink) are
+// routed the same way, round after round until none is left: each round
+// lowers some URL's depth, so the rounds end.
 func (b *buckets) discover(ctx context.Context, reqs []frontier.Request) ([]frontier.Request, func() error, error) {
 	var news []frontier.Request
 	remote := map[string][]frontier.Request{}
-	for n, rs := range b.split(reqs) {
-		if st := b.store(n); st != nil {
-			var got []frontier.Request
-			cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
-			err := cluster.Retry(ctx, func() (err error) { got, err = st.Discover(cctx, rs); return err })
-			if lostBucket(err) {
-				remote[b.route(n)] = append(remote[b.route(n)], rs...)
+	for len(reqs) > 0 {
+		var relink []frontier.Request
+		for n, rs := range b.split(reqs) {
+			if st := b.store(n); st != nil {
+				var got, more []frontier.Request
+				cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
+				err := cluster.Retry(ctx, func() (err error) { got, more, err = st.DiscoverRelink(cctx, rs); return err })
+				if lostBucket(err) {
+					remote[b.route(n)] = append(remote[b.route(n)], rs...)
+					continue
+				}
+				if err != nil {
+					return nil, nil, err
+				}
+				news = append(news, got...)
+				relink = append(relink, more...)
 				continue
 			}
-			if err != nil {
-				return nil, nil, err
-			}
-			news = append(news, got...)
-			continue
+			remote[b.route(n)] = append(remote[b.route(n)], rs...)
 		}
-		remote[b.route(n)] = append(remote[b.route(n)], rs...)
+		reqs = relink
 	}
 	return news, b.disp.send(remote), nil
 }
@@ -150,19 +172,25 @@ func (b *buckets) Discover(ctx context.Context, reqs []frontier.Request) ([]fron
 	return news, wait()
 }
 
-// Complete implements crawl.State: links of other buckets first (sent to
-// their owners and waited for, or added to other owned buckets), then the
-// URL's own bucket in one fenced script with its same-bucket links. A URL
-// whose bucket was lost meanwhile completes as a no-op: the new owner
-// fetches it again (at most once more).
+// Complete implements crawl.State: links of other buckets within the
+// depth limit first (sent to their owners and waited for, or added to
+// other owned buckets), then the URL's own bucket in one fenced script
+// that keeps every link (with Relink: other buckets' and those beyond the
+// limit too, for a later relink) and discovers its same-bucket links
+// within the limit; what that relinks (or, if the URL was lowered while
+// in flight, its links shifted) is routed last. A URL whose bucket was
+// lost meanwhile completes as a no-op: the new owner fetches it again (at
+// most once more).
 func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outcome, discovered []frontier.Request) (state.Result, error) {
 	n := bucketOf(r.URL, b.m)
 	defer b.release(n)
 	var same, other []frontier.Request
 	for _, d := range discovered {
-		if bucketOf(d.URL, b.m) == n {
+		switch {
+		case !b.within(d): // Visit.Beyond: kept only
+		case bucketOf(d.URL, b.m) == n:
 			same = append(same, d)
-		} else {
+		default:
 			other = append(other, d)
 		}
 	}
@@ -178,9 +206,15 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 		b.log.Warn("fetched a URL of a bucket no longer owned; its new owner fetches it again", "url", r.URL, "bucket", n)
 		return state.Result{New: news}, nil
 	}
-	var res state.Result
+	var (
+		res    state.Result
+		relink []frontier.Request
+	)
 	cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
-	err = cluster.Retry(ctx, func() (err error) { res, err = st.Complete(cctx, r, o, same); return err })
+	err = cluster.Retry(ctx, func() (err error) {
+		res, relink, err = st.CompleteRelink(cctx, r, o, discovered, same)
+		return err
+	})
 	if lostBucket(err) {
 		b.log.Warn("completion fenced: the bucket moved; its new owner fetches the URL again", "url", r.URL, "bucket", n)
 		return state.Result{New: news}, nil
@@ -189,6 +223,16 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 		return state.Result{}, err
 	}
 	res.New = append(res.New, news...)
+	if len(relink) > 0 {
+		more, wait, err := b.discover(ctx, relink)
+		if err != nil {
+			return state.Result{}, err
+		}
+		if err := wait(); err != nil {
+			return state.Result{}, err
+		}
+		res.New = append(res.New, more...)
+	}
 	return res, nil
 }
 

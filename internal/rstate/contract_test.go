@@ -28,6 +28,7 @@ func TestContract(t *testing.T) {
 	statetest.Run(t, func(t *testing.T, name string, opt state.Options) statetest.Backend {
 		s, err := rstate.Open(context.Background(), srv.Client(), rstate.Options{
 			Crawl: name, SeenMode: opt.SeenMode, ExpectedURLs: opt.ExpectedURLs, FPRate: opt.FPRate,
+			Relink: opt.Relink, MaxDepth: opt.MaxDepth,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -37,6 +37,11 @@
 //	                                           that accepted something (MessagePack), kept
 //	                                           for ReplyTTL so that a client retry after a
 //	                                           lost reply gets it instead of a second run
+//	spider:<crawl>:{<bucket>}:links    HASH    with Options.Relink: dedup.KeyOf(URL) of a
+//	                                           URL fetched at depth ≥ 1 → its kept-links
+//	                                           record: uvarint depth now, uvarint depth it
+//	                                           was fetched at, then its discovered requests
+//	                                           (count, length-prefixed encodings; links.go)
 //
 // The lease code of the cluster writes spider:<crawl>:{b<n>}:owner; a Store
 // opened with Options.Fence checks that key at the start of every write
@@ -74,6 +79,52 @@
 // store, bloom mode lowers plain links as well as redirect targets (the
 // live hash is in memory, so the check is cheap): the behaviour is the
 // exact mode's.
+//
+// # Relinking (exact depth limits when levels overlap)
+//
+// With a depth limit, a URL must be fetched at its shortest link depth for
+// the limit to keep exactly the pages a level-by-level crawl fetches. In
+// a peer-to-peer crawl each node goes level by level but the nodes'
+// levels overlap, and a master with --loose-depth lets them overlap on
+// purpose: a URL may be fetched at depth 4 before its depth-3 path is
+// known. Options.Relink fixes that as state.Options.Relink does for the
+// embedded store. Complete keeps the page's discovered requests, those one
+// level beyond MaxDepth too (crawl.Visit.Beyond), in the links hash (for
+// a URL of depth ≥ 1: a seed cannot be lowered), and discovers only those
+// within MaxDepth. When a URL already fetched is discovered again at a
+// smaller depth, the script lowers its record's depth (and in exact mode
+// its seen entry) and replies with the record; the client shifts the kept
+// requests that much shallower and discovers those within MaxDepth again:
+// links now within the limit are accepted, pending ones lowered, fetched
+// ones relinked in turn. The recursion ends because every step lowers a
+// depth, which stays ≥ 0. A URL lowered while it was being fetched (its
+// seen depth is below the completing request's) completes with its links
+// shifted the same way. No URL is fetched twice for it.
+//
+// The relinked requests may belong to other buckets (the kept links are
+// all of the page's), so the scripts never discover them themselves:
+// DiscoverRelink and CompleteRelink return them for the caller to route
+// (a peer-to-peer node sends other buckets' to their owners like any
+// link), and Discover and Complete, for a single store (spider master),
+// discover them in the same store, round after round. That also keeps
+// bloom mode working: the Bloom bit positions are computed by the client
+// (Lua has no 64-bit arithmetic), and in bloom mode the live hash forgets
+// a URL once fetched, so the links record holds a fetched URL's depth.
+//
+// Each relink round is its own atomic script call. A round's reply is
+// cached under its call key like any reply that changed something (a
+// relink lowers a record), and under OneCall round i uses the call key
+// suffixed ".i", so a retry after a lost reply gets every round's first
+// reply: a relink is neither applied twice nor lost to the retry. A
+// client that dies between a round and the next loses that round's
+// shifted links (the lowered record stays lowered), as it loses the
+// other-bucket links of a completion not yet dispatched; the pages are
+// then missing from the crawl, never fetched twice.
+//
+// The cost in Redis is the kept records, about the out-links of every page
+// fetched at depth ≥ 1 (BenchmarkRelinkMemory measures it per page), and
+// one more HGET of the links hash per Bloom positive not in live in bloom
+// mode.
 //
 // # Durability
 //

@@ -3,7 +3,6 @@ package rstate
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -91,6 +90,23 @@ type Options struct {
 	Fence *Fence
 	// Logger receives the opening summary and warnings. Nil discards.
 	Logger *slog.Logger
+	// Relink makes depth exact for crawls whose depth levels overlap (a
+	// peer-to-peer crawl, whose nodes each go level by level; a master
+	// with crawl.Config.LooseDepth), as state.Options.Relink does for the
+	// embedded store: Complete keeps the requests a URL discovered,
+	// including those deeper than MaxDepth (which it does not accept), in
+	// the bucket's links hash; when a URL already fetched is discovered
+	// again at a smaller depth, its kept requests are discovered again
+	// that much shallower (Discover, Complete) or returned for the caller
+	// to route (DiscoverRelink, CompleteRelink). A URL is never fetched
+	// twice for it. Both seen modes relink: in bloom mode the links record
+	// holds a fetched URL's depth (the live hash forgets it). The cost is
+	// the kept requests' encodings in Redis, about the out-links of every
+	// page fetched at depth ≥ 1 (see the package documentation).
+	Relink bool
+	// MaxDepth is the largest depth accepted with Relink (negative: no
+	// limit). Unused without Relink, where the caller filters depth.
+	MaxDepth int
 }
 
 // Stats are a bucket's sizes.
@@ -212,7 +228,7 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Stor
 	}
 	s.keys = make([]string, numKeys)
 	for i, name := range [numKeys]string{kMeta: "meta", kPending: "pending", kSeq: "seq", kSeen: "seen",
-		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta"} {
+		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links"} {
 		s.keys[i] = s.prefix + name
 	}
 	if opt.Fence != nil {
@@ -440,15 +456,16 @@ func (s *Store) groupArgs() int { return 6 + s.k }
 
 // accepted turns the script's per-request items into the accepted
 // requests: 0 is skipped, a number is the Seq of a new request, a string the
-// lowered pending record.
-func (s *Store) accepted(reqs []frontier.Request, damaged any, items []any) ([]frontier.Request, error) {
+// lowered pending record; a one-element array is a fetched URL's kept-links
+// record after a relink, whose requests (shifted, within MaxDepth) go to
+// relink.
+func (s *Store) accepted(reqs []frontier.Request, damaged any, items []any) (out, relink []frontier.Request, err error) {
 	if len(items) != len(reqs) {
-		return nil, fmt.Errorf("unexpected script reply: %d items for %d requests", len(items), len(reqs))
+		return nil, nil, fmt.Errorf("unexpected script reply: %d items for %d requests", len(items), len(reqs))
 	}
 	if n, _ := damaged.(int64); n > 0 {
 		s.log.Warn("crawl state: pending records that cannot be decoded were not lowered", "keys", s.prefix+"pending", "count", n)
 	}
-	var out []frontier.Request
 	for i, it := range items {
 		switch x := it.(type) {
 		case int64:
@@ -461,14 +478,28 @@ func (s *Store) accepted(reqs []frontier.Request, damaged any, items []any) ([]f
 		case string:
 			var r frontier.Request
 			if err := r.UnmarshalBinary([]byte(x)); err != nil {
-				return nil, fmt.Errorf("lowered pending record of %q: %w", reqs[i].URL, err)
+				return nil, nil, fmt.Errorf("lowered pending record of %q: %w", reqs[i].URL, err)
 			}
 			out = append(out, r)
+		case []any:
+			rec, ok := any(nil), false
+			if len(x) == 1 {
+				rec, ok = x[0], true
+			}
+			str, isStr := rec.(string)
+			if !ok || !isStr {
+				return nil, nil, fmt.Errorf("unexpected relink item for %q", reqs[i].URL)
+			}
+			more, err := s.relinked(str)
+			if err != nil {
+				return nil, nil, err
+			}
+			relink = append(relink, more...)
 		default:
-			return nil, fmt.Errorf("unexpected script reply item %T", it)
+			return nil, nil, fmt.Errorf("unexpected script reply item %T", it)
 		}
 	}
-	return out, nil
+	return out, relink, nil
 }
 
 func (s *Store) mode() string { return s.opt.SeenMode }
@@ -483,89 +514,41 @@ var replyTTLArg = strconv.Itoa(int(ReplyTTL / time.Second))
 // priority and redirect count (see Current for the stale copy the caller may
 // still hold). The caller owns the slice. A URL repeated in reqs, or
 // discovered by concurrent calls of any process, is accepted exactly once.
-// Requests need a non-empty URL. On error nothing was recorded, except when
-// the reply was lost in transit (a connection error): then the call may
-// have been applied; LoadPending finds what it accepted.
+// Requests need a non-empty URL. With Options.Relink, a fetched URL
+// discovered at a smaller depth than it was fetched at has its kept links
+// discovered again that much shallower, in further script calls (see
+// DiscoverRelink), and what they accept or lower is returned too. On error
+// nothing was recorded, except when the reply was lost in transit (a
+// connection error): then the call may have been applied; LoadPending
+// finds what it accepted (a relink's later calls may then be missing).
 func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]frontier.Request, error) {
-	if err := s.usable(ctx); err != nil {
+	out, relink, err := s.DiscoverRelink(ctx, reqs)
+	if err != nil {
 		return nil, err
 	}
-	if len(reqs) == 0 {
-		return nil, nil
-	}
-	if err := checkRequests(reqs); err != nil {
-		return nil, err
-	}
-	args := make([]any, 0, 5+len(reqs)*s.groupArgs())
-	args = append(args, s.fence, s.mode(), s.k, replyTTLArg, len(reqs))
-	args = s.appendGroups(args, reqs)
-	v, err := discoverScript.Run(ctx, s.rdb, s.callKeysFor(ctx), args...).Slice()
-	if err != nil {
-		return nil, s.fail("cannot record discovered URLs", err)
-	}
-	if len(v) < 1 {
-		return nil, fmt.Errorf("cannot record discovered URLs: empty script reply")
-	}
-	out, err := s.accepted(reqs, v[0], v[1:])
-	if err != nil {
-		return nil, fmt.Errorf("cannot record discovered URLs: %w", err)
-	}
-	return out, nil
+	return s.settle(ctx, relink, out)
 }
 
 // Complete records the end of request r in one atomic script call: it
 // deletes pending[r.Seq], adds one to the counter o.Class (and to
 // PagesStored if o.Stored), looks up o.Fingerprint (recording o.URL, or
 // r.URL, as its owner when new) and discovers the discovered requests as
-// Discover does, however many. A copy of r fetched before its URL was
-// lowered to a smaller depth still completes it. If r is no longer pending,
-// Complete does nothing and returns an empty Result: it is idempotent. It fails if o.Class is empty,
+// Discover does, however many. With Options.Relink it keeps them all (for
+// a URL of depth ≥ 1) and discovers those within MaxDepth, shifted
+// shallower if r's URL was lowered meanwhile (see CompleteRelink; the
+// relinks are then further script calls, as at Discover). A copy of r
+// fetched before its URL was lowered to a smaller depth still completes
+// it. If r is no longer pending, Complete does nothing and returns an
+// empty Result: it is idempotent. It fails if o.Class is empty,
 // if a discovered request has no URL, if pending[r.Seq] holds another URL
 // than r.URL, with ErrFenced when the bucket's lease is lost, or on a Redis
 // error (then nothing was recorded, except as noted at Discover).
 func (s *Store) Complete(ctx context.Context, r frontier.Request, o state.Outcome, discovered []frontier.Request) (state.Result, error) {
-	if err := s.usable(ctx); err != nil {
-		return state.Result{}, err
-	}
-	if o.Class == "" {
-		return state.Result{}, fmt.Errorf("cannot complete %q: empty outcome class", r.URL)
-	}
-	if err := checkRequests(discovered); err != nil {
-		return state.Result{}, err
-	}
-	owner := o.URL
-	if owner == "" {
-		owner = r.URL
-	}
-	var fp []byte
-	if o.Fingerprint != 0 {
-		fp = binary.BigEndian.AppendUint64(nil, o.Fingerprint)
-	}
-	stored := "0"
-	if o.Stored {
-		stored = "1"
-	}
-	args := make([]any, 0, 13+len(discovered)*s.groupArgs())
-	args = append(args, s.fence, s.mode(), s.k, replyTTLArg,
-		strconv.FormatUint(r.Seq, 10), r.URL, strconv.Itoa(r.Depth), o.Class, stored, fp, owner,
-		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), len(discovered))
-	args = s.appendGroups(args, discovered)
-	v, err := completeScript.Run(ctx, s.rdb, s.callKeysFor(ctx), args...).Slice()
+	res, relink, err := s.CompleteRelink(ctx, r, o, discovered, discovered)
 	if err != nil {
-		if redis.HasErrorPrefix(err, "MISMATCH") {
-			return state.Result{}, fmt.Errorf("cannot complete %q: pending record %d holds another URL: the request's Seq does not match its URL (is it from another bucket?)", r.URL, r.Seq)
-		}
-		return state.Result{}, s.fail(fmt.Sprintf("cannot complete %q", r.URL), err)
+		return state.Result{}, err
 	}
-	if len(v) < 3 {
-		return state.Result{}, fmt.Errorf("cannot complete %q: short script reply", r.URL)
-	}
-	if done, _ := v[0].(int64); done == 0 {
-		return state.Result{}, nil
-	}
-	var res state.Result
-	res.DuplicateOf, _ = v[1].(string)
-	if res.New, err = s.accepted(discovered, v[2], v[3:]); err != nil {
+	if res.New, err = s.settle(ctx, relink, res.New); err != nil {
 		return state.Result{}, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 	}
 	return res, nil
@@ -732,7 +715,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // bucket's hash tag. The caller owns the slice.
 func (s *Store) Keys() []string {
 	return []string{s.keys[kMeta], s.keys[kPending], s.keys[kSeq], s.keys[kSeen], s.keys[kBloom],
-		s.keys[kLive], s.keys[kCounters], s.keys[kFP]}
+		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks]}
 }
 
 // Prefix returns the common prefix of the Store's keys (KeyPrefix).

@@ -383,6 +383,7 @@ func TestClusterKeySlots(t *testing.T) {
 			s, err := rstate.Open(ctx, c, rstate.Options{
 				Crawl: name, Bucket: rstate.BucketName(int(crc32.ChecksumIEEE([]byte(name)) % 4096)),
 				SeenMode: opt.SeenMode, ExpectedURLs: opt.ExpectedURLs, FPRate: opt.FPRate,
+				Relink: opt.Relink, MaxDepth: opt.MaxDepth,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,7 @@ const (
 	kFP
 	kFence // the fence key, or kMeta's key when there is no fence
 	kCall  // the reply-cache key of this call (Discover and Complete)
+	kLinks // with Options.Relink: fetched URL key → kept-links record
 	numKeys
 )
 
@@ -25,7 +26,7 @@ const (
 // never raise an error: a malformed record gives nil. Lua numbers are
 // doubles, so varints are exact up to 2^53; Seqs and depths stay far below.
 const luaLib = `
-local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL, K_LINKS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
 
 -- fence returns an error reply when the fence key does not hold v ('' = no fence).
 local function fence(v)
@@ -110,13 +111,30 @@ local function bitsop(at, k, set)
   return true
 end
 
+-- relinkOne lowers the kept-links record of the fetched URL key (see
+-- keptRecord in links.go: uvarint depth, uvarint base depth, the requests)
+-- to depth when that is smaller. It returns {record} (the rewritten
+-- record: the caller discovers its requests again, shifted) or nil.
+local function relinkOne(key, depth)
+  if depth < 0 then return nil end
+  local rec = redis.call('HGET', KEYS[K_LINKS], key)
+  if not rec then return nil end
+  local cur, p = uv(rec, 1)
+  if not cur or depth >= cur then return nil end
+  local nrec = putuv(depth) .. string.sub(rec, p)
+  redis.call('HSET', KEYS[K_LINKS], key, nrec)
+  return {nrec}
+end
+
 -- discover handles n requests whose arguments start at ARGV[at], each as
 --   urlkey, head, tail, depth, dp, rd, then k bit positions (bloom mode)
 -- where the record with Seq s is head .. uvarint(s) .. tail, dp is the
 -- encoded Depth and Priority and rd the encoded Redirects. It appends one
--- item per request to out: 0 (already seen), the new Seq, or the lowered
--- record. It returns how many damaged pending records it skipped.
-local function discover(at, n, bloom, k, out)
+-- item per request to out: 0 (already seen), the new Seq, the lowered
+-- record, or with relink, for a fetched URL found at a smaller depth than
+-- its kept links record says, {record} (relinkOne). It returns how many
+-- damaged pending records it skipped.
+local function discover(at, n, bloom, k, relink, out)
   local seenKey = KEYS[K_SEEN]
   if bloom then seenKey = KEYS[K_LIVE] end
   local added, damaged = 0, 0
@@ -156,8 +174,16 @@ local function discover(at, n, bloom, k, out)
             else
               damaged = damaged + 1
             end
+          elseif relink then
+            -- Fetched (exact mode): its seen depth drops, its links follow.
+            redis.call('HSET', seenKey, key, sf .. ',' .. depth)
+            item = relinkOne(key, tonumber(depth)) or 0
           end
         end
+      elseif relink then
+        -- Bloom mode: a fetched URL is not in live; its kept links record
+        -- holds its depth.
+        item = relinkOne(key, tonumber(depth)) or 0
       end
       out[#out + 1] = item
     end
@@ -199,15 +225,15 @@ end
 return redis.call('HMGET', KEYS[K_META], 'mode', 'bloom_m', 'bloom_k', 'created')
 `)
 
-// discoverScript: ARGV: fence value, mode, k, reply ttl, n, then n request
-// groups (see discover). Reply: {damaged, item...}.
+// discoverScript: ARGV: fence value, mode, k, reply ttl, relink ("1"/"0"),
+// n, then n request groups (see discover). Reply: {damaged, item...}.
 var discoverScript = redis.NewScript("#!lua\n" + luaLib + `
 local prev = replay()
 if prev then return prev end
 local e = fence(ARGV[1])
 if e then return e end
 local out = {0}
-out[1] = discover(6, tonumber(ARGV[5]), ARGV[2] == 'bloom', tonumber(ARGV[3]), out)
+out[1] = discover(7, tonumber(ARGV[6]), ARGV[2] == 'bloom', tonumber(ARGV[3]), ARGV[5] == '1', out)
 for i = 2, #out do
   if out[i] ~= 0 then remember(out, ARGV[4]) break end
 end
@@ -216,8 +242,16 @@ return out
 
 // completeScript: ARGV: fence value, mode, k, reply ttl, Seq, URL, depth,
 // class, stored ("1"/"0"), fingerprint (8 bytes or ""), fingerprint owner,
-// urlkey, n, then n request groups. Reply: {done (0 = not pending),
-// duplicate-of, damaged, item...}.
+// urlkey, relink ("1"/"0"), kept requests (keptRequests encoding, "" for
+// none), n, then n request groups. Reply: {done (0 = not pending),
+// duplicate-of, damaged, relinked, item...}.
+//
+// With relink, the URL's depth is its seen depth when that is below the
+// request's (lowered while in flight). The kept requests are stored as
+// the record depth, request depth, requests (for a depth ≥ 1: a seed is
+// never lowered). If the URL was lowered, the n groups are not discovered
+// (their items are 0) and relinked is that record, for the caller to
+// discover the kept requests again, shifted; else relinked is "".
 var completeScript = redis.NewScript("#!lua\n" + luaLib + `
 local prev = replay()
 if prev then return prev end
@@ -225,11 +259,22 @@ local e = fence(ARGV[1])
 if e then return e end
 local sf = ARGV[5]
 local rec = redis.call('HGET', KEYS[K_PENDING], sf)
-if not rec then return {0, '', 0} end
+if not rec then return {0, '', 0, ''} end
 local f = fields(rec)
 if not f then return redis.error_reply('DAMAGED pending record ' .. sf .. ' cannot be decoded') end
 if f.url ~= ARGV[6] then return redis.error_reply('MISMATCH pending record ' .. sf .. ' holds another URL') end
 local bloom = ARGV[2] == 'bloom'
+local relink = ARGV[13] == '1'
+local depth = tonumber(ARGV[7])
+local cur = depth
+if relink then
+  local seenKey = KEYS[K_SEEN]
+  if bloom then seenKey = KEYS[K_LIVE] end
+  local v = redis.call('HGET', seenKey, ARGV[12])
+  local c = v and string.find(v, ',', 1, true)
+  local d = c and tonumber(string.sub(v, c + 1))
+  if d and d < cur then cur = d end
+end
 redis.call('HDEL', KEYS[K_PENDING], sf)
 if bloom then redis.call('HDEL', KEYS[K_LIVE], ARGV[12]) end
 redis.call('HINCRBY', KEYS[K_COUNTERS], ARGV[8], 1)
@@ -243,10 +288,20 @@ if ARGV[10] ~= '' then
     dup = owner
   end
 end
-local out = {1, dup, 0}
-out[3] = discover(14, tonumber(ARGV[13]), bloom, tonumber(ARGV[3]), out)
-local keep = dup ~= ''
-for i = 4, #out do
+local out = {1, dup, 0, ''}
+local n = tonumber(ARGV[15])
+if relink and ARGV[14] ~= '' and cur >= 0 and depth >= 0 then
+  local kept = putuv(cur) .. putuv(depth) .. ARGV[14]
+  if cur > 0 then redis.call('HSET', KEYS[K_LINKS], ARGV[12], kept) end
+  if cur < depth then out[4] = kept end
+end
+if cur < depth then
+  for _ = 1, n do out[#out + 1] = 0 end
+else
+  out[3] = discover(16, n, bloom, tonumber(ARGV[3]), relink, out)
+end
+local keep = dup ~= '' or out[4] ~= ''
+for i = 5, #out do
   if out[i] ~= 0 then keep = true break end
 end
 if keep then remember(out, ARGV[4]) end

@@ -14,7 +14,12 @@
 // one atomic step and is idempotent, UpdatePending rewrites a pending record
 // or fails with state.ErrNotPending, LoadPending returns the pending
 // requests in Seq order, and everything survives closing and reopening the
-// store.
+// store. With state.Options.Relink (back-ends that implement Relinker), a
+// URL already fetched and found again at a smaller depth passes the
+// smaller depth on to the links it had, those beyond MaxDepth included,
+// and a URL lowered while in flight completes with its links shifted: the
+// pages within the depth limit are those of a level-by-level crawl, none
+// fetched twice.
 package statetest
 
 import (
@@ -61,7 +66,8 @@ type Counter interface {
 // every subtest its own names, each a short string of [a-z0-9-]. Opening a
 // name again after Close of the earlier Backend must reach the same data, as
 // a process restart would; different names must be independent. Only
-// SeenMode, ExpectedURLs and FPRate of opt matter to the contract; the
+// SeenMode, ExpectedURLs, FPRate, Relink and MaxDepth of opt matter to the
+// contract; the
 // opener maps them onto its back-end's options. The opener fails t on error
 // and registers Close with t.Cleanup (Close must be idempotent).
 type Opener func(t *testing.T, name string, opt state.Options) Backend
@@ -81,6 +87,9 @@ func Run(t *testing.T, open Opener) {
 	t.Run("LowerPendingDepth", r.testLowerDepth)
 	t.Run("Current", r.testCurrent)
 	t.Run("SyncAndClose", r.testSyncClose)
+	t.Run("RelinkFetchedURL", r.testRelinkFetched)
+	t.Run("RelinkWhileInFlight", r.testRelinkInFlight)
+	t.Run("RelinkRedirect", r.testRelinkRedirect)
 }
 
 // runner hands out store names that are unique within one Run.
