@@ -118,6 +118,11 @@ func (c *committer) stats() (commits, calls int64) {
 	return c.commits, c.calls
 }
 
+// CommitStats returns how many write transactions the store's group
+// commit has made since Open, and how many Discover, Complete and
+// UpdatePending calls they carried (calls ÷ commits is the mean group).
+func (s *Store) CommitStats() (commits, calls int64) { return s.commit.stats() }
+
 // safeCall runs fn, turning a panic into an error so that one caller's
 // panic fails its own call instead of the shared transaction's goroutine.
 func safeCall(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
