@@ -158,9 +158,6 @@ func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	if cs, ok := st.(commitStater); ok && reg != nil {
-		registerCommitMetrics(reg, cs)
-	}
 	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
 		inFlight: map[string]struct{}{}, topics: tr}, nil
 }

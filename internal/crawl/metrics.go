@@ -59,25 +59,6 @@ func newSchedMetrics(reg prometheus.Registerer) *schedMetrics {
 	return m
 }
 
-// commitStater is a State that groups its writes into shared commits
-// (state.Store.CommitStats).
-type commitStater interface {
-	CommitStats() (commits, calls int64)
-}
-
-// registerCommitMetrics exports the state's group-commit counters: their
-// ratio is how many Discover/Complete calls a commit carries on average.
-func registerCommitMetrics(reg prometheus.Registerer, cs commitStater) {
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "spider_state_commits_total", Help: "Write transactions of the embedded crawl state (group commits).",
-		}, func() float64 { n, _ := cs.CommitStats(); return float64(n) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "spider_state_commit_calls_total", Help: "Discover, Complete and UpdatePending calls those commits carried.",
-		}, func() float64 { _, n := cs.CommitStats(); return float64(n) }),
-	)
-}
-
 // rateLimiter spaces requests over the whole crawl (Config.MaxRate). A nil
 // or zero-rate limiter does not wait.
 type rateLimiter struct {

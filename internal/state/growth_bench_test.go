@@ -252,8 +252,6 @@ func BenchmarkCompleteGrowth(b *testing.B) {
 			b.ReportMetric(float64(phase[p].writes)/float64(phase[p].n), "pages/complete-"+name)
 		}
 		b.ReportMetric(float64(phase[1].cpu)/float64(phase[1].n)/(float64(phase[0].cpu)/float64(phase[0].n)), "cpu-last/first")
-		commits, calls := s.commit.stats()
-		b.ReportMetric(float64(calls)/float64(commits), "calls/commit")
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}

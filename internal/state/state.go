@@ -112,10 +112,6 @@ const (
 	DefaultLockTimeout  = time.Second
 )
 
-// maxBatchCalls is the most Discover, Complete and UpdatePending calls one
-// transaction carries (bbolt's DefaultMaxBatchSize).
-const maxBatchCalls = 1000
-
 // File names inside the data directory.
 const (
 	DBFile       = "state.db"
@@ -174,12 +170,10 @@ type Options struct {
 	// is false. Default 10 s; negative disables it (Sync and Close still
 	// fsync).
 	SyncInterval time.Duration
-	// BatchDelay is how long a commit that follows an idle spell waits to
-	// group concurrent Discover, Complete and UpdatePending calls into one
-	// transaction; calls that arrive while a commit runs share the next
-	// commit without waiting (group commit: see commit.go). Default
-	// 0.5 ms: commits skip fsync by default, so a short window keeps
-	// latency low; raise it with SyncCommits.
+	// BatchDelay is how long a commit waits to group concurrent Discover,
+	// Complete and UpdatePending calls into one transaction (bbolt
+	// MaxBatchDelay). Default 0.5 ms: commits skip fsync by default, so
+	// a short window keeps latency low; raise it with SyncCommits.
 	BatchDelay time.Duration
 	// LockTimeout is how long Open waits for another process to release the
 	// data directory. Default 1 s.
@@ -261,7 +255,6 @@ type Store struct {
 	pages   atomic.Int64
 
 	recent recentSet // newly accepted URLs not yet merged into seen
-	commit committer // group commit of Discover, Complete, UpdatePending
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -339,8 +332,8 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open crawl state %s (is it a spider data directory?): %w", filepath.Join(dir, DBFile), err)
 	}
+	db.MaxBatchDelay = opt.BatchDelay
 	s := &Store{dir: dir, db: db, opt: opt, log: opt.Logger, exact: opt.SeenMode == SeenExact, stop: make(chan struct{})}
-	s.commit = committer{db: db, delay: opt.BatchDelay, maxCalls: maxBatchCalls}
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -697,8 +690,8 @@ func checkRequests(reqs []frontier.Request) error {
 
 // discoverTx records the unseen requests of reqs as seen and pending in tx
 // and returns them with fresh Seqs. mine holds the keys this caller put in
-// the Bloom filter in earlier attempts of the same call (a group commit may
-// run a function more than once: committer.do): their filter bits may come from a
+// the Bloom filter in earlier attempts of the same batched call (bbolt may
+// run a batch function more than once): their filter bits may come from a
 // rolled-back attempt, so they are always confirmed on disk.
 func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.Key]struct{}, d *deltas) ([]frontier.Request, error) {
 	pend, rs := tx.Bucket(bPending), s.recentIn(tx)
@@ -946,7 +939,7 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 		d    deltas
 		mine = make(map[dedup.Key]struct{}, len(reqs))
 	)
-	err := s.commit.do(func(tx *bolt.Tx) error {
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		d = deltas{}
 		var err error
 		if out, err = s.discoverTx(tx, reqs, mine, &d); err != nil {
@@ -992,7 +985,7 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		d    deltas
 		mine = make(map[dedup.Key]struct{}, len(discovered))
 	)
-	err := s.commit.do(func(tx *bolt.Tx) error {
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		res, d = Result{}, deltas{}
 		pend := tx.Bucket(bPending)
 		key := seqKey(r.Seq)
@@ -1091,7 +1084,7 @@ func (s *Store) UpdatePending(ctx context.Context, r frontier.Request) error {
 		return err
 	}
 	var found bool
-	err = s.commit.do(func(tx *bolt.Tx) error {
+	err = s.db.Batch(func(tx *bolt.Tx) error {
 		found = false
 		pend := tx.Bucket(bPending)
 		key := seqKey(r.Seq)
