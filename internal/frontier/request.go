@@ -161,3 +161,64 @@ func (d *decoder) str(field string) string {
 	d.b = d.b[n:]
 	return s
 }
+
+// AppendRequests appends a list of requests to b: a uvarint count, then
+// each request's MarshalBinary encoding after its uvarint length. It is the
+// tail of the kept-links records of both crawl states (package state's
+// links bucket, package rstate's links hash).
+func AppendRequests(b []byte, reqs []Request) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(reqs)))
+	for _, r := range reqs {
+		enc, err := r.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		b = binary.AppendUvarint(b, uint64(len(enc)))
+		b = append(b, enc...)
+	}
+	return b, nil
+}
+
+// DecodeRequests reads a list written by AppendRequests that fills all of
+// b. It fails on a bad count, a truncated or undecodable request, or
+// trailing bytes.
+func DecodeRequests(b []byte) ([]Request, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return nil, errors.New("bad count")
+	}
+	b = b[n:]
+	reqs := make([]Request, 0, count)
+	for range count {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return nil, errors.New("truncated request")
+		}
+		var r Request
+		if err := r.UnmarshalBinary(b[n : n+int(l)]); err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r)
+		b = b[n+int(l):]
+	}
+	if len(b) != 0 {
+		return nil, errors.New("trailing bytes")
+	}
+	return reqs, nil
+}
+
+// ShiftDepth returns copies of reqs shift levels shallower (Depth and
+// Priority, neither below 0): the requests a page discovered, for a page
+// later found that much closer to a seed. shift ≤ 0 returns reqs itself.
+func ShiftDepth(reqs []Request, shift int) []Request {
+	if shift <= 0 {
+		return reqs
+	}
+	out := make([]Request, len(reqs))
+	for i, r := range reqs {
+		r.Depth = max(r.Depth-shift, 0)
+		r.Priority = max(r.Priority-shift, 0)
+		out[i] = r
+	}
+	return out
+}

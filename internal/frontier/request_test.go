@@ -135,3 +135,76 @@ func FuzzReadRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestRequestsRoundTrip(t *testing.T) {
+	lists := [][]Request{
+		{},
+		{{URL: "http://a/", Key: "a:80", Depth: 2}},
+		{{URL: "http://a/", Key: "a:80", Depth: 3, Priority: 1}, {URL: "https://例子.测试/", Key: "例子.测试:443", Redirects: 1, Topic: "news"}},
+	}
+	for _, want := range lists {
+		b, err := AppendRequests([]byte("head"), want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("head")) {
+			t.Fatalf("AppendRequests did not append: %q", b)
+		}
+		got, err := DecodeRequests(b[len("head"):])
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("DecodeRequests = %+v, %v; want %+v", got, err, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("request %d: %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		for cut := 1; cut < len(b)-len("head"); cut++ {
+			if _, err := DecodeRequests(b[len("head") : len(b)-cut]); err == nil {
+				t.Errorf("%d bytes cut off: no error", cut)
+			}
+		}
+		if _, err := DecodeRequests(append(b[len("head"):len(b):len(b)], 0)); err == nil {
+			t.Error("trailing byte: no error")
+		}
+	}
+}
+
+func TestShiftDepth(t *testing.T) {
+	in := []Request{{URL: "a", Depth: 3, Priority: 1}, {URL: "b", Depth: 1, Priority: 4}}
+	got := ShiftDepth(in, 2)
+	want := []Request{{URL: "a", Depth: 1, Priority: 0}, {URL: "b", Depth: 0, Priority: 2}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("shifted %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if in[0].Depth != 3 {
+		t.Error("ShiftDepth changed its input")
+	}
+	if same := ShiftDepth(in, 0); &same[0] != &in[0] {
+		t.Error("ShiftDepth(reqs, 0) copied")
+	}
+}
+
+// FuzzDecodeRequests feeds arbitrary bytes to the request-list decoder: it
+// must fail cleanly or decode a list that encodes back to the same bytes.
+func FuzzDecodeRequests(f *testing.F) {
+	b, _ := AppendRequests(nil, []Request{{URL: "http://a/", Key: "a:80", Depth: 1}, {URL: "http://b/"}})
+	f.Add(b)
+	f.Add([]byte{0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reqs, err := DecodeRequests(data)
+		if err != nil {
+			return
+		}
+		again, err := AppendRequests(nil, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := DecodeRequests(again); err != nil || len(back) != len(reqs) {
+			t.Fatalf("re-encoded list does not decode: %v", err)
+		}
+	})
+}

@@ -28,22 +28,13 @@ import (
 // is hand-written, not MessagePack or JSON, because the scripts must edit
 // its head in place and the request encoding is already binary.
 
-// keptRequests encodes reqs as the tail of a kept-links record (count and
-// length-prefixed encodings); "" for none.
+// keptRequests encodes reqs as the tail of a kept-links record
+// (frontier.AppendRequests); "" for none.
 func keptRequests(reqs []frontier.Request) ([]byte, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
-	b := binary.AppendUvarint(nil, uint64(len(reqs)))
-	for _, r := range reqs {
-		enc, err := r.MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		b = binary.AppendUvarint(b, uint64(len(enc)))
-		b = append(b, enc...)
-	}
-	return b, nil
+	return frontier.AppendRequests(nil, reqs)
 }
 
 // decodeKept reads a kept-links record: the URL's depth, the depth its
@@ -57,50 +48,21 @@ func decodeKept(b []byte) (depth, base int, reqs []frontier.Request, err error) 
 		}
 		hdr[i], b = int(v), b[n:]
 	}
-	count, n := binary.Uvarint(b)
-	if n <= 0 || count > uint64(len(b)) {
-		return 0, 0, nil, errors.New("bad count")
-	}
-	b = b[n:]
-	reqs = make([]frontier.Request, 0, count)
-	for range count {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n) {
-			return 0, 0, nil, errors.New("truncated request")
-		}
-		var r frontier.Request
-		if err := r.UnmarshalBinary(b[n : n+int(l)]); err != nil {
-			return 0, 0, nil, err
-		}
-		reqs = append(reqs, r)
-		b = b[n+int(l):]
-	}
-	if len(b) != 0 {
-		return 0, 0, nil, errors.New("trailing bytes")
+	if reqs, err = frontier.DecodeRequests(b); err != nil {
+		return 0, 0, nil, err
 	}
 	return hdr[0], hdr[1], reqs, nil
 }
 
 // relinked turns a kept-links record returned by a script into the
 // requests to discover again: shifted by base − depth levels shallower
-// (priority too, not below 0), those within MaxDepth.
+// (frontier.ShiftDepth), those within MaxDepth.
 func (s *Store) relinked(rec string) ([]frontier.Request, error) {
 	depth, base, reqs, err := decodeKept([]byte(rec))
 	if err != nil {
 		return nil, fmt.Errorf("kept-links record in %s is damaged: %w", s.keys[kLinks], err)
 	}
-	shift := base - depth
-	out := reqs[:0]
-	for _, r := range reqs {
-		if shift > 0 {
-			r.Depth = max(r.Depth-shift, 0)
-			r.Priority = max(r.Priority-shift, 0)
-		}
-		if s.within(r) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return s.admit(frontier.ShiftDepth(reqs, base-depth)), nil
 }
 
 // within reports whether r is within Options.MaxDepth (always when it is

@@ -804,7 +804,7 @@ func (s *Store) relinkTx(tx *bolt.Tx, kb []byte, depth int, mine map[dedup.Key]s
 	if err != nil {
 		return nil, fmt.Errorf("links record of %x is damaged: %w", kb, err)
 	}
-	return s.discoverTx(tx, s.admit(shiftDepth(kids, oldDepth-depth)), mine, d)
+	return s.discoverTx(tx, s.admit(frontier.ShiftDepth(kids, oldDepth-depth)), mine, d)
 }
 
 // admit returns the requests of reqs within MaxDepth (all when it is
@@ -822,35 +822,10 @@ func (s *Store) admit(reqs []frontier.Request) []frontier.Request {
 	return out
 }
 
-// shiftDepth returns copies of reqs by shift levels shallower (priority
-// too, not below 0). shift ≤ 0 returns reqs itself.
-func shiftDepth(reqs []frontier.Request, shift int) []frontier.Request {
-	if shift <= 0 {
-		return reqs
-	}
-	out := make([]frontier.Request, len(reqs))
-	for i, r := range reqs {
-		r.Depth = max(r.Depth-shift, 0)
-		r.Priority = max(r.Priority-shift, 0)
-		out[i] = r
-	}
-	return out
-}
-
 // encodeLinks is a links record: the depth the URL was fetched at and its
-// discovered requests, as uvarints and length-prefixed Request encodings.
+// discovered requests (frontier.AppendRequests).
 func encodeLinks(depth int, kids []frontier.Request) ([]byte, error) {
-	b := binary.AppendUvarint(nil, uint64(depth))
-	b = binary.AppendUvarint(b, uint64(len(kids)))
-	for _, k := range kids {
-		enc, err := k.MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		b = binary.AppendUvarint(b, uint64(len(enc)))
-		b = append(b, enc...)
-	}
-	return b, nil
+	return frontier.AppendRequests(binary.AppendUvarint(nil, uint64(depth)), kids)
 }
 
 // decodeLinks reads an encodeLinks record.
@@ -859,27 +834,8 @@ func decodeLinks(b []byte) (depth int, kids []frontier.Request, err error) {
 	if n <= 0 || d > math.MaxInt32 {
 		return 0, nil, errors.New("bad depth")
 	}
-	b = b[n:]
-	count, n := binary.Uvarint(b)
-	if n <= 0 || count > uint64(len(b)) {
-		return 0, nil, errors.New("bad count")
-	}
-	b = b[n:]
-	kids = make([]frontier.Request, 0, count)
-	for range count {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n) {
-			return 0, nil, errors.New("truncated request")
-		}
-		var r frontier.Request
-		if err := r.UnmarshalBinary(b[n : n+int(l)]); err != nil {
-			return 0, nil, err
-		}
-		kids = append(kids, r)
-		b = b[n+int(l):]
-	}
-	if len(b) != 0 {
-		return 0, nil, errors.New("trailing bytes")
+	if kids, err = frontier.DecodeRequests(b[n:]); err != nil {
+		return 0, nil, err
 	}
 	return int(d), kids, nil
 }
@@ -1058,7 +1014,7 @@ func (s *Store) keepLinksTx(tx *bolt.Tx, r frontier.Request, kids []frontier.Req
 	if e, ok := s.lookup(tx, key, kb); ok && e.hasDepth && e.depth < uint64(depth) {
 		depth = int(e.depth)
 	}
-	kids = shiftDepth(kids, r.Depth-depth)
+	kids = frontier.ShiftDepth(kids, r.Depth-depth)
 	if depth > 0 && len(kids) > 0 {
 		rec, err := encodeLinks(depth, kids)
 		if err != nil {
