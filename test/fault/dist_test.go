@@ -33,37 +33,46 @@ func (n *node) kill() { n.p.Kill(); n.dead = true }
 // reported (t.Errorf, counted in row.Failed) and the others are still waited for, so the
 // run's records can be checked: a node may die and the crawl still complete. Once a node
 // has failed, the others get failGrace more to finish (they may wait forever for a dead
-// master) before they are killed and counted as failed too.
+// master) before they are killed and counted as failed too. It waits on the processes'
+// exits (Proc.Done), not on a clock.
 func waitNodes(t *testing.T, run int, row *Row, nodes []*node, timeout time.Duration) {
 	t.Helper()
 	const failGrace = 30 * time.Second
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	graceSet := false
+	exited := make(chan *node)
+	stop := make(chan struct{})
+	defer close(stop)
 	pending := map[*node]bool{}
 	for _, n := range nodes {
 		if !n.dead {
 			pending[n] = true
+			go func(n *node) {
+				select {
+				case <-n.p.Done():
+					select {
+					case exited <- n:
+					case <-stop:
+					}
+				case <-stop:
+				}
+			}(n)
 		}
-	}
-	fail := func(n *node, err error) {
-		t.Errorf("run %d: %v", run, err)
-		row.Failed++
-		deadline = minTime(deadline, time.Now().Add(failGrace))
 	}
 	for len(pending) > 0 {
-		for _, n := range nodes {
-			if !pending[n] {
-				continue
-			}
-			select {
-			case <-n.p.Done():
-				delete(pending, n)
-				if err := n.p.Wait(0); err != nil {
-					fail(n, err)
+		select {
+		case n := <-exited:
+			delete(pending, n)
+			if err := n.p.Wait(0); err != nil {
+				t.Errorf("run %d: %v", run, err)
+				row.Failed++
+				if !graceSet {
+					graceSet = true
+					deadline.Reset(failGrace)
 				}
-			default:
 			}
-		}
-		if len(pending) > 0 && time.Now().After(deadline) {
+		case <-deadline.C:
 			for _, n := range nodes {
 				if pending[n] {
 					t.Errorf("run %d: %v", run, n.p.Wait(0))
@@ -75,7 +84,6 @@ func waitNodes(t *testing.T, run int, row *Row, nodes []*node, timeout time.Dura
 				t.Logf("%s:\n%s", o.name, tail(o.p.Output(), 1500))
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -110,9 +118,14 @@ func recordLines(dirs []string) int {
 
 // waitProgress waits until dirs hold at least n records, so a fault lands at a random
 // point of the crawl's progress rather than of the clock (start-up time varies a lot on a
-// loaded machine). It reports false when the nodes exited or time ran out first.
+// loaded machine). It reports false when the nodes exited or time ran out first; a caller
+// must then fail (reachProgress does), or its run injects no fault and passes vacuously.
+// The records file is written by other processes, so it is polled (every 10 ms); the
+// deadline only bounds a crawl that stopped making progress.
 func waitProgress(dirs []string, n int, nodes []*node, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for time.Now().Before(deadline) {
 		if recordLines(dirs) >= n {
 			return true
@@ -126,11 +139,25 @@ func waitProgress(dirs []string, n int, nodes []*node, timeout time.Duration) bo
 			}
 		}
 		if all {
-			return false
+			return recordLines(dirs) >= n
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-tick.C
 	}
 	return false
+}
+
+// reachProgress waits (waitProgress) until dirs hold at least n records, the run's kill
+// point, and fails the test when they do not: a run whose fault is never injected must not
+// count as a pass.
+func reachProgress(t *testing.T, run int, dirs []string, n int, nodes []*node, timeout time.Duration) {
+	t.Helper()
+	if waitProgress(dirs, n, nodes, timeout) {
+		return
+	}
+	for _, o := range nodes {
+		t.Logf("%s:\n%s", o.name, tail(o.p.Output(), 1500))
+	}
+	t.Fatalf("run %d: the kill point (%d records) was not reached within %s (%d records): no fault could be injected", run, n, timeout, recordLines(dirs))
 }
 
 // firstRecordAfter returns how long after t the node in dir finished its first fetch.
@@ -209,16 +236,16 @@ func TestKillPeer(t *testing.T) {
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
 		var back time.Time
-		if waitProgress(dataDirs(nodes), at, nodes, 2*time.Minute) {
-			victim.kill()
-			faults = 1
-			t.Logf("run %d: killed %s at %d records", run, victim.name, at)
-			if rng.IntN(3) > 0 {
-				time.Sleep(between(rng, 0, 3*time.Second))
-				back = time.Now()
-				victim.start(t)
-				restarted++
-			}
+		reachProgress(t, run, dataDirs(nodes), at, nodes, 2*time.Minute)
+		victim.kill()
+		faults = 1
+		t.Logf("run %d: killed %s at %d records", run, victim.name, at)
+		if rng.IntN(3) > 0 {
+			// Time is the subject: the victim stays down for a random outage.
+			time.Sleep(between(rng, 0, 3*time.Second))
+			back = time.Now()
+			victim.start(t)
+			restarted++
 		}
 		waitNodes(t, run, &row, nodes, 3*time.Minute)
 		checkRun(t, run, w, &row, nodes, faults, faults*concurrency)
@@ -271,19 +298,17 @@ func TestKillMaster(t *testing.T) {
 		all := append([]*node{master}, workers...)
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
-		if waitProgress(dataDirs(workers), at, all, 2*time.Minute) {
-			master.kill()
-			faults = 1
-			time.Sleep(between(rng, 0, 2*time.Second))
-			back := time.Now()
-			master.start(t)
-			t.Logf("run %d: killed the master at %d records", run, at)
-			waitNodes(t, run, &row, all, 3*time.Minute)
-			if d, ok := FirstRequestAfter(w.srv.Log(), back); ok {
-				recovery = append(recovery, d)
-			}
-		} else {
-			waitNodes(t, run, &row, all, 3*time.Minute)
+		reachProgress(t, run, dataDirs(workers), at, all, 2*time.Minute)
+		master.kill()
+		faults = 1
+		// Time is the subject: the master stays down for a random outage.
+		time.Sleep(between(rng, 0, 2*time.Second))
+		back := time.Now()
+		master.start(t)
+		t.Logf("run %d: killed the master at %d records", run, at)
+		waitNodes(t, run, &row, all, 3*time.Minute)
+		if d, ok := FirstRequestAfter(w.srv.Log(), back); ok {
+			recovery = append(recovery, d)
 		}
 		checkRun(t, run, w, &row, workers, faults, faults*maxInFlight)
 	}
@@ -314,23 +339,20 @@ func TestKillWorker(t *testing.T) {
 		victim := workers[rng.IntN(len(workers))]
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
-		killed := time.Time{}
-		if waitProgress(dataDirs(workers), at, all, 2*time.Minute) {
-			victim.kill()
-			killed = time.Now()
-			faults = 1
-			if rng.IntN(2) == 0 {
-				time.Sleep(between(rng, 0, 2*time.Second))
-				victim.start(t)
-			}
-			t.Logf("run %d: killed %s at %d records", run, victim.name, at)
+		reachProgress(t, run, dataDirs(workers), at, all, 2*time.Minute)
+		victim.kill()
+		killed := time.Now()
+		faults = 1
+		if rng.IntN(2) == 0 {
+			// Time is the subject: the victim stays down for a random outage.
+			time.Sleep(between(rng, 0, 2*time.Second))
+			victim.start(t)
 		}
+		t.Logf("run %d: killed %s at %d records", run, victim.name, at)
 		waitNodes(t, run, &row, all, 3*time.Minute)
 		checkRun(t, run, w, &row, workers, faults, faults*concurrency)
-		if !killed.IsZero() {
-			if d, ok := redoneAfter(w.srv.Log(), killed); ok {
-				recovery = append(recovery, d)
-			}
+		if d, ok := redoneAfter(w.srv.Log(), killed); ok {
+			recovery = append(recovery, d)
 		}
 	}
 	row.Recovery(recovery)
@@ -405,19 +427,17 @@ func TestKillCenter(t *testing.T) {
 		victim := centers[rng.IntN(len(centers))]
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
-		if waitProgress(dataDirs(crawlers), at, all, 2*time.Minute) {
-			victim.kill()
-			faults = 1
-			time.Sleep(between(rng, 0, 2*time.Second))
-			back := time.Now()
-			victim.start(t)
-			t.Logf("run %d: killed %s at %d records", run, victim.name, at)
-			waitNodes(t, run, &row, all, 3*time.Minute)
-			if d, ok := FirstRequestAfter(w.srv.Log(), back); ok {
-				recovery = append(recovery, d)
-			}
-		} else {
-			waitNodes(t, run, &row, all, 3*time.Minute)
+		reachProgress(t, run, dataDirs(crawlers), at, all, 2*time.Minute)
+		victim.kill()
+		faults = 1
+		// Time is the subject: the center stays down for a random outage.
+		time.Sleep(between(rng, 0, 2*time.Second))
+		back := time.Now()
+		victim.start(t)
+		t.Logf("run %d: killed %s at %d records", run, victim.name, at)
+		waitNodes(t, run, &row, all, 3*time.Minute)
+		if d, ok := FirstRequestAfter(w.srv.Log(), back); ok {
+			recovery = append(recovery, d)
 		}
 		checkRun(t, run, w, &row, crawlers, faults, 0)
 	}

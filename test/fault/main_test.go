@@ -101,8 +101,30 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
 }
 
-// report appends the row to the suite report and logs it.
+// report appends the row to the suite report and logs it. It fails the test when the row
+// is not evidence of anything: no run, or a run without its fault (a kill point never
+// reached, an outage never started), since such a run passes whatever the product does.
+// A scenario that cannot run here (no tmpfs) records its row with reportSkip instead.
 func report(t *testing.T, r Row) {
+	t.Helper()
+	if r.Runs == 0 {
+		t.Errorf("%s: no run made: the scenario tested nothing", r.Fault)
+	} else if r.Faults < r.Runs {
+		t.Errorf("%s: %d faults injected in %d runs: every run must inject its fault, or it passes without testing recovery", r.Fault, r.Faults, r.Runs)
+	}
+	writeRow(t, r)
+}
+
+// reportSkip records that the scenario could not run here (why, in the row's note) and
+// skips the test.
+func reportSkip(t *testing.T, r Row, why error) {
+	t.Helper()
+	r.Note = "not run: " + why.Error()
+	writeRow(t, r)
+	t.Skip(why)
+}
+
+func writeRow(t *testing.T, r Row) {
 	t.Helper()
 	r.Seed = suite.seed
 	t.Logf("result: %s", strings.TrimSpace(strings.SplitN(Table([]Row{r}), "\n", 3)[2]))

@@ -41,20 +41,17 @@ func TestRedisRestart(t *testing.T) {
 		}
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
-		if waitProgress(dataDirs(fetchers), at, all, 2*time.Minute) {
-			rs.Kill()
-			faults = 1
-			down := between(rng, 200*time.Millisecond, 3*time.Second)
-			time.Sleep(down)
-			rs.Restart()
-			back := time.Now()
-			t.Logf("run %d (%s): Redis killed at %d records, down %s", run, topology, at, down.Round(time.Millisecond))
-			waitNodes(t, run, &row, all, 3*time.Minute)
-			if d, ok := FirstRequestAfter(w.srv.Log(), back); ok {
-				recovery = append(recovery, d)
-			}
-		} else {
-			waitNodes(t, run, &row, all, 3*time.Minute)
+		reachProgress(t, run, dataDirs(fetchers), at, all, 2*time.Minute)
+		rs.Kill()
+		faults = 1
+		down := between(rng, 200*time.Millisecond, 3*time.Second)
+		time.Sleep(down) // time is the subject: the outage's length
+		rs.Restart()
+		back := time.Now()
+		t.Logf("run %d (%s): Redis killed at %d records, down %s", run, topology, at, down.Round(time.Millisecond))
+		waitNodes(t, run, &row, all, 3*time.Minute)
+		if d, ok := FirstRequestAfter(w.srv.Log(), back); ok {
+			recovery = append(recovery, d)
 		}
 		checkRun(t, run, w, &row, fetchers, faults, faults*bound)
 	}
@@ -89,25 +86,21 @@ func TestPartition(t *testing.T) {
 		}
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(60)) / 100
 		faults := 0
-		var back time.Time
-		if waitProgress(dataDirs(nodes), at, nodes, 2*time.Minute) {
-			mode := CutMode(rng.IntN(2))
-			modes[mode]++
-			cut := between(rng, 500*time.Millisecond, 8*time.Second)
-			proxy.Cut(mode)
-			faults = 1
-			time.Sleep(cut)
-			proxy.Restore()
-			back = time.Now()
-			t.Logf("run %d: %s cut for %s at %d records", run, mode, cut.Round(time.Millisecond), at)
-		}
+		reachProgress(t, run, dataDirs(nodes), at, nodes, 2*time.Minute)
+		mode := CutMode(rng.IntN(2))
+		modes[mode]++
+		cut := between(rng, 500*time.Millisecond, 8*time.Second)
+		proxy.Cut(mode)
+		faults = 1
+		time.Sleep(cut) // time is the subject: the partition's length
+		proxy.Restore()
+		back := time.Now()
+		t.Logf("run %d: %s cut for %s at %d records", run, mode, cut.Round(time.Millisecond), at)
 		waitNodes(t, run, &row, nodes, 3*time.Minute)
 		proxy.Close()
 		checkRun(t, run, w, &row, nodes, faults, faults*concurrency)
-		if !back.IsZero() {
-			if d, ok := firstRecordAfter(nodes[0].data, back); ok {
-				recovery = append(recovery, d)
-			}
+		if d, ok := firstRecordAfter(nodes[0].data, back); ok {
+			recovery = append(recovery, d)
 		}
 	}
 	row.Recovery(recovery)

@@ -54,7 +54,8 @@ func TestKillSingleNode(t *testing.T) {
 			}
 			n := &node{name: "crawl", data: data, args: append(append([]string{"crawl", "--data", data, "--quiet"}, w.crawlFlags(concurrency)...), w.rules.Seeds...)}
 			n.start(t)
-			if killed < kills && waitProgress([]string{data}, points[killed], []*node{n}, 3*time.Minute) {
+			if killed < kills {
+				reachProgress(t, run, []string{data}, points[killed], []*node{n}, 3*time.Minute)
 				n.kill()
 				killed++
 				killTimes = append(killTimes, time.Now())
