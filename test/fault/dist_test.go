@@ -29,6 +29,17 @@ func (n *node) start(t *testing.T) { n.p, n.dead = start(t, n.name, n.args...), 
 // kill kills the node's process with SIGKILL; it stays dead until start.
 func (n *node) kill() { n.p.Kill(); n.dead = true }
 
+// fault kills the node's process with SIGKILL as run's fault and fails the test when the
+// signal did not kill it (the process had exited by itself before): that run would count a
+// fault that never happened.
+func (n *node) fault(t *testing.T, run int) {
+	t.Helper()
+	n.kill()
+	if code := n.p.ExitCode(); code != -1 {
+		t.Fatalf("run %d: %s had exited by itself (status %d) before its kill: no fault injected", run, n.name, code)
+	}
+}
+
 // waitNodes waits for every node to exit by itself, with status 0. A node that fails is
 // reported (t.Errorf, counted in row.Failed) and the others are still waited for, so the
 // run's records can be checked: a node may die and the crawl still complete. Once a node
@@ -139,7 +150,7 @@ func waitProgress(dirs []string, n int, nodes []*node, timeout time.Duration) bo
 			}
 		}
 		if all {
-			return recordLines(dirs) >= n
+			return false // the crawl ended before the kill point
 		}
 		<-tick.C
 	}
@@ -237,7 +248,7 @@ func TestKillPeer(t *testing.T) {
 		faults := 0
 		var back time.Time
 		reachProgress(t, run, dataDirs(nodes), at, nodes, 2*time.Minute)
-		victim.kill()
+		victim.fault(t, run)
 		faults = 1
 		t.Logf("run %d: killed %s at %d records", run, victim.name, at)
 		if rng.IntN(3) > 0 {
@@ -299,7 +310,7 @@ func TestKillMaster(t *testing.T) {
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
 		reachProgress(t, run, dataDirs(workers), at, all, 2*time.Minute)
-		master.kill()
+		master.fault(t, run)
 		faults = 1
 		// Time is the subject: the master stays down for a random outage.
 		time.Sleep(between(rng, 0, 2*time.Second))
@@ -340,7 +351,7 @@ func TestKillWorker(t *testing.T) {
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
 		reachProgress(t, run, dataDirs(workers), at, all, 2*time.Minute)
-		victim.kill()
+		victim.fault(t, run)
 		killed := time.Now()
 		faults = 1
 		if rng.IntN(2) == 0 {
@@ -428,7 +439,7 @@ func TestKillCenter(t *testing.T) {
 		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
 		faults := 0
 		reachProgress(t, run, dataDirs(crawlers), at, all, 2*time.Minute)
-		victim.kill()
+		victim.fault(t, run)
 		faults = 1
 		// Time is the subject: the center stays down for a random outage.
 		time.Sleep(between(rng, 0, 2*time.Second))

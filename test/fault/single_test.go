@@ -56,7 +56,7 @@ func TestKillSingleNode(t *testing.T) {
 			n.start(t)
 			if killed < kills {
 				reachProgress(t, run, []string{data}, points[killed], []*node{n}, 3*time.Minute)
-				n.kill()
+				n.fault(t, run)
 				killed++
 				killTimes = append(killTimes, time.Now())
 				t.Logf("run %d: killed at %d records", run, points[killed-1])
