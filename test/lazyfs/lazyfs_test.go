@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// mountT mounts a lazyfs for the test, or skips when FUSE cannot mount (not root, no
+// /dev/fuse), failing instead with SPIDER_REQUIRE_FUSE=1.
+func mountT(t *testing.T) (l *FS, backing, mnt string) {
+	t.Helper()
+	backing, mnt = t.TempDir(), t.TempDir()
+	l, err := Mount(backing, mnt)
+	if err != nil {
+		if os.Getenv("SPIDER_REQUIRE_FUSE") == "1" {
+			t.Fatalf("SPIDER_REQUIRE_FUSE=1 but %v", err)
+		}
+		t.Skipf("cannot mount FUSE here (needs root and /dev/fuse): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.Unmount(); err == nil {
+			l.Wait()
+		}
+	})
+	return l, backing, mnt
+}
+
+// TestCrashDropsUnsynced checks the contract: what an fsync covered survives a crash,
+// everything written after it (appends, overwrites, truncations, new files' data) is
+// dropped and counted, and readers saw every write before the crash, through read(2) and
+// mmap(2).
+func TestCrashDropsUnsynced(t *testing.T) {
+	l, backing, mnt := mountT(t)
+	p := filepath.Join(mnt, "f")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced := bytes.Repeat([]byte("A"), 5000)
+	if _, err := f.Write(synced); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(bytes.Repeat([]byte("B"), 3000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("CCCCC"), 100); err != nil {
+		t.Fatal(err)
+	}
+	// Read-your-writes, by read(2), stat(2) and a shared mapping (bbolt reads that way).
+	if fi, err := os.Stat(p); err != nil || fi.Size() != 8000 {
+		t.Fatalf("stat on the mount: %v, %v; want 8000 bytes", fi, err)
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, 8000, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m[98:107]) != "AACCCCCAA" || m[7999] != 'B' {
+		t.Errorf("mmap does not see the unsynced writes: %q … %q", m[98:107], m[7999])
+	}
+	if _, err := f.WriteAt([]byte("D"), 7999); err != nil {
+		t.Fatal(err)
+	}
+	if m[7999] != 'D' {
+		t.Errorf("mmap does not see a write made after mapping: %q", m[7999])
+	}
+	syscall.Munmap(m)
+	f.Close()
+	if err := os.WriteFile(filepath.Join(mnt, "new"), []byte("never synced"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(backing, "f")); err != nil || !bytes.Equal(b, synced) {
+		t.Fatalf("before the crash the backing file holds %d bytes (%v), want the 5000 synced ones", len(b), err)
+	}
+
+	st := l.Crash()
+	if want := int64(3000 + 5 + len("never synced")); st.DroppedBytes != want {
+		t.Errorf("dropped %d bytes (%v), want %d", st.DroppedBytes, st.DroppedFiles, want)
+	}
+	if _, err := os.ReadFile(p); err == nil {
+		t.Error("the mount still answers after the crash")
+	}
+	if b, _ := os.ReadFile(filepath.Join(backing, "f")); !bytes.Equal(b, synced) {
+		t.Errorf("after the crash the backing file holds %d bytes, want the 5000 synced ones", len(b))
+	}
+	if fi, err := os.Stat(filepath.Join(backing, "new")); err != nil || fi.Size() != 0 {
+		t.Errorf("the unsynced new file: %v, %v; want it empty (created, data lost)", fi, err)
+	}
+}
+
+// TestTruncateIsLazy checks that a truncation is part of the unsynced data: undone by a
+// crash, applied by fsync.
+func TestTruncateIsLazy(t *testing.T) {
+	l, backing, mnt := mountT(t)
+	p := filepath.Join(mnt, "f")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(bytes.Repeat([]byte("x"), 100))
+	f.Sync()
+	f.Truncate(10)
+	if fi, _ := os.Stat(p); fi.Size() != 10 {
+		t.Errorf("size on the mount after truncate: %d, want 10", fi.Size())
+	}
+	f.Close()
+	g, _ := os.OpenFile(filepath.Join(mnt, "g"), os.O_RDWR|os.O_CREATE, 0o644)
+	g.Write([]byte("0123456789"))
+	g.Truncate(4)
+	g.Sync()
+	g.Close()
+	l.Crash()
+	if fi, _ := os.Stat(filepath.Join(backing, "f")); fi.Size() != 100 {
+		t.Errorf("the unsynced truncate survived the crash: %d bytes, want 100", fi.Size())
+	}
+	if b, _ := os.ReadFile(filepath.Join(backing, "g")); string(b) != "0123" {
+		t.Errorf("synced truncate: backing holds %q, want %q", b, "0123")
+	}
+}
+
+// TestSyncAll checks the clean shutdown: every write reaches the backing files.
+func TestSyncAll(t *testing.T) {
+	l, backing, mnt := mountT(t)
+	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SyncAll(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(backing, "f")); string(b) != "kept" {
+		t.Errorf("after SyncAll the backing file holds %q", b)
+	}
+}
