@@ -631,9 +631,11 @@ func (s *Store) syncLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := s.db.Sync(); err != nil {
+			err := s.db.Sync()
+			if err != nil {
 				s.log.Error("crawl state: background fsync failed", "err", err)
 			}
+			callSyncedHook(s, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,14 +111,51 @@ func TestOpenOptionsValidation(t *testing.T) {
 	}
 }
 
+// TestBackgroundSync checks that a store with SyncInterval fsyncs in the background: the
+// loop's hook must report successful fsyncs of this store after a commit, without Close
+// (it fails when the loop never starts or never fsyncs), and no hook call may start once
+// Close returned (Close stops the loop).
 func TestBackgroundSync(t *testing.T) {
-	s := openTest(t, t.TempDir(), Options{SyncInterval: 5 * time.Millisecond})
+	var closed, afterClose atomic.Bool
+	ch := make(chan error, 64)
+	var s *Store
+	var mine atomic.Pointer[Store]
+	hook := func(st *Store, err error) {
+		if st != mine.Load() {
+			return // another test's store
+		}
+		if closed.Load() {
+			afterClose.Store(true)
+		}
+		select {
+		case ch <- err:
+		default:
+		}
+	}
+	syncedHook.Store(&hook)
+	defer syncedHook.Store(nil)
+	s = openTest(t, t.TempDir(), Options{SyncInterval: 5 * time.Millisecond})
+	mine.Store(s)
 	if _, err := s.Discover(ctx, reqs("http://a/")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	deadline := time.After(30 * time.Second) // bounds a loop that never runs; not a synchronisation
+	for n := 0; n < 2; n++ {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("background fsync failed: %v", err)
+			}
+		case <-deadline:
+			t.Fatalf("%d background fsyncs within 30 s of a commit with SyncInterval 5ms, want 2", n)
+		}
+	}
 	must(t, s.Close())
+	closed.Store(true)
 	must(t, s.Close()) // idempotent
+	if afterClose.Load() {
+		t.Error("the background fsync loop ran after Close returned")
+	}
 }
 
 func must(t testing.TB, err error) {
