@@ -8,6 +8,7 @@ import (
 	"compress/zlib"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -67,15 +68,29 @@ func deflateReader(br *bufio.Reader) io.Reader {
 	return flate.NewReader(br)
 }
 
+// maxPresize caps the buffer allocated ahead of a body's bytes from the
+// size the server announced (Content-Length): a server can announce any
+// size, so beyond this the buffer only grows as bytes actually arrive.
+const maxPresize = 1 << 20
+
 // readCapped reads r until EOF or max bytes, whichever first. truncated is
-// true when more than max bytes were available. sizeHint, if in (0, max],
-// pre-sizes the buffer.
+// true when more than max bytes were available. sizeHint (the server's
+// Content-Length, untrusted) pre-sizes the buffer to at most
+// min(sizeHint, max, maxPresize) bytes; memory otherwise follows the bytes
+// read, never the announced size.
 func readCapped(r io.Reader, max, sizeHint int64) (body []byte, truncated bool, err error) {
 	var buf bytes.Buffer
-	if sizeHint > 0 && sizeHint <= max {
-		buf.Grow(int(sizeHint) + 1)
+	if max < 0 {
+		max = 0
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
+	if sizeHint > 0 {
+		buf.Grow(int(min(sizeHint, max, maxPresize)) + 1)
+	}
+	limit := max
+	if limit < math.MaxInt64 {
+		limit++ // one byte more tells a body of exactly max bytes from a longer one
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, limit))
 	if err != nil {
 		return buf.Bytes(), false, err
 	}

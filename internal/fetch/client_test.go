@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -857,5 +858,82 @@ func TestMetrics(t *testing.T) {
 	}
 	if got["spider_fetch_bytes_total"] < 10 {
 		t.Errorf("spider_fetch_bytes_total = %v", got["spider_fetch_bytes_total"])
+	}
+}
+
+// TestHostileContentLength: a server announces a huge body (1e15 bytes,
+// 4e9 bytes) and sends a few bytes or none. The client must neither panic
+// nor allocate for the announced size: the buffer is pre-sized from
+// Content-Length by at most 1 MiB and grows with the bytes that arrive.
+func TestHostileContentLength(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		cl := strings.TrimPrefix(r.URL.Path, "/")
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %s\r\n\r\n", cl)
+		if r.URL.Query().Get("body") != "" {
+			buf.WriteString("<html><title>short</title></html>")
+		}
+		buf.Flush()
+	})
+	for _, maxBody := range []int64{10 << 20, MaxBodyLimit} {
+		c := newClient(t, Config{AllowPrivate: true, MaxBodyBytes: maxBody})
+		for _, path := range []string{"/1000000000000000", "/1000000000000000?body=1", "/4000000000", "/4000000000?body=1", "/1000000000", "/1000000000?body=1", "/9223372036854775807"} {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			resp, err := get(t, c, srv.URL+path, 0)
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Errorf("max %d, Content-Length %s: a body cut short was accepted (%d bytes)", maxBody, path, len(resp.Body))
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+				t.Errorf("max %d, Content-Length %s: allocated %d MiB for a body of at most 34 bytes", maxBody, path, alloc>>20)
+			}
+		}
+	}
+}
+
+func TestReadCappedPresize(t *testing.T) {
+	for _, tt := range []struct {
+		max, hint int64
+		body      string
+	}{
+		{10, 1 << 62, "0123456789abc"},
+		{math.MaxInt64, math.MaxInt64, "abc"},
+		{math.MaxInt64, 0, "abc"},
+		{0, 5, "abc"},
+		{1 << 30, 1 << 40, ""},
+	} {
+		body, truncated, err := readCapped(strings.NewReader(tt.body), tt.max, tt.hint)
+		want := tt.body[:min(int64(len(tt.body)), tt.max)]
+		if err != nil || string(body) != want || truncated != (int64(len(tt.body)) > tt.max) {
+			t.Errorf("readCapped(%q, max %d, hint %d) = %q, %v, %v", tt.body, tt.max, tt.hint, body, truncated, err)
+		}
+		if cap(body) > 2*maxPresize+len(tt.body)*2+64 {
+			t.Errorf("readCapped(max %d, hint %d): buffer of %d bytes for %d", tt.max, tt.hint, cap(body), len(tt.body))
+		}
+	}
+}
+
+func TestNewRefusesHostileConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{MaxBodyBytes: MaxBodyLimit + 1},
+		{UserAgent: "spider/1\r\nX-Injected: 1"},
+		{UserAgent: "spider/1\n"},
+		{UserAgent: "spider\x00"},
+		{UserAgent: "spider\x7f"},
+		{UserAgent: "spider\tbot"},
+	} {
+		if _, err := New(cfg, nil, nil); err == nil || !strings.HasPrefix(err.Error(), "cannot configure the fetcher") {
+			t.Errorf("New(%q, %d) error = %v, want refused", cfg.UserAgent, cfg.MaxBodyBytes, err)
+		}
+	}
+	if _, err := New(Config{UserAgent: "spider/1 (+https://example.org/bot; ü)", MaxBodyBytes: MaxBodyLimit}, nil, nil); err != nil {
+		t.Errorf("a printable user agent and the largest body cap: %v", err)
 	}
 }

@@ -40,7 +40,9 @@ type Config struct {
 	// body. Default 60s.
 	TotalTimeout time.Duration
 	// MaxBodyBytes caps a body after content decoding; a longer body is cut
-	// there and the Response marked Truncated. Default 10 MiB.
+	// there and the Response marked Truncated. Default 10 MiB, at most
+	// MaxBodyLimit. Memory for a body follows the bytes received: the
+	// server's Content-Length pre-sizes at most 1 MiB.
 	MaxBodyBytes int64
 	// DNSCacheTTL is how long resolved addresses are reused. Default 5m.
 	DNSCacheTTL time.Duration
@@ -62,6 +64,24 @@ type Config struct {
 	Lookup LookupFunc
 }
 
+// MaxBodyLimit is the largest Config.MaxBodyBytes accepted (1 GiB): one
+// body is held in memory whole, so a larger cap would let one server
+// exhaust the crawler's memory.
+const MaxBodyLimit = 1 << 30
+
+// CheckHeaderValue reports whether v can be sent as an HTTP header value:
+// no control characters, tab included (CR and LF would split the header and inject
+// others; NUL and the rest are refused by servers) and no DEL. what names
+// the value in the error, e.g. "--user-agent".
+func CheckHeaderValue(what, v string) error {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < 0x20 || b == 0x7f {
+			return fmt.Errorf("%s contains the control character %q at byte %d: header values must be one line of printable text", what, string(rune(b)), i)
+		}
+	}
+	return nil
+}
+
 // withDefaults returns c with defaults filled in, or an error naming the
 // first invalid field.
 func (c Config) withDefaults() (Config, error) {
@@ -79,6 +99,12 @@ func (c Config) withDefaults() (Config, error) {
 	neg("DNSNegativeTTL", int64(c.DNSNegativeTTL))
 	neg("DNSMaxInFlight", int64(c.DNSMaxInFlight))
 	neg("MaxIdleConnsPerHost", int64(c.MaxIdleConnsPerHost))
+	if c.MaxBodyBytes > MaxBodyLimit {
+		errs = append(errs, fmt.Errorf("MaxBodyBytes is %d: use at most %d (1 GiB)", c.MaxBodyBytes, MaxBodyLimit))
+	}
+	if err := CheckHeaderValue("UserAgent", c.UserAgent); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("cannot configure the fetcher: %w", err)
 	}
