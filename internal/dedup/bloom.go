@@ -101,16 +101,26 @@ const (
 // complete, intact filter written by WriteTo.
 var ErrCorrupt = errors.New("corrupt bloom filter data")
 
-// NewBloom returns an empty filter sized for expected insertions at a false
-// positive rate fpRate, using the standard optimal formulas
-//
-//	m = ceil(-n·ln(p) / (ln 2)²)   bits (rounded up to a multiple of 64)
-//	k = round((m/n)·ln 2)          hash functions (at least 1, at most 64)
-//
-// For n = 10⁷ and p = 10⁻⁶ that is m ≈ 2.9·10⁸ bits (36 MB) and k = 20.
-// expected 0 is treated as 1; fpRate outside (0, 1) is clamped to
-// [1e-12, 0.5].
-func NewBloom(expected uint64, fpRate float64) *Bloom {
+// MaxBloomBytes is the largest filter NewBloom allocates (4 GiB, 2^35
+// bits): about 1.2·10⁹ URLs at a false-positive rate of 10⁻⁶. Sizes from
+// configuration are checked against it with BloomBytes before a crawl
+// starts; NewBloom itself never allocates more (a larger request gets this
+// size and a higher false-positive rate).
+const MaxBloomBytes = 1 << 32
+
+// BloomBytes returns the memory, in bytes, of the filter NewBloom would
+// size for expected insertions at fpRate, without the MaxBloomBytes cap
+// (so callers can refuse a size and say what it would have needed). It
+// returns +Inf when the size does not fit a float64.
+func BloomBytes(expected uint64, fpRate float64) float64 {
+	_, words := bloomShape(expected, fpRate)
+	return words * 8
+}
+
+// bloomShape clamps fpRate and returns the bits per insertion that the
+// optimal formulas give and the filter's size in 64-bit words (uncapped,
+// as a float so that absurd sizes do not overflow).
+func bloomShape(expected uint64, fpRate float64) (n, words float64) {
 	if expected == 0 {
 		expected = 1
 	}
@@ -120,12 +130,31 @@ func NewBloom(expected uint64, fpRate float64) *Bloom {
 	if fpRate > 0.5 {
 		fpRate = 0.5
 	}
-	n := float64(expected)
+	n = float64(expected)
 	mf := math.Ceil(-n * math.Log(fpRate) / (math.Ln2 * math.Ln2))
-	words := uint64(math.Ceil(mf / 64))
-	if words == 0 {
-		words = 1
-	}
+	return n, max(math.Ceil(mf/64), 1)
+}
+
+// bloomWords is the size of NewBloom's filter in 64-bit words: the
+// optimal size, capped at MaxBloomBytes.
+func bloomWords(expected uint64, fpRate float64) uint64 {
+	_, wf := bloomShape(expected, fpRate)
+	return uint64(min(wf, MaxBloomBytes/8))
+}
+
+// NewBloom returns an empty filter sized for expected insertions at a false
+// positive rate fpRate, using the standard optimal formulas
+//
+//	m = ceil(-n·ln(p) / (ln 2)²)   bits (rounded up to a multiple of 64)
+//	k = round((m/n)·ln 2)          hash functions (at least 1, at most 64)
+//
+// For n = 10⁷ and p = 10⁻⁶ that is m ≈ 2.9·10⁸ bits (36 MB) and k = 20.
+// expected 0 is treated as 1; fpRate outside (0, 1) is clamped to
+// [1e-12, 0.5]. The filter never exceeds MaxBloomBytes: check BloomBytes
+// first to refuse a configuration that asks for more.
+func NewBloom(expected uint64, fpRate float64) *Bloom {
+	n, _ := bloomShape(expected, fpRate)
+	words := bloomWords(expected, fpRate)
 	m := words * 64
 	k := uint32(math.Round(float64(m) / n * math.Ln2))
 	k = max(1, min(k, maxK))

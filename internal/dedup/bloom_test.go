@@ -324,3 +324,33 @@ func benchKeys(n int) []string {
 	}
 	return keys
 }
+
+// TestBloomSizeBounded: sizes from configuration cannot make NewBloom
+// panic or allocate without bound (--expected-urls 1e15 used to panic in
+// make), and BloomBytes tells the memory a size would need.
+func TestBloomSizeBounded(t *testing.T) {
+	for _, tt := range []struct {
+		n    uint64
+		p    float64
+		want float64 // bytes, ±1 word
+	}{
+		{10_000_000, 1e-6, 35_943_976},
+		{1, 0.5, 8},
+		{0, 0, 8},
+	} {
+		if got := BloomBytes(tt.n, tt.p); got < tt.want-8 || got > tt.want+8 {
+			t.Errorf("BloomBytes(%d, %g) = %.0f, want about %.0f", tt.n, tt.p, got, tt.want)
+		}
+		if b := NewBloom(tt.n, tt.p); float64(b.M()/8) != BloomBytes(tt.n, tt.p) {
+			t.Errorf("NewBloom(%d, %g) has %d bytes, BloomBytes says %.0f", tt.n, tt.p, b.M()/8, BloomBytes(tt.n, tt.p))
+		}
+	}
+	for _, n := range []uint64{1e15, math.MaxUint64} {
+		if got := BloomBytes(n, 1e-6); got <= MaxBloomBytes || math.IsNaN(got) {
+			t.Errorf("BloomBytes(%d, 1e-6) = %g, want more than the cap", n, got)
+		}
+	}
+	if words := bloomWords(1e15, 1e-6); words*8 != MaxBloomBytes {
+		t.Fatalf("NewBloom(1e15) would allocate %d bytes, want the cap %d", words*8, MaxBloomBytes)
+	}
+}
