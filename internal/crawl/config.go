@@ -1,14 +1,20 @@
 package crawl
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/spider-crawler/spider/internal/dedup"
+	"github.com/spider-crawler/spider/internal/fetch"
 )
 
 // Duration is a time.Duration that reads and writes itself in YAML as a
@@ -271,7 +277,30 @@ func productToken(ua string) string {
 	return ua[:end]
 }
 
-// Validate reports every problem with c at once, each saying what to change.
+// Ranges of the numeric settings (Validate refuses values outside them;
+// the flags' help texts quote them).
+const (
+	MaxMaxDepth       = 1000
+	MaxConcurrency    = 10000
+	MaxPerHost        = 64
+	MaxRedirectsLimit = 50
+	MaxRetriesLimit   = 20
+	MinMemoryBudget   = 1000
+	MaxMemoryBudget   = 1_000_000_000
+	MinBodyBytes      = 1024
+	MaxBodyLimit      = fetch.MaxBodyLimit // 1 GiB: one body is held in memory whole
+	MinFPRate         = 1e-12
+	MaxFPRate         = 0.5
+	// MaxDelay bounds Delay, MaxCrawlDelay and RetryDelay; MaxTimeout each
+	// time-out.
+	MaxDelay   = Duration(time.Hour)
+	MaxTimeout = Duration(time.Hour)
+)
+
+// Validate reports every problem with c at once, each on its own line
+// naming the setting as its flag (--max-depth) with its valid range. It
+// checks c as it is: run it on a configuration straight from the flags to
+// refuse zeros that Defaults would otherwise replace.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -279,55 +308,159 @@ func (c *Config) Validate() error {
 	case "host", "domain", "seeds", "any":
 	case "regexp":
 		if c.ScopeRegexp == "" {
-			bad("scope is regexp but no scope-regexp is given: set --scope-regexp PATTERN")
+			bad("--scope is regexp but no --scope-regexp is given: set --scope-regexp PATTERN")
 		} else if _, err := regexp.Compile(c.ScopeRegexp); err != nil {
-			bad("scope-regexp %q does not compile: %w", c.ScopeRegexp, err)
+			bad("--scope-regexp %q does not compile: %w", c.ScopeRegexp, err)
 		}
 	default:
-		bad("unknown scope %q: use host, domain, seeds, regexp or any", c.Scope)
+		bad("unknown --scope %q: use host, domain, seeds, regexp or any", c.Scope)
 	}
-	if c.Concurrency < 1 || c.Concurrency > 10000 {
-		bad("concurrency %d is out of range: use 1 to 10000", c.Concurrency)
+	intRange := func(flag string, v, lo, hi int64, unit string) {
+		if v < lo || v > hi {
+			bad("--%s %d is out of range: use %d to %d%s", flag, v, lo, hi, unit)
+		}
 	}
-	if c.PerHost < 1 || c.PerHost > 64 {
-		bad("per-host %d is out of range: use 1 to 64 connections per host", c.PerHost)
+	if c.MaxDepth < -1 || c.MaxDepth > MaxMaxDepth {
+		bad("--max-depth %d is out of range: use -1 (unlimited) or 0 (seeds only) to %d", c.MaxDepth, MaxMaxDepth)
 	}
-	if c.Delay < 0 {
-		bad("delay %s is negative", time.Duration(c.Delay))
+	if c.MaxPages < 0 {
+		bad("--max-pages %d is negative: use 0 (no limit) or a positive count", c.MaxPages)
 	}
+	intRange("concurrency", int64(c.Concurrency), 1, MaxConcurrency, " fetch workers")
+	intRange("per-host", int64(c.PerHost), 1, MaxPerHost, " connections per host")
+	durRange := func(flag string, v, lo, hi Duration) {
+		if v < lo || v > hi {
+			lows := time.Duration(lo).String()
+			if lo == 1 {
+				lows = "1ns"
+			}
+			bad("--%s %s is out of range: use %s to %s", flag, time.Duration(v), lows, time.Duration(hi))
+		}
+	}
+	durRange("delay", c.Delay, 0, MaxDelay)
+	durRange("max-crawl-delay", c.MaxCrawlDelay, 0, MaxDelay)
+	durRange("retry-delay", c.RetryDelay, 1, MaxDelay)
+	durRange("connect-timeout", c.ConnectTimeout, 1, MaxTimeout)
+	durRange("first-byte-timeout", c.FirstByteTimeout, 1, MaxTimeout)
+	durRange("timeout", c.Timeout, 1, MaxTimeout)
 	if c.DelayFrom != DelayFromDone && c.DelayFrom != DelayFromStart {
 		bad("unknown delay-from %q: use done (delay after each answer) or start (delay between request starts)", c.DelayFrom)
 	}
-	if c.MaxRedirects < 0 || c.MaxRedirects > 50 {
-		bad("max-redirects %d is out of range: use 0 to 50", c.MaxRedirects)
-	}
-	if c.MaxRetries < 0 || c.MaxRetries > 20 {
-		bad("max-retries %d is out of range: use 0 to 20", c.MaxRetries)
-	}
-	if c.Seen != "exact" && c.Seen != "bloom" {
-		bad("unknown seen mode %q: use exact or bloom", c.Seen)
-	}
-	if c.FPRate <= 0 || c.FPRate >= 1 {
-		bad("fp-rate %g is out of range: use a probability such as 1e-6", c.FPRate)
-	}
-	if c.MaxRate < 0 || c.MaxRate > HardMaxRate {
-		bad("max-rate %g is out of range: use 0 (no global cap) to %d requests/s", c.MaxRate, HardMaxRate)
-	}
-	if c.MemoryBudget < 1000 {
-		bad("memory-budget %d is too small: use at least 1000 URLs", c.MemoryBudget)
-	}
-	if c.MaxBodyBytes < 1024 {
-		bad("max-body-bytes %d is too small: use at least 1024", c.MaxBodyBytes)
-	}
-	if c.Topics != "" {
-		if _, err := os.Stat(c.Topics); err != nil {
-			bad("cannot use topics file: %w", err)
+	for _, h := range []struct{ flag, v string }{{"--user-agent", c.UserAgent}, {"--robots-agent", c.RobotsAgent}} {
+		if err := fetch.CheckHeaderValue(h.flag, h.v); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if c.Timeout <= 0 || c.ConnectTimeout <= 0 || c.FirstByteTimeout <= 0 {
-		bad("time-outs must be positive")
+	if c.UserAgent == "" {
+		bad("--user-agent is empty: name the crawler and a contact URL, e.g. %q", DefaultUserAgent)
+	}
+	intRange("max-redirects", int64(c.MaxRedirects), 0, MaxRedirectsLimit, "")
+	intRange("max-retries", int64(c.MaxRetries), 0, MaxRetriesLimit, "")
+	if c.Seen != "exact" && c.Seen != "bloom" {
+		bad("unknown --seen %q: use exact or bloom", c.Seen)
+	}
+	fpOK := c.FPRate >= MinFPRate && c.FPRate <= MaxFPRate // false for NaN
+	if !fpOK {
+		bad("--fp-rate %g is out of range: use a probability from %g to %g, such as 1e-6", c.FPRate, MinFPRate, MaxFPRate)
+	}
+	if c.ExpectedURLs < 1 {
+		bad("--expected-urls %d is out of range: use at least 1", c.ExpectedURLs)
+	} else if need := dedup.BloomBytes(c.ExpectedURLs, c.FPRate); fpOK && need > dedup.MaxBloomBytes {
+		most := uint64(dedup.MaxBloomBytes * 8 * math.Ln2 * math.Ln2 / -math.Log(c.FPRate))
+		bad("--expected-urls %d at --fp-rate %g needs a Bloom filter of %s in memory, more than the %s allowed: use 1 to %d at this --fp-rate, or raise --fp-rate",
+			c.ExpectedURLs, c.FPRate, byteSize(need), byteSize(dedup.MaxBloomBytes), most)
+	}
+	if !(c.MaxRate >= 0 && c.MaxRate <= HardMaxRate) { // NaN too
+		bad("--max-rate %g is out of range: use 0 (no global cap) to %d requests/s", c.MaxRate, HardMaxRate)
+	}
+	intRange("memory-budget", int64(c.MemoryBudget), MinMemoryBudget, MaxMemoryBudget, " URLs")
+	intRange("max-body-bytes", c.MaxBodyBytes, MinBodyBytes, MaxBodyLimit, " bytes (1 GiB)")
+	if c.Topics != "" {
+		if _, err := os.Stat(c.Topics); err != nil {
+			bad("cannot use --topics file: %w", err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// byteSize writes n bytes with a binary unit: "4 GiB", "178 TiB".
+func byteSize(n float64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	if n >= 1024 {
+		return fmt.Sprintf("%.3g %s", n, units[i])
+	}
+	return fmt.Sprintf("%.0f %s", n, units[i])
+}
+
+// LocalFields names the settings that concern the machine a process runs
+// on rather than the crawl's rules: where it writes (Data, Topics), whom it
+// may connect to and how names resolve (AllowPrivate, Resolve,
+// ResolveFile: the SSRF guard), and the resources it spends (Concurrency,
+// MemoryBudget, MaxBodyBytes, the time-outs). A process that takes its
+// configuration from another (a master–worker worker from Redis) must take
+// these only from its own flags: whoever can write the shared copy could
+// otherwise switch the SSRF guard off or point the process at its files.
+// The names are the Go field names (the keys of the JSON form).
+var LocalFields = []string{
+	"Data", "Topics", "AllowPrivate", "Resolve", "ResolveFile",
+	"Concurrency", "MemoryBudget", "MaxBodyBytes", "ConnectTimeout", "FirstByteTimeout", "Timeout",
+}
+
+// SetLocal copies the local-only settings (LocalFields) of local into c,
+// leaving c's crawl rules as they are.
+func (c *Config) SetLocal(local Config) {
+	c.Data, c.Topics = local.Data, local.Topics
+	c.AllowPrivate, c.ResolveFile = local.AllowPrivate, local.ResolveFile
+	c.Resolve = slices.Clone(local.Resolve)
+	c.Concurrency, c.MemoryBudget, c.MaxBodyBytes = local.Concurrency, local.MemoryBudget, local.MaxBodyBytes
+	c.ConnectTimeout, c.FirstByteTimeout, c.Timeout = local.ConnectTimeout, local.FirstByteTimeout, local.Timeout
+}
+
+// RulesJSON is the JSON form of c's crawl rules alone, the form one process
+// publishes for others (a master for its workers): every LocalFields key is
+// left out, so that no local path, address policy or limit travels.
+func (c Config) RulesJSON() ([]byte, error) {
+	c.SetLocal(Config{})
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the crawl's rules: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("cannot encode the crawl's rules: %w", err)
+	}
+	for _, k := range LocalFields {
+		delete(m, k)
+	}
+	return json.Marshal(m)
+}
+
+// RulesFromJSON decodes a configuration published by another process
+// (RulesJSON, or an older or hostile writer): it returns the crawl rules,
+// with every local-only field at its zero value, and the names of the
+// LocalFields keys the input carried and that were ignored, for the
+// caller to warn about. Set the local fields with SetLocal.
+func RulesFromJSON(b []byte) (rules Config, ignored []string, err error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Config{}, nil, fmt.Errorf("cannot decode the published crawl configuration: %w", err)
+	}
+	for _, k := range LocalFields {
+		if _, ok := m[k]; ok {
+			ignored = append(ignored, k)
+			delete(m, k)
+		}
+	}
+	b, _ = json.Marshal(m)
+	if err := json.Unmarshal(b, &rules); err != nil {
+		return Config{}, nil, fmt.Errorf("cannot decode the published crawl configuration: %w", err)
+	}
+	return rules, ignored, nil
 }
 
 // LoadFile reads a YAML configuration file into c (fields absent from the
