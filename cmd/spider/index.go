@@ -110,6 +110,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
+	for _, d := range st.Damaged {
+		fmt.Fprintf(stdout, "damaged segment %s: %v\n", d.Name, d.Err)
+	}
+	if len(st.Damaged) > 0 {
+		fmt.Fprintf(stdout, "%d damaged segment(s): the index was rebuilt from the records\n", len(st.Damaged))
+	}
 	if st.Records == 0 {
 		fmt.Fprintf(stdout, "index is up to date (%d bytes of records indexed); %d segment(s)\n", st.ToOffset, st.Segments)
 		return nil

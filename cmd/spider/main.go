@@ -34,6 +34,7 @@ var commands = []command{
 	{"serve", "serve the search page, crawl dashboard, JSON API and /metrics", runServe},
 	{"stats", "summarise a crawl's data directory", runStats},
 	{"export", "write a crawl's records as JSON lines or WARC", runExport},
+	{"fsck", "check a data directory for damage and repair it (--repair)", runFsck},
 	{"robots", "check a URL against a robots.txt file", runRobots},
 	{"version", "print the version", runVersion},
 }

@@ -36,16 +36,22 @@ type BuildOptions struct {
 	Logger *slog.Logger
 }
 
+// Damaged live segments (missing, wrong size, or failing a section's
+// CRC-32C) make Build start over: the index's checkpoint covers every
+// segment, and the records are the source of truth, so the index is reset
+// and every record indexed again. BuildStats.Damaged names them.
+
 // BuildStats counts what a Build did.
 type BuildStats struct {
-	FromOffset, ToOffset int64         // records.jsonl bytes indexed by this run
-	Records              int           // record lines read
-	Docs                 int           // pages analysed and added
-	Deleted              int           // URLs whose last record has no indexable page
-	Skipped              int           // pages not indexed: noindex or unreadable body
-	Bytes                int64         // page body bytes analysed
-	Segments             int           // live segments at the end
-	AnalyzerLoad         time.Duration // time spent loading the Chinese dictionaries by this Build (0: no Han text met, or loaded earlier in the process)
+	FromOffset, ToOffset int64           // records.jsonl bytes indexed by this run
+	Records              int             // record lines read
+	Docs                 int             // pages analysed and added
+	Deleted              int             // URLs whose last record has no indexable page
+	Skipped              int             // pages not indexed: noindex or unreadable body
+	Bytes                int64           // page body bytes analysed
+	Segments             int             // live segments at the end
+	Damaged              []SegmentDamage // live segments found damaged; the index was rebuilt
+	AnalyzerLoad         time.Duration   // time spent loading the Chinese dictionaries by this Build (0: no Han text met, or loaded earlier in the process)
 	Took                 time.Duration
 }
 
@@ -76,6 +82,17 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 		return st, err
 	}
 	defer w.Close()
+	if !opt.Rebuild {
+		w.mu.Lock()
+		segs := append([]segmentMeta(nil), w.man.Segments...)
+		w.mu.Unlock()
+		if st.Damaged = verifySegments(w.dir, segs); len(st.Damaged) > 0 {
+			for _, d := range st.Damaged {
+				w.log.Warn("index: damaged segment; rebuilding the index from the records", "segment", d.Name, "err", d.Err)
+			}
+			opt.Rebuild = true
+		}
+	}
 	if opt.Rebuild {
 		if err := w.Reset("embedded"); err != nil {
 			return st, err

@@ -86,7 +86,7 @@ type segment struct {
 // It never panics on any input.
 func decodeSegment(name string, data []byte) (*segment, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("cannot open index segment %s: %s; rebuild the index (delete DATA/index and run spider index): %w",
+		return fmt.Errorf("cannot open index segment %s: %s; run spider index --data DIR (it rebuilds damaged segments) or spider fsck --data DIR --repair: %w",
 			name, fmt.Sprintf(format, args...), ErrCorrupt)
 	}
 	if len(data) < headerSize+footerSize {
@@ -142,7 +142,7 @@ func decodeSegment(name string, data []byte) (*segment, error) {
 func openSegment(dir, name string) (*segment, error) {
 	data, unmap, err := mapFile(filepath.Join(dir, name))
 	if err != nil {
-		return nil, fmt.Errorf("cannot open index segment %s: %w", name, err)
+		return nil, fmt.Errorf("cannot open index segment %s: %w; run spider index --data DIR (it rebuilds missing segments) or spider fsck --data DIR --repair", name, err)
 	}
 	s, err := decodeSegment(name, data)
 	if err != nil {

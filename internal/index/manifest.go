@@ -55,7 +55,7 @@ func readManifest(dir string) (m manifest, exists bool, err error) {
 		return m, false, fmt.Errorf("cannot read the index manifest: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, true, fmt.Errorf("cannot read the index manifest %s: %v; rebuild the index (delete the directory and run spider index): %w",
+		return m, true, fmt.Errorf("cannot read the index manifest %s: %v; run spider fsck --data DIR --repair (it resets the index), then spider index: %w",
 			filepath.Join(dir, ManifestFile), err, ErrCorrupt)
 	}
 	if m.Version != manifestVersion {

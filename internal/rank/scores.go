@@ -33,7 +33,7 @@ func ReadScores(path string) (map[string]float64, error) {
 	defer f.Close()
 	scores, err := parseScores(f)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read rank scores %s (delete it and rerun `spider rank`): %w", path, err)
+		return nil, fmt.Errorf("cannot read rank scores %s (run `spider fsck --data DIR --repair`, or delete it, then rerun `spider rank`): %w", path, err)
 	}
 	return scores, nil
 }
@@ -41,6 +41,10 @@ func ReadScores(path string) (map[string]float64, error) {
 // parseScores decodes the scores format from r.
 func parseScores(r io.Reader) (map[string]float64, error) {
 	scores := make(map[string]float64)
+	// WriteScores ends every line with a newline: a last line without one
+	// is a torn file whose last key may be cut short.
+	var last byte
+	r = &lastByte{r: r, last: &last}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	line := 0
@@ -73,7 +77,24 @@ func parseScores(r io.Reader) (map[string]float64, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("line %d: %w", line+1, err)
 	}
+	if line > 0 && last != '\n' {
+		return nil, fmt.Errorf("line %d: no newline at the end: the file is truncated", line)
+	}
 	return scores, nil
+}
+
+// lastByte passes r through and remembers the last byte read.
+type lastByte struct {
+	r    io.Reader
+	last *byte
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		*l.last = p[n-1]
+	}
+	return n, err
 }
 
 // SortedScores returns the entries of scores ordered by score descending,

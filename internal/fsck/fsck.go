@@ -1,0 +1,674 @@
+// Package fsck checks a crawl data directory for damage and repairs it
+// (`spider fsck --data DIR [--repair]`).
+//
+// # What is checked
+//
+//	state/state.db   bbolt opens read-only, its meta pages and file size
+//	                 agree, every bucket decodes, bbolt's tx.Check passes,
+//	                 the stored counts match the buckets, the outcome
+//	                 counters add up to the seen URLs less the pending ones
+//	pages/           PageIndex lines well formed and in sequence, every
+//	                 page's bytes inside its PageData file, nothing after
+//	                 the last indexed page
+//	records.jsonl    every line parses, no torn last line; a record's page
+//	                 exists and carries the record's URL; every record's URL
+//	                 is known to the state; every URL the state completed
+//	                 has a record
+//	index/           MANIFEST parses; every live segment exists, has its
+//	                 recorded size and passes its CRC-32C checks
+//	graph/*.csr      version, kind and CRCs (graph.ReadFile)
+//	rank/*.tsv       every line parses (rank.ReadScores)
+//
+// Page bodies carry no checksum in the SPEC's page-file format, so a bit
+// flipped inside a body is not detected.
+//
+// # What repair does
+//
+// Repair keeps the consistent part of every file and makes the state agree
+// with what was kept, so that the next `spider crawl --data DIR` fetches
+// again whatever was lost and nothing points at another URL's body:
+//
+//   - the page files are cut after the last consistent page;
+//   - records.jsonl keeps its valid lines whose page (if any) survived with
+//     the record's URL and whose URL the state knows;
+//   - the state is rewritten (state.Rebuild) when a URL it counts as
+//     completed lost its record: a lost URL known by name (from the
+//     out-links of the kept records, the page index or the pending set) is
+//     queued again at its depth, a lost URL known only by its hash is
+//     forgotten (it is accepted again when a page linking to it is fetched,
+//     and those pages are either kept, so the URL is known by name, or lost
+//     in turn); the counters are recomputed from the kept records;
+//   - a state that cannot be read is moved to state.db.damaged and rebuilt
+//     from records.jsonl alone: every recorded URL completed, and its
+//     out-links that were never recorded queued, when their depth is within
+//     the recorded depths and their host is one the records show was
+//     crawled (the crawl's filters are not stored, so this is an estimate);
+//   - a damaged index, or one built from records that repair rewrote, is
+//     reset (the next `spider index` indexes every record again); damaged
+//     graph and rank files are removed (`spider rank` rebuilds them).
+//
+// Repair is idempotent: a check after a repair finds nothing.
+package fsck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/dedup"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/graph"
+	"github.com/spider-crawler/spider/internal/index"
+	"github.com/spider-crawler/spider/internal/rank"
+	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/urls"
+)
+
+// Paths inside a data directory, relative to it.
+const (
+	StateDir   = "state"
+	PagesDir   = "pages"
+	DamagedExt = ".damaged"
+)
+
+// ErrNotDataDir is wrapped when the directory holds no crawl.
+var ErrNotDataDir = errors.New("not a spider data directory")
+
+// Finding is one problem found in one file.
+type Finding struct {
+	File   string `json:"file"`             // path relative to the data directory
+	Offset int64  `json:"offset,omitempty"` // byte offset, when it applies (-1: whole file)
+	What   string `json:"what"`
+}
+
+func (f Finding) String() string {
+	if f.Offset > 0 {
+		return fmt.Sprintf("%s (offset %d): %s", f.File, f.Offset, f.What)
+	}
+	return f.File + ": " + f.What
+}
+
+// Report is what Run found and, with Options.Repair, did.
+type Report struct {
+	Dir      string    `json:"dir"`
+	Findings []Finding `json:"findings"`
+	// Counts of what the directory holds (as checked, before any repair).
+	Pages     int   `json:"pages"`
+	Records   int   `json:"records"`
+	Pending   int   `json:"pending"`
+	Completed int64 `json:"completed"`
+	Segments  int   `json:"segments"`
+
+	Repaired bool     `json:"repaired"`
+	Actions  []string `json:"actions,omitempty"` // what repair changed, one line each
+	// Requeued are the URLs repair queued again: their record or page was
+	// lost; the next crawl fetches them.
+	Requeued []string `json:"requeued,omitempty"`
+	// Dropped are the URLs whose record or page repair removed (most are
+	// also in Requeued; the others are fetched again when rediscovered).
+	Dropped []string `json:"dropped,omitempty"`
+	// Forgotten counts completed URLs known only by their hash, removed
+	// from the seen set so that they are accepted again when rediscovered.
+	Forgotten int `json:"forgotten,omitempty"`
+}
+
+// Clean reports whether nothing was found.
+func (r *Report) Clean() bool { return len(r.Findings) == 0 }
+
+// Options configures Run.
+type Options struct {
+	// Repair fixes what was found (see the package documentation).
+	Repair bool
+	// LockTimeout is how long to wait for a process holding the data
+	// directory. Default 1 s.
+	LockTimeout time.Duration
+	// Logger receives progress. Nil discards.
+	Logger *slog.Logger
+	// Location is the page index's time zone (store.Options.Location).
+	Location *time.Location
+}
+
+// checked is everything the check read, for the repair.
+type checked struct {
+	dir       string
+	in        *state.Inspection // nil: no state, or damaged
+	stateBad  bool              // state.db exists but cannot be read
+	stateGone bool              // state.db does not exist
+	pages     *store.PageCheck
+	lines     []store.RecordLine
+	keep      []bool // per record line: survives repair
+	indexBad  bool   // index must be reset
+	badFiles  []string
+	completed map[dedup.Key]state.SeenInfo
+	recorded  map[dedup.Key]int // key → index of its last kept record line
+	droppedRL map[string]bool   // URLs of dropped record lines
+}
+
+// Run checks the data directory dir and, with opt.Repair, repairs it. The
+// error is for what stops the check itself: dir is not a data directory
+// (ErrNotDataDir), a process holds it (wraps state.ErrLocked), an I/O
+// failure. Damage is reported in Report.Findings.
+func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = time.Second
+	}
+	if err := isDataDir(dir); err != nil {
+		return nil, err
+	}
+	rep := &Report{Dir: dir}
+	c, err := check(ctx, dir, opt, rep)
+	if err != nil {
+		return nil, err
+	}
+	if !opt.Repair || rep.Clean() {
+		return rep, nil
+	}
+	unlock, err := lockState(dir)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
+	if err := repair(ctx, c, opt, rep); err != nil {
+		return rep, err
+	}
+	rep.Repaired = true
+	return rep, nil
+}
+
+// isDataDir checks that dir exists and holds a crawl.
+func isDataDir(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot check %s: %w: %w", dir, err, ErrNotDataDir)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("cannot check %s: it is not a directory: %w", dir, ErrNotDataDir)
+	}
+	for _, p := range []string{StateDir, PagesDir, store.RecordsFileName} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot check %s: it holds no %s, %s/ or %s/ (give the --data directory of a crawl): %w",
+		dir, store.RecordsFileName, StateDir, PagesDir, ErrNotDataDir)
+}
+
+// lockState takes the lock a crawl takes (bbolt's flock on state.db), so
+// that no crawl starts while repair changes the files. A state.db that
+// does not exist yet needs no lock.
+func lockState(dir string) (func(), error) {
+	path := filepath.Join(dir, StateDir, state.DBFile)
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock %s for repair: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot repair %s: another spider process holds it; stop it first: %w", dir, state.ErrLocked)
+	}
+	return func() { f.Close() }, nil
+}
+
+func (c *checked) add(rep *Report, file string, off int64, format string, args ...any) {
+	rep.Findings = append(rep.Findings, Finding{File: file, Offset: off, What: fmt.Sprintf(format, args...)})
+}
+
+// check reads every part of the directory and fills rep.Findings.
+func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked, error) {
+	c := &checked{dir: dir, recorded: map[dedup.Key]int{}, droppedRL: map[string]bool{}}
+	stateFile := filepath.Join(StateDir, state.DBFile)
+
+	// State.
+	in, err := state.Inspect(filepath.Join(dir, StateDir), opt.LockTimeout)
+	switch {
+	case err == nil:
+		c.in = in
+		rep.Pending, rep.Completed = len(in.Pending), in.Completed()
+		for _, p := range in.Problems {
+			c.add(rep, stateFile, -1, "%s", p)
+		}
+	case errors.Is(err, state.ErrLocked):
+		return nil, err
+	case errors.Is(err, fs.ErrNotExist):
+		c.stateGone = true
+	case errors.Is(err, state.ErrDamaged):
+		c.stateBad = true
+		c.add(rep, stateFile, -1, "%v", err)
+	default:
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Page files.
+	c.pages, err = store.CheckPageFiles(filepath.Join(dir, PagesDir), opt.Location)
+	if err != nil {
+		return nil, err
+	}
+	rep.Pages = len(c.pages.Pages)
+	for _, p := range c.pages.Problems {
+		c.add(rep, filepath.Join(PagesDir, p.File), p.Offset, "%s", p.What)
+	}
+
+	// Records.
+	c.lines, err = store.ScanRecords(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	c.keep = make([]bool, len(c.lines))
+	for i, l := range c.lines {
+		if l.Err != nil {
+			what := "line does not parse: " + l.Err.Error()
+			if l.Torn {
+				what = "torn last line: " + l.Err.Error()
+			}
+			c.add(rep, store.RecordsFileName, l.Offset, "%s", what)
+			continue
+		}
+		rep.Records++
+		r := l.Rec
+		if why := c.pageMismatch(r); why != "" {
+			c.add(rep, store.RecordsFileName, l.Offset, "record of %s %s", r.URL, why)
+			c.droppedRL[r.URL] = true
+			continue
+		}
+		key := dedup.KeyOf(r.URL)
+		if c.in != nil {
+			if _, ok := c.in.Seen[key]; !ok {
+				c.add(rep, store.RecordsFileName, l.Offset, "record of %s, a URL the state does not know (the state is older than the records)", r.URL)
+				c.droppedRL[r.URL] = true
+				continue
+			}
+		}
+		c.keep[i] = true
+		c.recorded[key] = i
+	}
+	if len(c.lines) > 0 && c.stateGone {
+		c.add(rep, stateFile, -1, "is missing while %s holds %d records", store.RecordsFileName, len(c.lines))
+	}
+	if c.in != nil {
+		c.completed = c.in.CompletedKeys()
+		lost := 0
+		for k := range c.completed {
+			if _, ok := c.recorded[k]; !ok {
+				lost++
+			}
+		}
+		if lost > 0 {
+			c.add(rep, store.RecordsFileName, -1, "%d URLs the state counts as completed have no valid record (lost records or pages)", lost)
+		}
+	}
+
+	// Index, graph, rank.
+	idxDir := filepath.Join(dir, index.DirName)
+	damaged, exists, err := index.Verify(idxDir)
+	switch {
+	case err != nil:
+		c.indexBad = true
+		c.add(rep, filepath.Join(index.DirName, index.ManifestFile), -1, "%v", err)
+	case exists:
+		for _, d := range damaged {
+			c.indexBad = true
+			c.add(rep, filepath.Join(index.DirName, d.Name), -1, "%v", d.Err)
+		}
+		if segs, err := os.ReadDir(idxDir); err == nil {
+			for _, e := range segs {
+				if strings.HasSuffix(e.Name(), ".seg") {
+					rep.Segments++
+				}
+			}
+		}
+	}
+	for _, f := range []string{graph.PagesFile, graph.HostsFile} {
+		if _, _, err := graph.ReadFile(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.badFiles = append(c.badFiles, f)
+			c.add(rep, f, -1, "%v", err)
+		}
+	}
+	for _, f := range []string{rank.PagesFile, rank.HostsFile} {
+		if _, err := rank.ReadScores(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.badFiles = append(c.badFiles, f)
+			c.add(rep, f, -1, "%v", err)
+		}
+	}
+	return c, nil
+}
+
+// pageMismatch says why record r does not match the consistent pages, or "".
+func (c *checked) pageMismatch(r store.Record) string {
+	if r.PageNo < 0 {
+		return ""
+	}
+	if r.PageNo >= int64(len(c.pages.Pages)) {
+		return fmt.Sprintf("points at page %d, which the page files do not hold (they hold %d consistent pages)", r.PageNo, len(c.pages.Pages))
+	}
+	want := r.FinalURL
+	if want == "" {
+		want = r.URL
+	}
+	if got := c.pages.Pages[r.PageNo].URL; got != want {
+		return fmt.Sprintf("points at page %d, which holds %s", r.PageNo, got)
+	}
+	return ""
+}
+
+// repair fixes what check found, in an order that a crash between two
+// steps leaves repairable by running repair again: records and pages first
+// (only cut), the state last (rebuilt from what was kept).
+func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
+	act := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		rep.Actions = append(rep.Actions, s)
+		opt.Logger.Info("fsck: " + s)
+	}
+	// Page files: cut to the consistent prefix.
+	if len(c.pages.Problems) > 0 {
+		if err := store.TruncatePageFiles(filepath.Join(c.dir, PagesDir), c.pages, int64(len(c.pages.Pages))); err != nil {
+			return err
+		}
+		act("cut the page files after page %d (%d pages kept)", len(c.pages.Pages)-1, len(c.pages.Pages))
+	}
+	// Records: keep the valid, matching ones.
+	dropped := 0
+	for i := range c.lines {
+		if !c.keep[i] {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		if err := store.RewriteRecords(c.dir, c.lines, func(i int) bool { return c.keep[i] }); err != nil {
+			return err
+		}
+		act("removed %d lines from %s", dropped, store.RecordsFileName)
+		c.indexBad = true // the index's checkpoint is an offset into the old file
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// State.
+	if err := repairState(c, rep, act); err != nil {
+		return err
+	}
+	// Index, graph, rank.
+	if c.indexBad {
+		if err := index.ResetDir(filepath.Join(c.dir, index.DirName)); err != nil {
+			return err
+		}
+		act("reset the search index (run spider index --data %s to rebuild it)", c.dir)
+	}
+	for _, f := range c.badFiles {
+		if err := os.Remove(filepath.Join(c.dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot remove damaged %s: %w", f, err)
+		}
+		act("removed damaged %s (spider rank --data %s rebuilds it)", f, c.dir)
+	}
+	for u := range c.droppedRL {
+		rep.Dropped = append(rep.Dropped, u)
+	}
+	sort.Strings(rep.Dropped)
+	return nil
+}
+
+// repairState rebuilds the state when it is damaged, missing next to
+// records, or counts completed URLs that lost their record.
+func repairState(c *checked, rep *Report, act func(string, ...any)) error {
+	stateDir := filepath.Join(c.dir, StateDir)
+	path := filepath.Join(stateDir, state.DBFile)
+	var spec state.RebuildSpec
+	switch {
+	case c.in != nil:
+		lostKnown, lostTotal, stale := c.lostURLs()
+		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale {
+			return nil
+		}
+		spec = c.specFromState(lostKnown)
+		rep.Forgotten = lostTotal - len(lostKnown)
+		for _, r := range lostKnown {
+			rep.Requeued = append(rep.Requeued, r.URL)
+		}
+	case c.stateBad || (c.stateGone && len(c.lines) > 0):
+		spec = c.specFromRecords()
+		for _, r := range spec.Pending {
+			rep.Requeued = append(rep.Requeued, r.URL)
+		}
+	default:
+		return nil
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("cannot create %s: %w", stateDir, err)
+	}
+	tmp := path + ".rebuild"
+	os.Remove(tmp)
+	if err := state.Rebuild(tmp, spec); err != nil {
+		return err
+	}
+	if c.stateBad {
+		if err := os.Rename(path, path+DamagedExt); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot keep the damaged state: %w", err)
+		}
+		act("moved the damaged state to %s", filepath.Join(StateDir, state.DBFile+DamagedExt))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("cannot replace the state: %w", err)
+	}
+	// The Bloom snapshot describes the old file.
+	if err := os.Remove(filepath.Join(stateDir, state.SnapshotFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove the stale %s: %w", state.SnapshotFile, err)
+	}
+	if d, err := os.Open(stateDir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	act("rebuilt the crawl state: %d URLs completed, %d pending (%d queued again)", len(spec.Completed), len(spec.Pending), len(rep.Requeued))
+	return nil
+}
+
+// lostURLs returns the completed URLs without a kept record that are known
+// by name (as requests at their seen depth), how many completed URLs lost
+// their record in all, and whether the state holds other staleness worth a
+// rebuild (counters that do not match the kept records).
+func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool) {
+	names := c.knownNames()
+	for k, info := range c.completed {
+		if _, ok := c.recorded[k]; ok {
+			continue
+		}
+		total++
+		u, ok := names[k]
+		if !ok {
+			continue
+		}
+		known = append(known, request(u.url, depthOf(info, u.depth), u.redirects))
+	}
+	sort.Slice(known, func(i, j int) bool {
+		if known[i].Depth != known[j].Depth {
+			return known[i].Depth < known[j].Depth
+		}
+		return known[i].URL < known[j].URL
+	})
+	counts := map[string]int64{}
+	for k := range c.completed {
+		if i, ok := c.recorded[k]; ok {
+			counts[c.lines[i].Rec.Outcome]++
+		}
+	}
+	for class, n := range c.in.Counters {
+		if n != counts[class] {
+			stale = true
+		}
+	}
+	for class, n := range counts {
+		if n != c.in.Counters[class] {
+			stale = true
+		}
+	}
+	return known, total, stale
+}
+
+type name struct {
+	url       string
+	depth     int // depth implied by where the name was found; -1: unknown
+	redirects int
+}
+
+// knownNames maps keys to URLs for every URL named anywhere the repair can
+// read: kept records and their out-links, the page index (kept and cut
+// pages), the pending set and the fingerprint owners.
+func (c *checked) knownNames() map[dedup.Key]name {
+	names := map[dedup.Key]name{}
+	put := func(u string, depth, redirects int) {
+		k := dedup.KeyOf(u)
+		if n, ok := names[k]; ok && (n.depth >= 0 && (depth < 0 || n.depth <= depth)) {
+			return
+		}
+		names[k] = name{u, depth, redirects}
+	}
+	for i, l := range c.lines {
+		if !c.keep[i] {
+			if l.Err == nil {
+				put(l.Rec.URL, l.Rec.Depth, 0)
+			}
+			continue
+		}
+		r := l.Rec
+		put(r.URL, r.Depth, 0)
+		redirect := r.Status >= 300 && r.Status < 400
+		for _, o := range r.OutLinks {
+			if redirect {
+				put(o, r.Depth, 1)
+			} else {
+				put(o, r.Depth+1, 0)
+			}
+		}
+	}
+	for _, p := range c.pages.Pages {
+		put(p.URL, -1, 0)
+	}
+	for _, u := range c.pages.Dropped {
+		put(u, -1, 0)
+	}
+	if c.in != nil {
+		for _, u := range c.in.FP {
+			put(u, -1, 0)
+		}
+	}
+	return names
+}
+
+func depthOf(info state.SeenInfo, fallback int) int {
+	if info.HasDepth {
+		return info.Depth
+	}
+	return max(fallback, 0)
+}
+
+// request builds a queued request as the crawl does (politeness key
+// host:port, priority = depth).
+func request(raw string, depth, redirects int) frontier.Request {
+	key := ""
+	if u, err := url.Parse(raw); err == nil {
+		key = urls.HostPort(u)
+	}
+	return frontier.Request{URL: raw, Key: key, Depth: depth, Priority: depth, Redirects: redirects}
+}
+
+// completedURL is the rebuilt state's entry for the URL of kept record i.
+func (c *checked) completedURL(i int, depth int) state.CompletedURL {
+	r := c.lines[i].Rec
+	fp, _ := strconv.ParseUint(r.Fingerprint, 16, 64)
+	class := r.Outcome
+	if class == "" {
+		class = strconv.Itoa(r.Status)
+	}
+	return state.CompletedURL{URL: r.URL, Depth: depth, Class: class, Stored: r.PageNo >= 0, Fingerprint: fp}
+}
+
+// specFromState is the state as it was, with the lost known URLs queued
+// again, the lost unknown ones forgotten and the counters recomputed from
+// the kept records.
+func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
+	spec := state.RebuildSpec{Created: c.in.Created, FP: c.in.FP, UserMeta: c.in.UserMeta, Pages: c.in.MetaPages}
+	spec.Pending = append(spec.Pending, c.in.Pending...)
+	spec.Pending = append(spec.Pending, lost...)
+	keys := make([]dedup.Key, 0, len(c.completed))
+	for k := range c.completed {
+		if _, ok := c.recorded[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return c.recorded[keys[i]] < c.recorded[keys[j]] })
+	for _, k := range keys {
+		i := c.recorded[k]
+		spec.Completed = append(spec.Completed, c.completedURL(i, depthOf(c.completed[k], c.lines[i].Rec.Depth)))
+	}
+	return spec
+}
+
+// specFromRecords is a state rebuilt from the kept records alone.
+func (c *checked) specFromRecords() state.RebuildSpec {
+	spec := state.RebuildSpec{}
+	done := map[dedup.Key]bool{}
+	hosts := map[string]bool{}
+	maxDepth := 0
+	var order []int
+	for k, i := range c.recorded {
+		done[k] = true
+		order = append(order, i)
+	}
+	sort.Ints(order)
+	for _, i := range order {
+		r := c.lines[i].Rec
+		spec.Completed = append(spec.Completed, c.completedURL(i, r.Depth))
+		if u, err := url.Parse(r.URL); err == nil {
+			hosts[urls.HostPort(u)] = true
+		}
+		maxDepth = max(maxDepth, r.Depth)
+	}
+	queued := map[dedup.Key]int{} // key → index in spec.Pending
+	for _, i := range order {
+		r := c.lines[i].Rec
+		redirect := r.Status >= 300 && r.Status < 400
+		for _, o := range r.OutLinks {
+			depth, redirects := r.Depth+1, 0
+			if redirect {
+				depth, redirects = r.Depth, 1
+			}
+			k := dedup.KeyOf(o)
+			if done[k] || depth > maxDepth {
+				continue
+			}
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !hosts[urls.HostPort(u)] {
+				continue
+			}
+			if j, ok := queued[k]; ok {
+				if depth < spec.Pending[j].Depth {
+					spec.Pending[j] = request(o, depth, redirects)
+				}
+				continue
+			}
+			queued[k] = len(spec.Pending)
+			spec.Pending = append(spec.Pending, request(o, depth, redirects))
+		}
+	}
+	sort.SliceStable(spec.Pending, func(i, j int) bool { return spec.Pending[i].Depth < spec.Pending[j].Depth })
+	return spec
+}
