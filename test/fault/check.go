@@ -88,6 +88,14 @@ type Row struct {
 	// (all runs).
 	URLs int `json:"urls"`
 	Lost int `json:"lost"`
+	// BodiesChecked counts the stored bodies compared with the web (all runs; 0: the
+	// scenario does not compare bodies), WrongBodies those that were not the body the web
+	// serves for their record's URL (BodyCheck).
+	BodiesChecked int `json:"bodies_checked,omitempty"`
+	WrongBodies   int `json:"wrong_bodies,omitempty"`
+	// DroppedBytes counts the written but unsynced bytes a simulated power loss dropped
+	// (all runs; lazyfs).
+	DroppedBytes int64 `json:"dropped_bytes,omitempty"`
 	// Repeats are repeated requests (all runs), Bound the in-flight bound they must stay
 	// under (all runs).
 	Repeats int `json:"repeats"`
@@ -166,8 +174,8 @@ func ReadRows(path string) ([]Row, error) {
 // Table formats rows as a Markdown table, in the order given.
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| fault | runs | faults | URLs/run | URLs lost | repeated fetches (bound) | processes failed | recovery max / mean | index & rank = clean | seed | notes |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n")
+	b.WriteString("| fault | runs | faults | URLs/run | URLs lost | wrong bodies (checked) | unsynced bytes dropped | repeated fetches (bound) | processes failed | recovery max / mean | index & rank = clean | seed | notes |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n")
 	for _, r := range rows {
 		eq := r.Equal
 		if eq == "" {
@@ -177,8 +185,15 @@ func Table(rows []Row) string {
 		if r.RecoveryMax > 0 {
 			rec = r.RecoveryMax.Round(time.Millisecond).String() + " / " + r.RecoveryMean.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d (≤ %d) | %d | %s | %s | %d | %s |\n", r.Fault, r.Runs, r.Faults, r.URLs, r.Lost,
-			r.Repeats, r.Bound, r.Failed, rec, eq, r.Seed, r.Note)
+		bodies, dropped := "—", "—"
+		if r.BodiesChecked > 0 {
+			bodies = fmt.Sprintf("%d (of %d)", r.WrongBodies, r.BodiesChecked)
+		}
+		if r.DroppedBytes > 0 {
+			dropped = fmt.Sprint(r.DroppedBytes)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %d (≤ %d) | %d | %s | %s | %d | %s |\n", r.Fault, r.Runs, r.Faults, r.URLs, r.Lost,
+			bodies, dropped, r.Repeats, r.Bound, r.Failed, rec, eq, r.Seed, r.Note)
 	}
 	return b.String()
 }

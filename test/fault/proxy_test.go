@@ -161,7 +161,7 @@ func TestReadRSS(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	rows := []Row{{Fault: "f", Runs: 2, Faults: 3, URLs: 10, Lost: 0, Repeats: 1, Bound: 8, RecoveryMax: 1500 * time.Millisecond,
-		RecoveryMean: time.Second, Equal: "yes", Seed: 7, Note: "n"}, {Fault: "g"}}
+		RecoveryMean: time.Second, Equal: "yes", Seed: 7, Note: "n", BodiesChecked: 40, WrongBodies: 1, DroppedBytes: 512}, {Fault: "g"}}
 	path := t.TempDir() + "/r.jsonl"
 	for _, r := range rows {
 		if err := AppendRow(path, r); err != nil {
@@ -172,7 +172,7 @@ func TestTable(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0] != rows[0] {
 		t.Fatalf("read back %+v, %v", got, err)
 	}
-	want := "| f | 2 | 3 | 10 | 0 | 1 (≤ 8) | 0 | 1.5s / 1s | yes | 7 | n |\n| g | 0 | 0 | 0 | 0 | 0 (≤ 0) | 0 | n/a | — | 0 |  |\n"
+	want := "| f | 2 | 3 | 10 | 0 | 1 (of 40) | 512 | 1 (≤ 8) | 0 | 1.5s / 1s | yes | 7 | n |\n| g | 0 | 0 | 0 | 0 | — | — | 0 (≤ 0) | 0 | n/a | — | 0 |  |\n"
 	if tb := Table(got); !endsWith(tb, want) {
 		t.Fatalf("table:\n%s\nwant rows:\n%s", tb, want)
 	}
