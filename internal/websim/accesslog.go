@@ -53,6 +53,7 @@ type AccessLog struct {
 	enc       *json.Encoder
 	werr      error
 	logger    *slog.Logger
+	grew      chan struct{} // closed (and cleared) when an entry is recorded: WaitFor
 }
 
 func newAccessLog(capacity int, out io.Writer, logger *slog.Logger) *AccessLog {
@@ -83,6 +84,10 @@ func (l *AccessLog) finish(e Entry) {
 	}
 	if e.Misrouted {
 		l.misrouted++
+	}
+	if l.grew != nil {
+		close(l.grew)
+		l.grew = nil
 	}
 	if l.cap > 0 && len(l.entries) < l.cap {
 		l.entries = append(l.entries, e)

@@ -57,7 +57,7 @@ func TestAccessLogMaxOpenAndMinGap(t *testing.T) {
 	srv2, c2 := startWeb(t, Config{})
 	for i := range 3 {
 		if i > 0 {
-			time.Sleep(250 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond) // time is the subject: the gaps MinGap measures
 		}
 		mustFetch(t, c2, srv2.URL("www.d0.test", "/s/2/"))
 		if i == 1 {
@@ -152,6 +152,13 @@ func TestPerIPListenersAndMisrouting(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+	// Entries are recorded after the answers were sent: wait for all three before
+	// checking that none was misrouted.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := srv.Log().WaitFor(ctx, func(es []Entry) bool { return len(es) == len(entries) }); err != nil {
+		t.Fatalf("the requests were never logged (%d entries): %v", srv.Log().Len(), err)
+	}
 	if srv.Log().Misrouted() != 0 {
 		t.Fatalf("%d misrouted requests", srv.Log().Misrouted())
 	}
@@ -162,10 +169,40 @@ func TestPerIPListenersAndMisrouting(t *testing.T) {
 		t.Fatalf("misrouted request not served: %v", err)
 	}
 	resp.Body.Close()
-	time.Sleep(20 * time.Millisecond)
+	// The entry is recorded after the answer was sent: wait for it.
+	if err := srv.Log().WaitFor(ctx, func(es []Entry) bool { return len(es) == len(entries)+1 }); err != nil {
+		t.Fatalf("the misrouted request was never logged (%d entries): %v", srv.Log().Len(), err)
+	}
 	if srv.Log().Misrouted() != 1 {
 		t.Fatalf("Misrouted() = %d, want 1", srv.Log().Misrouted())
 	}
 }
 
 func itoaPort(p int) string { return strings.TrimPrefix(portSuffix(p), ":") }
+
+func TestAccessLogWaitFor(t *testing.T) {
+	srv, c := startWeb(t, Config{})
+	log := srv.Log()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := log.WaitFor(ctx, func(es []Entry) bool { return len(es) > 0 }); err == nil {
+		t.Fatal("WaitFor on an empty log with a cancelled context returned nil")
+	}
+	if err := log.WaitFor(ctx, func(es []Entry) bool { return len(es) == 0 }); err != nil {
+		t.Fatalf("WaitFor with a condition that holds: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		done <- log.WaitFor(ctx, func(es []Entry) bool { return len(es) == 2 })
+	}()
+	mustFetch(t, c, srv.URL("www.d0.test", "/"))
+	mustFetch(t, c, srv.URL("www.d0.test", "/about.html"))
+	if err := <-done; err != nil {
+		t.Fatalf("WaitFor did not see two requests: %v", err)
+	}
+	if n := log.Len(); n != 2 {
+		t.Fatalf("WaitFor returned with %d entries, want 2", n)
+	}
+}

@@ -198,9 +198,25 @@ func TestHangAndReset(t *testing.T) {
 	if err == nil {
 		t.Fatal("reset page answered")
 	}
-	time.Sleep(50 * time.Millisecond) // let the handlers record their entries
-	for _, e := range srv.Log().Entries() {
-		if strings.HasPrefix(e.Path, "/x/reset/") && e.Status != 0 {
+	// The handler records its entry after the reset: wait for it (the client saw the
+	// reset first), then check it. Without the entry there would be nothing to check.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var reset []Entry
+	err = srv.Log().WaitFor(ctx, func(es []Entry) bool {
+		reset = reset[:0]
+		for _, e := range es {
+			if strings.HasPrefix(e.Path, "/x/reset/") {
+				reset = append(reset, e)
+			}
+		}
+		return len(reset) > 0
+	})
+	if err != nil {
+		t.Fatalf("the reset request was never logged: %v", err)
+	}
+	for _, e := range reset {
+		if e.Status != 0 {
 			t.Errorf("reset logged with status %d", e.Status)
 		}
 	}
@@ -453,12 +469,16 @@ func TestStartRefusesNonLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	deadline := time.Now().Add(2 * time.Second)
+	// The listener closes asynchronously after the cancel: poll for it (every 10 ms);
+	// the deadline fails a server that keeps listening.
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := net.Dial("tcp", srv.Addr()); err != nil {
+		c, err := net.Dial("tcp", srv.Addr())
+		if err != nil {
 			return
 		}
+		c.Close()
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("server still listening after its context was cancelled")
+	t.Fatal("server still listening 10 s after its context was cancelled")
 }

@@ -28,6 +28,8 @@ func TestPublishEvery(t *testing.T) {
 	if _, body := get("/s/1/"); strings.Contains(body, "/new/") {
 		t.Fatal("section lists a new article before the first interval")
 	}
+	// Time is the subject: articles appear on the publishing interval. Poll for two of
+	// them; the deadline fails a web that never publishes.
 	deadline := time.Now().Add(10 * time.Second)
 	for srv.Published() < 2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
