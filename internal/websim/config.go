@@ -207,6 +207,13 @@ type Config struct {
 	// HangTime is how long a hang page sends nothing before answering 200 (the request's
 	// end or Server.Close end it earlier). Default 2 minutes.
 	HangTime time.Duration
+	// LyingLength serves two pages that lie about their length, on every host, linked
+	// from nowhere (a crawler gets them as seeds): /x/len-huge/K announces
+	// Content-Length: 1000000000000000 (HugeContentLength) and sends a short body, then
+	// closes the connection; /x/len-stall/K announces Content-Length: 4000000000
+	// (StallContentLength), sends no body for HangTime, then closes. Default false: both
+	// answer 404 like any unknown path.
+	LyingLength bool
 	// BusyCount is how many requests of an "unavailable" URL get 503 before it answers
 	// 200. Default 1.
 	BusyCount int

@@ -55,6 +55,10 @@
 //	/x/malformed/K         3000 nested divs (beyond html.Parse's 512 open elements: a
 //	                       tolerant parser needs a tokenizer), unclosed tags, bad UTF-8
 //	/x/large/K /x/bomb/K   Config.LargeSize bytes; a multi-member gzip of BombSize zeros
+//	/x/len-huge/K          (Config.LyingLength, never linked) Content-Length: 10^15, a
+//	                       short body, then the connection closes
+//	/x/len-stall/K         (Config.LyingLength, never linked) Content-Length: 4×10^9, no
+//	                       body for Config.HangTime, then the connection closes
 //	/print/s/N/a/M.html    the article's text without links
 //	/trap/1/2/…/n/         links to n+1/ forever
 //	/calendar/YYYY/MM/     links to the next and previous months (FeatureNoise)

@@ -89,6 +89,8 @@ func (w *Web) served(rt route) bool {
 		return f.Has(FeatureNoise)
 	case rNews:
 		return rt.b <= w.published(time.Now())
+	case rLenHuge, rLenStall:
+		return w.cfg.LyingLength
 	}
 	return true
 }
@@ -111,6 +113,10 @@ func (w *Web) answerOf(hi int, path string) answer {
 	case rBin, rBomb:
 		a.doc = false
 	case rHang:
+		a.doc, a.parse, a.final = false, false, "timeout"
+	case rLenHuge:
+		a.doc, a.parse, a.final = false, false, "reset"
+	case rLenStall:
 		a.doc, a.parse, a.final = false, false, "timeout"
 	case rReset:
 		a.doc, a.parse, a.status, a.final = false, false, 0, "reset"
@@ -268,6 +274,12 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	case rReset:
 		w.reset(rec)
 		return
+	case rLenHuge:
+		w.lyingLength(rec, r, HugeContentLength, []byte("<html><body>short</body></html>\n"), false)
+		return
+	case rLenStall:
+		w.lyingLength(rec, r, StallContentLength, nil, true)
+		return
 	case rBomb:
 		rec.Header().Set("Content-Encoding", "gzip")
 		out.send(200, ctHTML, false, w.bombBody())
@@ -361,6 +373,45 @@ func (w *Web) reset(rw http.ResponseWriter) {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()
+}
+
+// Content-Length values of the lying-length pages (Config.LyingLength).
+const (
+	// HugeContentLength is announced by /x/len-huge/K, which then sends a short body
+	// and closes the connection.
+	HugeContentLength int64 = 1_000_000_000_000_000
+	// StallContentLength is announced by /x/len-stall/K, which then sends no body at all
+	// for Config.HangTime and closes the connection.
+	StallContentLength int64 = 4_000_000_000
+)
+
+// lyingLength answers 200 with a Content-Length of length on the raw connection, sends
+// body (much shorter than length), optionally sends nothing more for HangTime (the
+// request's end or Server.Close end it earlier), and closes the connection. Without a
+// connection to take over (an in-process recorder) it answers 502.
+func (w *Web) lyingLength(rw http.ResponseWriter, r *http.Request, length int64, body []byte, stall bool) {
+	conn, buf, err := http.NewResponseController(rw).Hijack()
+	if err != nil {
+		http.Error(rw, "websim: lying Content-Length needs a connection", http.StatusBadGateway)
+		return
+	}
+	defer conn.Close()
+	head := "HTTP/1.1 200 OK\r\nContent-Type: " + ctHTML + "\r\nContent-Length: " + strconv.FormatInt(length, 10) + "\r\n\r\n"
+	if _, err := buf.WriteString(head); err != nil {
+		return
+	}
+	if r.Method != http.MethodHead {
+		buf.Write(body)
+	}
+	if err := buf.Flush(); err != nil || !stall {
+		return
+	}
+	t := time.NewTimer(w.cfg.HangTime)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-w.done:
+	}
 }
 
 // sender writes answers: compression, bandwidth limit, HEAD.
