@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"runtime"
@@ -678,6 +679,7 @@ func TestConnectTimeout(t *testing.T) {
 }
 
 func TestConnectionReset(t *testing.T) {
+	gotHeaders := make(chan struct{}, 1)
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
@@ -687,16 +689,32 @@ func TestConnectionReset(t *testing.T) {
 		if r.URL.Path == "/mid-body" {
 			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly a few bytes")
 			buf.Flush()
-			time.Sleep(50 * time.Millisecond)
+			// Reset only once the client has the headers, so the reset lands in the
+			// body (a reset before the client read anything would test the other path).
+			select {
+			case <-gotHeaders:
+			case <-time.After(10 * time.Second): // bounds a client that never reads; not a synchronisation
+				t.Error("the client did not read the answer's headers in 10 s")
+			}
 		}
 		conn.(*net.TCPConn).SetLinger(0) // close with RST
 		conn.Close()
 	})
 	c := newClient(t, Config{AllowPrivate: true})
 	for _, path := range []string{"/before-headers", "/mid-body"} {
-		_, err := get(t, c, srv.URL+path, 0)
+		trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {
+			select {
+			case gotHeaders <- struct{}{}:
+			default:
+			}
+		}}
+		ctx := httptrace.WithClientTrace(context.Background(), trace)
+		_, err := c.Fetch(ctx, &Request{URL: mustURL(t, srv.URL+path)})
 		if Classify(err) != OutcomeReset {
 			t.Errorf("%s: error %v (%s), want reset", path, err, Classify(err))
+		}
+		if body := strings.Contains(fmt.Sprint(err), "reading the body"); body != (path == "/mid-body") {
+			t.Errorf("%s: error %v: reset while reading the body %v, want %v", path, err, body, path == "/mid-body")
 		}
 	}
 }

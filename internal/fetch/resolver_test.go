@@ -167,6 +167,14 @@ func TestResolverSingleFlight(t *testing.T) {
 		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
 	}})
 	const callers = 50
+	joined := make(chan struct{}, callers)
+	hook := func(host string) {
+		if host == "slow.test" {
+			joined <- struct{}{}
+		}
+	}
+	flightJoinedHook.Store(&hook)
+	defer flightJoinedHook.Store(nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	for range callers {
@@ -178,8 +186,11 @@ func TestResolverSingleFlight(t *testing.T) {
 			errs <- err
 		})
 	}
-	// Let every caller reach the flight before it completes.
-	time.Sleep(100 * time.Millisecond)
+	// Every caller joins the flight before it completes: the look-up is held until all
+	// have (the hook), so a second look-up can only come from a broken single-flight.
+	for range callers {
+		<-joined
+	}
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -195,7 +206,11 @@ func TestResolverSingleFlight(t *testing.T) {
 
 func TestResolverCallerCancelDoesNotAbortSharedLookup(t *testing.T) {
 	release := make(chan struct{})
+	started := make(chan struct{}, 8)
+	var calls atomic.Int32
 	r := newTestResolver(t, ResolverConfig{Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		calls.Add(1)
+		started <- struct{}{}
 		select {
 		case <-release:
 			return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
@@ -209,23 +224,29 @@ func TestResolverCallerCancelDoesNotAbortSharedLookup(t *testing.T) {
 		_, err := r.LookupIP(ctx, "shared.test", "80")
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	<-started // the caller's look-up is in flight: cancel the caller now
 	cancel()
 	if err := <-done; Classify(err) != OutcomeCanceled {
 		t.Fatalf("cancelled caller got %v (%s), want canceled", err, Classify(err))
 	}
 	close(release)
 	// The look-up started by the cancelled caller still completes and is
-	// cached for the others.
+	// cached for the others: a second caller gets its answer without a look-up
+	// of its own.
 	got, err := r.LookupIP(context.Background(), "shared.test", "80")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("second caller: %v, %v", got, err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d look-ups: the cancelled caller's look-up was aborted (not cached), want 1", n)
 	}
 }
 
 func TestResolverBoundsConcurrency(t *testing.T) {
 	const limit = 4
 	var cur, peak atomic.Int32
+	full := make(chan struct{})
+	var fullOnce sync.Once
 	r := newTestResolver(t, ResolverConfig{MaxInFlight: limit, Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
 		n := cur.Add(1)
 		for {
@@ -233,6 +254,19 @@ func TestResolverBoundsConcurrency(t *testing.T) {
 			if n <= p || peak.CompareAndSwap(p, n) {
 				break
 			}
+		}
+		// The first look-ups wait until limit of them are in flight together, so the
+		// limit is always reached (whatever the scheduling); after that, each look-up
+		// takes 20 ms (time is the subject: a look-up's length), during which a broken
+		// bound would let more than limit overlap.
+		if n >= limit {
+			fullOnce.Do(func() { close(full) })
+		}
+		select {
+		case <-full:
+		case <-ctx.Done():
+			cur.Add(-1)
+			return nil, ctx.Err()
 		}
 		time.Sleep(20 * time.Millisecond)
 		cur.Add(-1)
@@ -247,8 +281,8 @@ func TestResolverBoundsConcurrency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if p := peak.Load(); p > limit || p < 2 {
-		t.Fatalf("peak concurrent look-ups %d, want between 2 and %d", p, limit)
+	if p := peak.Load(); p != limit {
+		t.Fatalf("peak concurrent look-ups %d, want %d", p, limit)
 	}
 	if s := r.Stats(); s.Lookups != 32 {
 		t.Fatalf("stats %+v, want 32 look-ups", s)
