@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -20,6 +22,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: export takes no arguments, got %q", errUsage, fs.Args())
+	}
+	// Refuse a directory without a crawl before creating the output file.
+	if _, err := os.Stat(filepath.Join(*data, store.RecordsFileName)); err != nil {
+		return fmt.Errorf("cannot export %s: it holds no crawl (run spider crawl --data %s first): %w", *data, *data, err)
 	}
 	w := stdout
 	var f *os.File

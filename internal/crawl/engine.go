@@ -74,6 +74,20 @@ type Engine struct {
 // New opens the data directory (creating it), the embedded crawl state and
 // the local stores, and prepares the fetcher. Close releases them. reg may
 // be nil.
+//
+// The fetcher locks the directory before anything in it is opened for
+// writing (NewFetcher), so a second crawl on a running crawl's directory
+// fails with an error wrapping store.ErrLocked and changes nothing. Then
+// New checks that the state and the files agree, and refuses (naming the
+// file and spider fsck, wrapping ErrInconsistent) a directory whose state
+// is missing or empty while records.jsonl holds records, or whose
+// records.jsonl is shorter than its state's completions say
+// (state.Store.RecordsEnd). Pages lost from the page files (a truncated
+// PageData or PageIndex) do not stop the crawl: their numbers are skipped
+// up to the state's PageNext (store.PageFiles.SkipTo) and never issued
+// again, and a warning names spider fsck, which re-queues their URLs. The
+// state's checkpoints fsync the page files and records first
+// (state.Options.Checkpoint is Fetcher.Sync).
 func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, error) {
 	cfg.Defaults()
 	if logger == nil {
@@ -90,11 +104,20 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStateFile(cfg.Data); err != nil {
+		fetcher.Close()
+		return nil, err
+	}
 	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
 		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
-		Relink: cfg.relink(), MaxDepth: cfg.MaxDepth,
+		Relink: cfg.relink(), MaxDepth: cfg.MaxDepth, Checkpoint: fetcher.Sync,
 	})
 	if err != nil {
+		fetcher.Close()
+		return nil, err
+	}
+	if err := fetcher.reconcile(st, logger); err != nil {
+		st.Close()
 		fetcher.Close()
 		return nil, err
 	}
@@ -410,10 +433,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			err = derr
 		}
 	}
+	// A checkpoint: the state's Sync fsyncs the fetcher's files first.
 	if serr := e.Sync(); serr != nil && err == nil {
-		err = serr
-	}
-	if serr := e.fetcher.Sync(); serr != nil && err == nil {
 		err = serr
 	}
 	return err
@@ -511,7 +532,8 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	if rl, ok := s.st.(relinker); ok && rl.Relinks() && len(v.Beyond) > 0 {
 		discovered = append(slices.Clip(discovered), v.Beyond...)
 	}
-	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL}, discovered)
+	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
+		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd}, discovered)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)

@@ -61,6 +61,13 @@ type Visit struct {
 	// Text is the parsed page text, for the topic scheduler's relevance
 	// score; it stays in the process (not sent between nodes).
 	Text string `json:"-"`
+	// PageNext and RecordsEnd locate what Visit stored in the fetcher's
+	// data directory: the page number after the URL's page (0: none
+	// stored) and the records file's size after its record (0: none).
+	// The embedded state keeps their maxima (state.Outcome); they stay
+	// in the process.
+	PageNext   int64 `json:"-"`
+	RecordsEnd int64 `json:"-"`
 }
 
 // Fetcher is the fetch role: robots.txt, HTTP, parsing, link filtering and
@@ -76,6 +83,7 @@ type Fetcher struct {
 	beyondChain urls.Chain
 	client      *fetch.Client
 	robots      *robots.Cache
+	lock        *store.DirLock // the data directory's lock, taken first
 	pages       *store.PageFiles
 	recs        *store.Records
 	warc        *warc.Writer
@@ -110,7 +118,11 @@ type RobotsShare interface {
 func (f *Fetcher) ShareRobots(s RobotsShare) { f.share = s }
 
 // NewFetcher prepares the fetch role for cfg (validated, with defaults) and
-// opens the local stores in cfg.Data. Close releases them.
+// opens the local stores in cfg.Data. Before it opens any file there for
+// writing it locks the directory (store.LockDir): a second process on the
+// same directory (another crawl, worker or layered task) is refused with
+// an error that wraps store.ErrLocked and names the holder, and nothing in
+// the directory is touched. Close releases the stores, then the lock.
 func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fetcher, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -126,9 +138,6 @@ func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fe
 			return nil, err
 		}
 		resolve = append(resolve, extra...)
-	}
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create data directory %s: %w", cfg.Data, err)
 	}
 	f := &Fetcher{
 		cfg:           cfg,
@@ -160,8 +169,13 @@ func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fe
 	if err := f.buildFilters(); err != nil {
 		return nil, err
 	}
+	f.lock, err = store.LockDir(cfg.Data, lockCommand(), 0)
+	if err != nil {
+		return nil, err
+	}
 	f.pages, err = store.OpenPageFiles(filepath.Join(cfg.Data, "pages"), store.Options{Logger: logger})
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	f.recs, err = store.OpenRecords(cfg.Data, store.Options{Logger: logger})
@@ -194,11 +208,39 @@ func (f *Fetcher) Close() error {
 		errs = append(errs, f.pages.Close())
 		f.pages = nil
 	}
+	if f.lock != nil {
+		errs = append(errs, f.lock.Unlock())
+		f.lock = nil
+	}
 	return errors.Join(errs...)
 }
 
-// Sync flushes the page files to disk.
-func (f *Fetcher) Sync() error { return f.pages.Sync() }
+// Sync makes everything stored so far durable (fsync): the page files,
+// then the records, then the WARC files. It is the embedded state's
+// checkpoint (state.Options.Checkpoint): the state is fsynced after it.
+func (f *Fetcher) Sync() error {
+	if f.pages == nil {
+		return nil // closed: Close synced everything
+	}
+	if err := f.pages.Sync(); err != nil {
+		return err
+	}
+	if err := f.recs.Sync(); err != nil {
+		return err
+	}
+	if f.warc != nil {
+		return f.warc.Sync()
+	}
+	return nil
+}
+
+// lockCommand names this process in the data directory's lock file.
+func lockCommand() string {
+	if len(os.Args) > 1 {
+		return filepath.Base(os.Args[0]) + " " + os.Args[1]
+	}
+	return filepath.Base(os.Args[0])
+}
 
 // buildFilters builds the URL filter chain (SPEC §3: suffix, host, scope,
 // depth; robots is checked at fetch time because it needs I/O). Scope is
@@ -411,6 +453,7 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 			return v, fmt.Errorf("cannot store page %s: %w", rec.URL, err)
 		}
 		rec.PageNo = no
+		v.PageNext = no + 1
 	}
 	if res.exchange != nil && f.warc != nil {
 		if err := f.warc.WriteExchange(ctx, *res.exchange); err != nil {
@@ -424,9 +467,11 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 	// The record reaches the OS before the scheduler completes the URL: a
 	// kill between the two refetches the URL and appends a second record
 	// (readers keep the last one), but never loses a record.
-	if err := f.recs.Append(*rec); err != nil {
+	end, err := f.recs.AppendEnd(*rec)
+	if err != nil {
 		return v, fmt.Errorf("cannot append record for %s: %w", req.URL, err)
 	}
+	v.RecordsEnd = end
 	return v, nil
 }
 

@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -32,9 +33,11 @@ type Summary struct {
 }
 
 // latestRecords reads a data directory's records, keeping the last record
-// of each URL, in first-seen order.
+// of each URL, in first-seen order. It opens records.jsonl read-only (safe
+// beside a running crawl, whose partial last line it leaves unread) and
+// creates nothing: a directory without it is an error naming the path.
 func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, dups int64, err error) {
-	recs, err := store.OpenRecords(dataDir, store.Options{})
+	recs, err := store.OpenRecords(dataDir, store.Options{ReadOnly: true})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -165,13 +168,20 @@ func Export(ctx context.Context, dataDir, format string, w io.Writer) error {
 
 // exportWARC rebuilds WARC records (response + metadata) from the page
 // files: it writes one WARC file into a temporary directory and copies it
-// to w (a .warc.gz is a series of gzip members, so it streams as is).
+// to w (a .warc.gz is a series of gzip members, so it streams as is). The
+// page files and records are opened read-only (safe beside a running
+// crawl). A record whose page is lost or belongs to another URL
+// (store.ErrMismatch, store.ErrNotFound) is left out, never exported with
+// another page's body; after the export, the error names how many were
+// left out and spider fsck.
 func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
-	pages, err := store.OpenPageFiles(filepath.Join(dataDir, "pages"), store.Options{})
+	pages, err := store.OpenPageFiles(filepath.Join(dataDir, "pages"), store.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer pages.Close()
+	var missing int
+	var firstMissing error
 	tmp, err := os.MkdirTemp("", "spider-export-")
 	if err != nil {
 		return fmt.Errorf("cannot create a temporary directory: %w", err)
@@ -185,7 +195,13 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 		if r.PageNo < 0 {
 			return nil
 		}
-		p, err := pages.Read(r.PageNo)
+		p, err := pages.ReadRecord(r)
+		if errors.Is(err, store.ErrMismatch) || errors.Is(err, store.ErrNotFound) {
+			if missing++; firstMissing == nil {
+				firstMissing = err
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("cannot read page %d of %s: %w", r.PageNo, r.URL, err)
 		}
@@ -218,6 +234,10 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 	defer f.Close()
 	if _, err := io.Copy(w, f); err != nil {
 		return fmt.Errorf("cannot write the WARC export: %w", err)
+	}
+	if missing > 0 {
+		return fmt.Errorf("the WARC export left out %d records whose page is missing from %s or belongs to another URL (first: %w); %s",
+			missing, filepath.Join(dataDir, "pages"), firstMissing, store.FsckAdvice(dataDir))
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func Build(ctx context.Context, dataDir string, logger *slog.Logger) (*Set, erro
 		return nil, fmt.Errorf("cannot build link graph: %s holds no crawl (no %s; run spider crawl --data %s first): %w",
 			dataDir, store.RecordsFileName, dataDir, err)
 	}
-	recs, err := store.OpenRecords(dataDir, store.Options{Logger: logger})
+	recs, err := store.OpenRecords(dataDir, store.Options{Logger: logger, ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("cannot build link graph: %w", err)
 	}

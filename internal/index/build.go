@@ -242,7 +242,7 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 		g.Go(func() error {
 			for k := range jobs {
 				it := &r.items[k]
-				body, err := pages.read(it.rec.PageNo)
+				body, err := pages.readRecord(it.rec)
 				if err != nil {
 					log.Warn("index: cannot read page", "url", it.url, "err", err)
 					done(nil, 0)

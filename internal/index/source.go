@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -109,47 +108,33 @@ func ScanRecords(dataDir string, from, to int64, fn func(rec Record, end int64) 
 	}
 }
 
-// pageReader reads page bodies from a crawl's page files without opening
-// them for writing. store.OpenPageFiles repairs a torn tail by truncating,
-// which would destroy the page a running crawl is appending; the index must
-// be able to read while a crawl runs, so it reads the same format (see
-// package store) read-only and simply stops at an incomplete tail.
+// pageReader reads page bodies from a crawl's page files read-only
+// (store.Options.ReadOnly): nothing is created or repaired, so the index can
+// read while a crawl runs; a page being appended (an incomplete tail) is
+// simply not there yet. readRecord checks every body against the record's
+// URL (store.PageFiles.ReadRecord), so a page number that was issued again
+// after a loss never gives another URL's body.
 type pageReader struct {
-	dir   string
-	locs  []pageLoc
-	mu    sync.Mutex
-	files map[int]*os.File
+	pf *store.PageFiles // nil: the directory has no page files
 }
 
+// openPageReader opens dir's page files read-only; a directory without a
+// page index gives an empty reader.
+func openPageReader(dir string) (*pageReader, error) {
+	pf, err := store.OpenPageFiles(dir, store.Options{ReadOnly: true})
+	if errors.Is(err, fs.ErrNotExist) {
+		return &pageReader{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the page files: %w", err)
+	}
+	return &pageReader{pf: pf}, nil
+}
+
+// pageLoc is where locatePages found a page.
 type pageLoc struct {
 	file      int
 	off, size int64
-}
-
-// openPageReader reads dir/PageIndex and locates every complete page.
-func openPageReader(dir string) (*pageReader, error) {
-	idx, err := os.ReadFile(filepath.Join(dir, store.IndexFileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return &pageReader{dir: dir, files: map[int]*os.File{}}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the page index: %w", err)
-	}
-	// Data file lengths are read after the index: every page the index
-	// lists was written before its line.
-	var lens []int64
-	for k := 0; ; k++ {
-		info, err := os.Stat(filepath.Join(dir, store.DataFileName(k)))
-		if err != nil {
-			break
-		}
-		lens = append(lens, info.Size())
-	}
-	locs, err := locatePages(idx, lens)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the page index %s: %w", filepath.Join(dir, store.IndexFileName), err)
-	}
-	return &pageReader{dir: dir, locs: locs, files: map[int]*os.File{}}, nil
 }
 
 // locatePages parses PageIndex lines ("no size urlSize timeSize url time")
@@ -204,38 +189,37 @@ func parseDecimal(b []byte) (int64, error) {
 	return n, nil
 }
 
-// read returns page no's body; safe for concurrent use.
+// read returns page no's body, unchecked (prefer readRecord); safe for
+// concurrent use.
 func (p *pageReader) read(no int64) ([]byte, error) {
-	if no < 0 || no >= int64(len(p.locs)) {
-		return nil, fmt.Errorf("page %d is not in the page files (they hold %d complete pages)", no, len(p.locs))
+	if p.pf == nil {
+		return nil, fmt.Errorf("page %d is not in the page files (there are none): %w", no, store.ErrNotFound)
 	}
-	l := p.locs[no]
-	p.mu.Lock()
-	f := p.files[l.file]
-	if f == nil {
-		var err error
-		f, err = os.Open(filepath.Join(p.dir, store.DataFileName(l.file)))
-		if err != nil {
-			p.mu.Unlock()
-			return nil, fmt.Errorf("cannot read page %d: %w", no, err)
-		}
-		p.files[l.file] = f
+	pg, err := p.pf.Read(no)
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Unlock()
-	body := make([]byte, l.size)
-	if _, err := f.ReadAt(body, l.off); err != nil {
-		return nil, fmt.Errorf("cannot read page %d: %w", no, err)
+	return pg.Body, nil
+}
+
+// readRecord returns the body of rec's page, checked against rec's URL: a
+// page stored for another URL gives an error wrapping store.ErrMismatch.
+// Safe for concurrent use.
+func (p *pageReader) readRecord(rec Record) ([]byte, error) {
+	if p.pf == nil {
+		return nil, fmt.Errorf("page %d of %s is not in the page files (there are none): %w", rec.PageNo, rec.URL, store.ErrNotFound)
 	}
-	return body, nil
+	pg, err := p.pf.ReadRecord(store.Record{URL: rec.URL, FinalURL: rec.FinalURL, PageNo: rec.PageNo})
+	if err != nil {
+		return nil, err
+	}
+	return pg.Body, nil
 }
 
 func (p *pageReader) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, f := range p.files {
-		f.Close()
+	if p.pf != nil {
+		p.pf.Close()
 	}
-	p.files = nil
 }
 
 // makeDoc parses a stored page and analyses it. ok is false when the page
@@ -313,7 +297,7 @@ func ReadPages(ctx context.Context, dataDir string, fn func(Page) error) error {
 		if !rec.Indexable() {
 			continue
 		}
-		body, err := pages.read(rec.PageNo)
+		body, err := pages.readRecord(rec)
 		if err != nil {
 			continue
 		}

@@ -90,6 +90,7 @@ type Crawler struct {
 	norm   *urls.Normalizer
 	filter *denoise.Filter
 	set    *urlSet
+	lock   *store.DirLock // DATA's lock, taken before anything is opened for writing
 	cache  *dedup.Cache
 	man    manifest
 	// cur is the report of the round in progress.
@@ -99,9 +100,10 @@ type Crawler struct {
 	fetchedN atomic.Int64
 }
 
-// New validates the settings and opens DATA/layered. cfg is the crawl's
-// configuration (defaults are applied); its Seeds start round 0. Close
-// releases the data directory.
+// New validates the settings, locks the data directory (store.LockDir: a
+// second process on it is refused before anything is opened for writing)
+// and opens DATA/layered. cfg is the crawl's configuration (defaults are
+// applied); its Seeds start round 0. Close releases the data directory.
 func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Registerer) (*Crawler, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -147,25 +149,31 @@ func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Regi
 		norm:   &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
 		filter: filter,
 	}
-	if err := os.MkdirAll(c.root, 0o755); err != nil {
+	c.lock, err = store.LockDir(cfg.Data, "spider layered", 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the layered crawl (is another layered crawl or spider crawl running on this data directory?): %w", err)
+	}
+	if err := os.MkdirAll(c.root, store.DirMode); err != nil {
+		c.lock.Unlock()
 		return nil, fmt.Errorf("cannot create %s: %w", c.root, err)
 	}
 	c.set, err = openURLSet(c.root)
 	if err != nil {
+		c.lock.Unlock()
 		return nil, err
 	}
 	c.cache = dedup.NewCache(opt.CacheSize, time.Now(), c.set)
 	return c, nil
 }
 
-// Close releases the URL set.
+// Close releases the URL set and the data directory.
 func (c *Crawler) Close() error {
 	if c.set == nil {
 		return nil
 	}
 	err := c.set.Close()
 	c.set = nil
-	return err
+	return errors.Join(err, c.lock.Unlock())
 }
 
 // Reports returns the reports of the rounds completed so far.

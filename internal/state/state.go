@@ -19,7 +19,10 @@
 //	meta      "_created", "_pending",      internal values (keys starting
 //	          "_seen", "_pages",           with "_" are reserved); user keys
 //	          "_txmark", "_merged",        set with SetMeta
-//	          "_format" (stateFormat);
+//	          "_format" (stateFormat),
+//	          "_pagenext", "_recordsend"
+//	          (Outcome.PageNext and
+//	          RecordsEnd: the largest);
 //	          user keys
 //
 // A URL is accepted exactly once (Discover), stays in pending until
@@ -67,9 +70,28 @@
 //
 // By default commits skip fsync (bbolt NoSync): a commit's pages are in the
 // operating system's page cache when it returns, so a killed process (even
-// kill -9) loses nothing. A crash of the whole machine can lose or corrupt
-// what was written since the last fsync, which a background loop does every
-// SyncInterval (and Close does). Set SyncCommits to fsync every commit.
+// kill -9) loses nothing. Durability against power loss comes from
+// checkpoints, which a background loop takes every SyncInterval (and Sync
+// and Close take): Options.Checkpoint first fsyncs the files the crawl
+// appended (page files, then records.jsonl), then the state is fsynced,
+// and no commit runs from the start of the first fsync to the end of the
+// last. The crawl appends a URL's page and record before the commit that
+// completes it, so the state fsynced by a checkpoint completes only URLs
+// whose pages and records were fsynced before it. What a power loss can
+// lose is the work since the last checkpoint (at most SyncInterval, 10 s by
+// default): those URLs are still pending in the fsynced state and are
+// fetched again, and pages or records of them that did reach the disk are
+// superseded (readers keep a URL's last record; a record whose page number
+// was issued again is caught by store.PageFiles.ReadRecord). One caveat of
+// NoSync remains: the operating system may write a later commit's pages
+// back to disk on its own before the next checkpoint, so after a power
+// loss the state can be ahead of the files (or, in bbolt's own words,
+// corrupt). Open then still opens, but the crawl compares the records
+// file's size with RecordsEnd and refuses a records file that lost
+// completed records, naming spider fsck; bbolt corruption is ErrDamaged.
+// With SyncCommits every commit is fsynced, and Checkpoint runs before
+// each Complete's commit, so the files are always durable before the state
+// that completes their URLs, at the cost of two fsyncs per completed URL.
 package state
 
 import (
@@ -85,6 +107,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,6 +154,8 @@ var (
 	mPending = []byte("_pending")
 	mSeen    = []byte("_seen")
 	mPages   = []byte("_pages")
+	mPageEnd = []byte("_pagenext")
+	mRecEnd  = []byte("_recordsend")
 	mFormat  = []byte("_format")
 )
 
@@ -181,6 +206,16 @@ type Options struct {
 	// Logger receives the Bloom rebuild time and background errors. Nil
 	// discards.
 	Logger *slog.Logger
+	// Checkpoint makes durable the files the state's completions describe
+	// (the crawl's page files and records; nil: none). It is the first half
+	// of every checkpoint: the background fsync, Sync and Close call it and
+	// then fsync the state, with every commit held off from before the call
+	// until the fsync returned, so the state on disk never completes a URL
+	// whose page or record was appended after the files were fsynced. With
+	// SyncCommits, Complete calls it before each commit. An error stops the
+	// checkpoint (the state is not fsynced) and is returned (or logged by
+	// the background loop).
+	Checkpoint func() error
 	// Relink makes depth exact for crawls whose depth levels overlap
 	// (crawl.Config.LooseDepth): Complete keeps the requests a URL
 	// discovered, including those deeper than MaxDepth (which it does not
@@ -227,6 +262,16 @@ type Outcome struct {
 	// Stored reports that the page was written to the page store; it is
 	// counted in PagesStored.
 	Stored bool
+	// PageNext is the page store's next page number once this URL's page
+	// was stored (its page number + 1; 0: none). The state keeps the
+	// largest (PageNext), so that after a loss of pages a crawl continues
+	// numbering after every page a completed URL points at.
+	PageNext int64
+	// RecordsEnd is the size of the records file just after this URL's
+	// record was appended (0: unknown). The state keeps the largest
+	// (RecordsEnd): a records file shorter than that lost records of
+	// completed URLs.
+	RecordsEnd int64
 }
 
 // Result is what Complete returns.
@@ -250,9 +295,15 @@ type Store struct {
 	exact   bool
 	created time.Time
 
-	pending atomic.Int64
-	seen    atomic.Int64
-	pages   atomic.Int64
+	pending  atomic.Int64
+	seen     atomic.Int64
+	pages    atomic.Int64
+	pageNext atomic.Int64 // meta _pagenext
+	recEnd   atomic.Int64 // meta _recordsend
+
+	// ckpt holds commits off during a checkpoint: every write transaction
+	// runs under its read lock, a checkpoint under its write lock.
+	ckpt sync.RWMutex
 
 	recent recentSet // newly accepted URLs not yet merged into seen
 
@@ -313,14 +364,38 @@ func (o *Options) setDefaults() error {
 // bucket is an error. If another process has the directory open, Open fails after Options.LockTimeout with an error that
 // names that process's pid and wraps ErrLocked. It writes its own pid to
 // dir/spider.pid, removed by Close.
-func Open(dir string, opt Options) (*Store, error) {
+//
+// A damaged state file (truncated, its meta pages invalid, or a page that
+// makes bbolt fail while Open reads it) is an error naming the file and
+// `spider fsck` that wraps ErrDamaged, never a panic. A missing or empty
+// file is a new state: the caller checks beforehand whether that is right
+// (a crawl refuses when its directory already holds records).
+func Open(dir string, opt Options) (st *Store, err error) {
 	if err := opt.setDefaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create data directory: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, DBFile), 0o600, &bolt.Options{
+	path := filepath.Join(dir, DBFile)
+	if info, err := os.Stat(path); err == nil && info.Size() > 0 {
+		if err := checkBoltSize(path, info.Size()); err != nil {
+			return nil, damaged(dir, err)
+		}
+	}
+	// A damaged page can make bbolt fault on its memory map or panic while
+	// Open reads the state: both become ErrDamaged.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var db *bolt.DB
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				_ = db.Close()
+			}
+			st, err = nil, damaged(dir, fmt.Errorf("reading it failed: %v", r))
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      opt.LockTimeout,
 		NoSync:       !opt.SyncCommits,
 		FreelistType: bolt.FreelistMapType,
@@ -328,6 +403,9 @@ func Open(dir string, opt Options) (*Store, error) {
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("cannot open crawl state in %s: data directory is in use by another spider process (pid %s); stop it or use another data directory: %w",
 			dir, readPID(dir), ErrLocked)
+	}
+	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+		return nil, damaged(dir, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open crawl state %s (is it a spider data directory?): %w", filepath.Join(dir, DBFile), err)
@@ -338,7 +416,7 @@ func Open(dir string, opt Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("cannot write pid file: %w", err)
 	}
@@ -347,6 +425,13 @@ func Open(dir string, opt Options) (*Store, error) {
 		go s.syncLoop()
 	}
 	return s, nil
+}
+
+// damaged wraps a damaged state file's error: it names the file and what
+// to run (dir is DATA/state, so fsck's directory is its parent).
+func damaged(dir string, err error) error {
+	return fmt.Errorf("cannot open crawl state %s: it is damaged (%w); run spider fsck --data %s to see what is damaged and spider fsck --data %s --repair to rebuild it: %w",
+		filepath.Join(dir, DBFile), err, filepath.Dir(dir), filepath.Dir(dir), ErrDamaged)
 }
 
 func readPID(dir string) string {
@@ -479,7 +564,10 @@ func (s *Store) init() error {
 	s.pending.Store(pending)
 	s.setPace()
 	err = s.db.View(func(tx *bolt.Tx) error {
-		s.pages.Store(getInt(tx.Bucket(bMeta), mPages))
+		meta := tx.Bucket(bMeta)
+		s.pages.Store(getInt(meta, mPages))
+		s.pageNext.Store(getInt(meta, mPageEnd))
+		s.recEnd.Store(getInt(meta, mRecEnd))
 		return nil
 	})
 	if err != nil {
@@ -631,7 +719,7 @@ func (s *Store) syncLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			err := s.db.Sync()
+			err := s.checkpoint()
 			if err != nil {
 				s.log.Error("crawl state: background fsync failed", "err", err)
 			}
@@ -673,6 +761,32 @@ func (d deltas) write(meta *bolt.Bucket) error {
 		return err
 	}
 	return addInt(meta, mPages, d.pages)
+}
+
+// batch runs fn in a shared write transaction (bbolt DB.Batch), never
+// during a checkpoint.
+func (s *Store) batch(fn func(*bolt.Tx) error) error {
+	s.ckpt.RLock()
+	defer s.ckpt.RUnlock()
+	return s.db.Batch(fn)
+}
+
+// putMax stores v under key in meta if it is larger than what is there.
+func putMax(meta *bolt.Bucket, key []byte, v int64) error {
+	if v <= getInt(meta, key) {
+		return nil
+	}
+	return putInt(meta, key, v)
+}
+
+// storeMax raises a to v if v is larger.
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
 }
 
 func (s *Store) apply(d deltas) {
@@ -897,7 +1011,7 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 		d    deltas
 		mine = make(map[dedup.Key]struct{}, len(reqs))
 	)
-	err := s.db.Batch(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		d = deltas{}
 		var err error
 		if out, err = s.discoverTx(tx, reqs, mine, &d); err != nil {
@@ -938,13 +1052,20 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 	if owner == "" {
 		owner = r.URL
 	}
+	if s.opt.SyncCommits && s.opt.Checkpoint != nil {
+		// The commit is fsynced: what it completes must be durable first.
+		if err := s.opt.Checkpoint(); err != nil {
+			return Result{}, fmt.Errorf("cannot complete %q: the crawl's files could not be made durable: %w", r.URL, err)
+		}
+	}
 	var (
-		res  Result
-		d    deltas
-		mine = make(map[dedup.Key]struct{}, len(discovered))
+		res       Result
+		d         deltas
+		mine      = make(map[dedup.Key]struct{}, len(discovered))
+		completed bool
 	)
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		res, d = Result{}, deltas{}
+	err := s.batch(func(tx *bolt.Tx) error {
+		res, d, completed = Result{}, deltas{}, false
 		pend := tx.Bucket(bPending)
 		key := seqKey(r.Seq)
 		v := pend.Get(key)
@@ -962,11 +1083,18 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 			return err
 		}
 		d.pending--
+		completed = true
 		if err := addInt(tx.Bucket(bCounters), []byte(o.Class), 1); err != nil {
 			return err
 		}
 		if o.Stored {
 			d.pages++
+		}
+		if err := putMax(tx.Bucket(bMeta), mPageEnd, o.PageNext); err != nil {
+			return err
+		}
+		if err := putMax(tx.Bucket(bMeta), mRecEnd, o.RecordsEnd); err != nil {
+			return err
 		}
 		if o.Fingerprint != 0 {
 			fp := tx.Bucket(bFP)
@@ -1001,6 +1129,10 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		return Result{}, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 	}
 	s.apply(d)
+	if completed { // r was pending: the marks were written
+		storeMax(&s.pageNext, o.PageNext)
+		storeMax(&s.recEnd, o.RecordsEnd)
+	}
 	return res, nil
 }
 
@@ -1042,7 +1174,7 @@ func (s *Store) UpdatePending(ctx context.Context, r frontier.Request) error {
 		return err
 	}
 	var found bool
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	err = s.batch(func(tx *bolt.Tx) error {
 		found = false
 		pend := tx.Bucket(bPending)
 		key := seqKey(r.Seq)
@@ -1197,20 +1329,43 @@ func (s *Store) SetMeta(ctx context.Context, key, value []byte) error {
 	if v == nil {
 		v = []byte{}
 	}
+	s.ckpt.RLock()
 	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(key, v) })
+	s.ckpt.RUnlock()
 	if err != nil {
 		return fmt.Errorf("cannot write meta %q: %w", key, err)
 	}
 	return nil
 }
 
-// Sync forces the committed state to stable storage (fsync).
-func (s *Store) Sync() error {
+// Sync is a checkpoint: it calls Options.Checkpoint, then forces the
+// committed state to stable storage (fsync), with no commit in between.
+func (s *Store) Sync() error { return s.checkpoint() }
+
+// checkpoint makes the files the state describes durable (Options.Checkpoint)
+// and then the state, holding every commit off meanwhile (see the package
+// documentation, "Durability").
+func (s *Store) checkpoint() error {
+	s.ckpt.Lock()
+	defer s.ckpt.Unlock()
+	if s.opt.Checkpoint != nil {
+		if err := s.opt.Checkpoint(); err != nil {
+			return fmt.Errorf("cannot checkpoint the crawl state: the crawl's files could not be made durable, so the state is not fsynced: %w", err)
+		}
+	}
 	if err := s.db.Sync(); err != nil {
 		return fmt.Errorf("cannot fsync crawl state: %w", err)
 	}
 	return nil
 }
+
+// PageNext returns the largest Outcome.PageNext of every completed URL:
+// page numbers below it were issued (0: no page was stored).
+func (s *Store) PageNext() int64 { return s.pageNext.Load() }
+
+// RecordsEnd returns the largest Outcome.RecordsEnd of every completed
+// URL: the least size of an intact records file (0: unknown).
+func (s *Store) RecordsEnd() int64 { return s.recEnd.Load() }
 
 // Close stops the background fsync, fsyncs, saves the Bloom filter snapshot
 // (a failure there is only logged: the next Open rebuilds), closes the
@@ -1221,10 +1376,8 @@ func (s *Store) Close() error {
 		close(s.stop)
 		s.wg.Wait()
 		var errs []error
-		if !s.opt.SyncCommits {
-			if err := s.db.Sync(); err != nil {
-				errs = append(errs, fmt.Errorf("cannot fsync crawl state: %w", err))
-			}
+		if err := s.checkpoint(); err != nil {
+			errs = append(errs, err)
 		}
 		if err := s.writeSnapshot(); err != nil {
 			s.log.Warn("crawl state: cannot save the Bloom filter snapshot; the next Open rebuilds it", "err", err)

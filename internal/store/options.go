@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"time"
 )
 
@@ -23,7 +24,31 @@ var (
 	// ErrBadURL is returned by PageFiles.Append for an empty URL or a URL
 	// holding a line break, which the line-oriented index cannot carry.
 	ErrBadURL = errors.New("url cannot be stored in the page index")
+	// ErrReadOnly is returned by Append and Sync of a store opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("store is open read-only")
+	// ErrMismatch is returned by PageFiles.ReadRecord when the page a
+	// record points at was stored under another URL (page numbers reused
+	// after a loss, or a lost page's placeholder): that body is never the
+	// record's content.
+	ErrMismatch = errors.New("page belongs to another URL")
+	// ErrLocked is wrapped by LockDir when another process holds the data
+	// directory; the error text names that process.
+	ErrLocked = errors.New("data directory is locked")
 )
+
+// File and directory permissions of everything the store creates: crawl
+// data is private to the user who crawled it.
+const (
+	FileMode os.FileMode = 0o600
+	DirMode  os.FileMode = 0o700
+)
+
+// FsckAdvice is what an error about damaged crawl data in dataDir tells
+// the user to do: run spider fsck on it.
+func FsckAdvice(dataDir string) string {
+	return "run spider fsck --data " + dataDir + " to see what is damaged and spider fsck --data " + dataDir + " --repair to repair it"
+}
 
 // Options configures OpenPageFiles and OpenRecords. The zero value is ready to
 // use; OpenRecords uses only Logger.
@@ -46,6 +71,15 @@ type Options struct {
 	// page after it are cut (and logged). False, the default, refuses to open
 	// such an index with ErrCorrupt so that nothing is destroyed silently.
 	TruncateCorrupt bool
+
+	// ReadOnly opens the files for reading only, as every command that
+	// does not crawl must (export, stats, index, graph, serve): nothing is
+	// created, repaired or truncated, so it is safe beside a running crawl.
+	// A torn tail (a crawl appending right now, or one killed) is not cut
+	// but left unread: the store ends at the last complete page or record
+	// present at open. A missing directory or file is an error naming the
+	// path (wrapping fs.ErrNotExist). Append and Sync return ErrReadOnly.
+	ReadOnly bool
 
 	// Logger receives recovery reports (what was cut on open) and corrupt
 	// lines skipped while iterating records. Nil discards them.

@@ -58,12 +58,14 @@ type PageFiles struct {
 	loc      *time.Location
 	log      *slog.Logger
 
+	readOnly bool
+
 	mu        sync.RWMutex
 	closed    bool
 	broken    error    // set when a failed Append could not be undone
-	index     *os.File // PageIndex, read-write
+	index     *os.File // PageIndex, read-write (read-only with Options.ReadOnly)
 	indexSize int64
-	data      *os.File // current data file, read-write
+	data      *os.File // current data file, read-write (read-only, or nil if absent, with Options.ReadOnly)
 	dataNo    int      // number of the current data file
 	dataSize  int64
 	dirDirty  bool      // a file was created since the last directory fsync
@@ -78,6 +80,14 @@ type PageFiles struct {
 // wrapping ErrCorrupt when PageIndex holds a malformed line before its last
 // line (unless opt.TruncateCorrupt), when data files are missing from the
 // sequence, or when PageIndex is missing while data files hold bytes.
+//
+// With opt.ReadOnly nothing is created or repaired: dir and PageIndex must
+// exist (else the error names the path and wraps fs.ErrNotExist), and the
+// store holds the complete pages present at open; a torn tail, such as the
+// page a running crawl is appending, is left as it is and not read.
+//
+// Only one process may open a page store for writing, and a crawl's data
+// directory is locked with LockDir before its stores are opened for writing.
 func OpenPageFiles(dir string, opt Options) (*PageFiles, error) {
 	if opt.DataFileSize < 0 {
 		return nil, fmt.Errorf("cannot open page files: data file size %d is negative; use 0 for the default", opt.DataFileSize)
@@ -87,11 +97,16 @@ func OpenPageFiles(dir string, opt Options) (*PageFiles, error) {
 		capBytes: opt.DataFileSize,
 		loc:      opt.location(),
 		log:      opt.logger(),
+		readOnly: opt.ReadOnly,
 	}
 	if p.capBytes == 0 {
 		p.capBytes = DefaultDataFileSize
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if opt.ReadOnly {
+		if _, err := os.Stat(filepath.Join(dir, IndexFileName)); err != nil {
+			return nil, fmt.Errorf("cannot open page files in %s (is it a crawl's data directory? a crawl stores its pages in DATA/pages): %w", dir, err)
+		}
+	} else if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("cannot open page files: cannot create directory: %w", err)
 	}
 	if err := p.recover(opt.TruncateCorrupt); err != nil {
@@ -159,7 +174,11 @@ func (p *PageFiles) recover(truncateCorrupt bool) error {
 	if errors.Is(err, fs.ErrNotExist) && dataBytes > 0 {
 		return fmt.Errorf("cannot open page files: %s is missing while data files hold %d bytes; restore it or move the data files away: %w", IndexFileName, dataBytes, ErrCorrupt)
 	}
-	p.index, err = os.OpenFile(indexPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if p.readOnly {
+		p.index, err = os.Open(indexPath)
+	} else {
+		p.index, err = os.OpenFile(indexPath, os.O_RDWR|os.O_CREATE, FileMode)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot open page index: %w", err)
 	}
@@ -230,12 +249,31 @@ func (p *PageFiles) recover(truncateCorrupt bool) error {
 	}
 	p.fileFirst = fileHead
 	p.indexSize = off
+	if p.readOnly {
+		// Leave the tail alone: it may be a page being appended.
+		return p.openDataReadOnly(f, dOff)
+	}
 	if cut >= 0 {
 		if err := p.cutIndex(cut, cutWhy); err != nil {
 			return err
 		}
 	}
 	return p.cutData(lens, f, dOff)
+}
+
+// openDataReadOnly opens data file f for reading, if it exists, as the
+// current data file of a read-only store.
+func (p *PageFiles) openDataReadOnly(f int, end int64) error {
+	p.dataNo, p.dataSize = f, end
+	d, err := os.Open(filepath.Join(p.dir, DataFileName(f)))
+	if errors.Is(err, fs.ErrNotExist) && end == 0 {
+		return nil // no page has bytes: nothing to read
+	}
+	if err != nil {
+		return fmt.Errorf("cannot open data file: %w", err)
+	}
+	p.data = d
+	return nil
 }
 
 // cutIndex truncates PageIndex at off and logs what was cut.
@@ -286,7 +324,7 @@ func countLines(r io.Reader) (int, error) {
 func (p *PageFiles) cutData(lens []int64, f int, end int64) error {
 	path := filepath.Join(p.dir, DataFileName(f))
 	var err error
-	p.data, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	p.data, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return fmt.Errorf("cannot open data file: %w", err)
 	}
@@ -346,6 +384,9 @@ func (p *PageFiles) Append(url string, crawled time.Time, body []byte) (int64, e
 	if p.closed {
 		return 0, fmt.Errorf("cannot append page: %w", ErrClosed)
 	}
+	if p.readOnly {
+		return 0, fmt.Errorf("cannot append page: %w", ErrReadOnly)
+	}
 	if p.broken != nil {
 		return 0, fmt.Errorf("cannot append page: an earlier failure left the files in an unknown state; reopen the store to repair them: %w", p.broken)
 	}
@@ -389,7 +430,7 @@ func (p *PageFiles) roll() error {
 		return fmt.Errorf("cannot sync %s before starting the next data file: %w", DataFileName(p.dataNo), err)
 	}
 	next := p.dataNo + 1
-	f, err := os.OpenFile(filepath.Join(p.dir, DataFileName(next)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(p.dir, DataFileName(next)), os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
 		return fmt.Errorf("cannot start data file %s: %w", DataFileName(next), err)
 	}
@@ -444,7 +485,9 @@ func (p *PageFiles) Read(no int64) (Page, error) {
 	}
 	body := make([]byte, e.size)
 	fileNo := fileOf(p.fileFirst, no)
-	if fileNo == p.dataNo {
+	if e.size == 0 {
+		err = nil
+	} else if fileNo == p.dataNo {
 		_, err = p.data.ReadAt(body, l.data)
 	} else {
 		err = readFileAt(filepath.Join(p.dir, DataFileName(fileNo)), body, l.data)
@@ -506,7 +549,7 @@ func (p *PageFiles) Iterate(fn func(Page) error) error {
 		if err != nil {
 			return fmt.Errorf("cannot iterate pages: page %d: %w: %w", no, err, ErrCorrupt)
 		}
-		if k := fileOf(fileFirst, no); k != dataNo {
+		if k := fileOf(fileFirst, no); k != dataNo && e.size > 0 {
 			if data != nil {
 				data.Close()
 			}
@@ -518,7 +561,9 @@ func (p *PageFiles) Iterate(fn func(Page) error) error {
 			dataNo = k
 		}
 		body := make([]byte, e.size)
-		if _, err := data.ReadAt(body, pages[no].data); err != nil {
+		if e.size == 0 {
+			// nothing to read (a lost page's placeholder takes no bytes)
+		} else if _, err := data.ReadAt(body, pages[no].data); err != nil {
 			return fmt.Errorf("cannot iterate pages: body of page %d from %s: %w", no, DataFileName(dataNo), err)
 		}
 		if err := fn(Page{No: no, URL: e.url, Crawled: e.crawled, Body: body}); err != nil {
@@ -536,6 +581,9 @@ func (p *PageFiles) Sync() error {
 	defer p.mu.Unlock()
 	if p.closed {
 		return fmt.Errorf("cannot sync page files: %w", ErrClosed)
+	}
+	if p.readOnly {
+		return fmt.Errorf("cannot sync page files: %w", ErrReadOnly)
 	}
 	return p.syncLocked()
 }
@@ -565,6 +613,13 @@ func (p *PageFiles) Close() error {
 		return nil
 	}
 	p.closed = true
+	if p.readOnly {
+		var err error
+		if p.data != nil {
+			err = p.data.Close()
+		}
+		return errors.Join(err, p.index.Close())
+	}
 	err := p.syncLocked()
 	if cerr := p.data.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("cannot close %s: %w", DataFileName(p.dataNo), cerr)
@@ -573,4 +628,50 @@ func (p *PageFiles) Close() error {
 		err = fmt.Errorf("cannot close %s: %w", IndexFileName, cerr)
 	}
 	return err
+}
+
+// LostURL is the URL of the placeholder pages SkipTo appends. It is not a
+// URL any record can hold, so ReadRecord never returns a placeholder.
+const LostURL = "spider:lost"
+
+// SkipTo makes next the number of the next page appended, when the store
+// holds fewer pages: it appends empty placeholder pages under LostURL
+// (logged at Warn level) and returns how many. The crawl calls it after a
+// loss (a truncated PageData or PageIndex) with the highest page number its
+// state ever completed plus one, so page numbers are never issued twice:
+// an old record can then never point at another URL's body. When the store
+// already holds next pages or more, SkipTo does nothing.
+func (p *PageFiles) SkipTo(next int64) (int64, error) {
+	n := next - p.Count()
+	if n <= 0 {
+		return 0, nil
+	}
+	p.log.Warn("page files: pages are missing; their numbers are skipped, never reused",
+		logKeyFile, IndexFileName, logKeyPages, n, "next", next)
+	for range n {
+		if _, err := p.Append(LostURL, time.Unix(0, 0), nil); err != nil {
+			return 0, fmt.Errorf("cannot skip lost page numbers: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// ReadRecord returns the page record rec points at (rec.PageNo), checked
+// against the record: the page must have been stored under the record's
+// final URL (or its URL when it has none). A page stored under another URL,
+// or a lost page's placeholder, gives an error wrapping ErrMismatch, never
+// that page: its body is not rec's content. A record without a page
+// (PageNo < 0) gives ErrNotFound.
+func (p *PageFiles) ReadRecord(rec Record) (Page, error) {
+	if rec.PageNo < 0 {
+		return Page{}, fmt.Errorf("cannot read the page of %s: the record has no page: %w", rec.URL, ErrNotFound)
+	}
+	pg, err := p.Read(rec.PageNo)
+	if err != nil {
+		return Page{}, err
+	}
+	if want := rec.PageURL(); pg.URL != want {
+		return Page{}, fmt.Errorf("cannot read page %d for %s: it was stored for %s: %w", rec.PageNo, want, pg.URL, ErrMismatch)
+	}
+	return pg, nil
 }

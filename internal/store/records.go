@@ -47,8 +47,9 @@ type Record struct {
 // Records is the append-only crawl records file records.jsonl: one JSON
 // Record per line. All methods are safe for concurrent use.
 type Records struct {
-	path string
-	log  *slog.Logger
+	path     string
+	log      *slog.Logger
+	readOnly bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -61,15 +62,23 @@ type Records struct {
 // OpenRecords opens (creating if needed) dir/records.jsonl. A partial last
 // line left by a crash is cut and logged at Warn level; complete lines are
 // never touched, even corrupt ones (Iterate skips those).
+//
+// With opt.ReadOnly the file must exist (else the error names the path and
+// wraps fs.ErrNotExist: a directory without records.jsonl holds no crawl),
+// nothing is created or cut, and Iterate reads the complete lines present
+// at open; a partial last line (a record being appended) is not read.
 func OpenRecords(dir string, opt Options) (*Records, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	r := &Records{path: filepath.Join(dir, RecordsFileName), log: opt.logger(), readOnly: opt.ReadOnly}
+	if opt.ReadOnly {
+		return r, r.openReadOnly()
+	}
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("cannot open records: cannot create directory: %w", err)
 	}
-	r := &Records{path: filepath.Join(dir, RecordsFileName), log: opt.logger()}
 	if _, err := os.Stat(r.path); errors.Is(err, fs.ErrNotExist) {
 		r.dirDirty = true // created below; Sync makes the name durable
 	}
-	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open records: %w", err)
 	}
@@ -99,6 +108,34 @@ func OpenRecords(dir string, opt Options) (*Records, error) {
 	return r, nil
 }
 
+// openReadOnly opens the file for reading up to its last complete line.
+func (r *Records) openReadOnly() error {
+	f, err := os.Open(r.path)
+	if err != nil {
+		return fmt.Errorf("cannot open the crawl records %s (is it a crawl's data directory?): %w", r.path, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("cannot open records: %w", err)
+	}
+	end, err := lastLineEnd(f, info.Size())
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("cannot open records: cannot scan for the last complete line of %s: %w", r.path, err)
+	}
+	r.f, r.size = f, end
+	return nil
+}
+
+// Size returns the bytes of complete records in the file: its size, less a
+// partial last line left at open with Options.ReadOnly.
+func (r *Records) Size() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.size
+}
+
 // lastLineEnd returns the offset just after the last newline in the first
 // size bytes of f, or 0 if there is none.
 func lastLineEnd(f *os.File, size int64) (int64, error) {
@@ -122,28 +159,40 @@ func lastLineEnd(f *os.File, size int64) (int64, error) {
 // Sync). On a write error Append undoes its partial write; if even that
 // fails, this and every later Append fail until the file is reopened.
 func (r *Records) Append(rec Record) error {
+	_, err := r.AppendEnd(rec)
+	return err
+}
+
+// AppendEnd is Append that also returns the file's size just after rec's
+// line: the least size records.jsonl must keep for rec to be in it. The
+// crawl hands it to its state (state.Outcome.RecordsEnd), so that a later
+// open can tell a truncated records.jsonl from a complete one.
+func (r *Records) AppendEnd(rec Record) (int64, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rec); err != nil { // Encode ends the line with '\n'
-		return fmt.Errorf("cannot encode record of %s: %w", rec.URL, err)
+		return 0, fmt.Errorf("cannot encode record of %s: %w", rec.URL, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return fmt.Errorf("cannot append record: %w", ErrClosed)
+		return 0, fmt.Errorf("cannot append record: %w", ErrClosed)
+	}
+	if r.readOnly {
+		return 0, fmt.Errorf("cannot append record: %w", ErrReadOnly)
 	}
 	if r.broken != nil {
-		return fmt.Errorf("cannot append record: an earlier failure left %s in an unknown state; reopen it to repair: %w", RecordsFileName, r.broken)
+		return 0, fmt.Errorf("cannot append record: an earlier failure left %s in an unknown state; reopen it to repair: %w", RecordsFileName, r.broken)
 	}
 	if _, err := r.f.WriteAt(buf.Bytes(), r.size); err != nil {
 		if terr := r.f.Truncate(r.size); terr != nil {
 			r.broken = terr
 		}
-		return fmt.Errorf("cannot append record of %s: %w", rec.URL, err)
+		return 0, fmt.Errorf("cannot append record of %s: %w", rec.URL, err)
 	}
 	r.size += int64(buf.Len())
-	return nil
+	return r.size, nil
 }
 
 // Iterate calls fn with every record in file order, up to the end of the file
@@ -218,6 +267,9 @@ func (r *Records) Sync() error {
 	if r.closed {
 		return fmt.Errorf("cannot sync records: %w", ErrClosed)
 	}
+	if r.readOnly {
+		return fmt.Errorf("cannot sync records: %w", ErrReadOnly)
+	}
 	return r.syncLocked()
 }
 
@@ -243,9 +295,21 @@ func (r *Records) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.readOnly {
+		return r.f.Close()
+	}
 	err := r.syncLocked()
 	if cerr := r.f.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("cannot close %s: %w", RecordsFileName, cerr)
 	}
 	return err
+}
+
+// PageURL is the URL the record's page is stored under in the page files:
+// the final URL, or the URL when the record has none.
+func (r Record) PageURL() string {
+	if r.FinalURL != "" {
+		return r.FinalURL
+	}
+	return r.URL
 }

@@ -1,0 +1,94 @@
+package crawl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/store"
+)
+
+// ErrInconsistent is wrapped by New when the data directory's state and
+// files disagree in a way a crawl must not continue from (the error names
+// the file and spider fsck).
+var ErrInconsistent = errors.New("crawl data directory is inconsistent")
+
+// stateDir is the embedded state's directory inside a data directory.
+func stateDir(data string) string { return filepath.Join(data, "state") }
+
+// checkStateFile refuses to start a new state beside existing records: a
+// missing or empty DATA/state/state.db would otherwise start the crawl
+// again from the seeds, fetching every URL again and doubling the records.
+func checkStateFile(data string) error {
+	path := filepath.Join(stateDir(data), state.DBFile)
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.Size() > 0:
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot open crawl state %s: %w", path, err)
+	}
+	what := "is missing"
+	if err == nil {
+		what = "is empty"
+	}
+	n, err := countLines(filepath.Join(data, store.RecordsFileName))
+	if err != nil || n == 0 {
+		return nil // no records (or none readable): a new crawl
+	}
+	return fmt.Errorf("cannot resume the crawl in %s: the state %s %s but %s holds %d records; a new state would fetch every URL again. %s: %w",
+		data, path, what, filepath.Join(data, store.RecordsFileName), n, store.FsckAdvice(data), ErrInconsistent)
+}
+
+// countLines counts the complete lines of the file at path (0 if it does
+// not exist).
+func countLines(path string) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// reconcile checks the fetcher's files against the state it completes
+// URLs in (New): a records file shorter than the state's RecordsEnd lost
+// records of completed URLs, and is refused; pages lost from the page
+// files have their numbers skipped (never issued again).
+func (f *Fetcher) reconcile(st *state.Store, log *slog.Logger) error {
+	data := f.cfg.Data
+	if end, size := st.RecordsEnd(), f.recs.Size(); size < end {
+		return fmt.Errorf("cannot resume the crawl in %s: %s holds %d bytes but the state completed URLs whose records end at byte %d, so records were lost (the file was truncated or replaced). %s: %w",
+			data, filepath.Join(data, store.RecordsFileName), size, end, store.FsckAdvice(data), ErrInconsistent)
+	}
+	next := st.PageNext()
+	lost, err := f.pages.SkipTo(next)
+	if err != nil {
+		return err
+	}
+	if lost > 0 {
+		log.Warn("pages of completed URLs are missing from the page files; their page numbers are not reused, their records now read as lost pages. "+store.FsckAdvice(data)+" to fetch them again",
+			"dir", filepath.Join(data, "pages"), "lost_pages", lost, "next_page", next)
+	}
+	return nil
+}
