@@ -26,37 +26,29 @@ start the same command on every machine with its own --node-id; hosts are
 shared out by a consistent-hash ring weighted by --weight, and every node
 exits when the whole crawl is done.`
 
-// crawlFlags binds every crawl.Config field to a flag.
+// crawlFlags binds every crawl.Config field to a flag (the local-only ones
+// through localFlags).
 func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
-	fs.StringVar(&c.Data, "data", c.Data, "data directory (state, pages, records, WARC)")
-	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, "largest link depth fetched; seeds are 0; -1 = unlimited")
+	localFlags(fs, c)
+	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, fmt.Sprintf("largest link depth fetched; seeds are 0; -1 = unlimited (range -1 to %d)", crawl.MaxMaxDepth))
 	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts); the same pages as by levels: a page found later by a shorter path passes the smaller depth on to its links (also with --redis and spider master)")
-	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop after this many URLs completed in total; 0 = no limit")
+	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop after this many URLs completed in total; 0 = no limit (range: 0 or more)")
 	fs.StringVar(&c.Scope, "scope", c.Scope, "stay inside: host, domain, seeds, regexp or any")
 	fs.StringVar(&c.ScopeRegexp, "scope-regexp", c.ScopeRegexp, "URL pattern for --scope regexp")
-	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "fetch workers")
-	fs.IntVar(&c.PerHost, "per-host", c.PerHost, "most connections to one host at once")
-	fs.Var(durationFlag{&c.Delay}, "delay", "smallest gap between requests to one host (robots.txt Crawl-delay can raise it)")
+	fs.IntVar(&c.PerHost, "per-host", c.PerHost, fmt.Sprintf("most connections to one host at once (range 1 to %d)", crawl.MaxPerHost))
+	fs.Var(durationFlag{&c.Delay}, "delay", "smallest gap between requests to one host (robots.txt Crawl-delay can raise it; range 0 to 1h)")
 	fs.StringVar(&c.DelayFrom, "delay-from", c.DelayFrom, "count --delay from the previous answer (done) or from the previous request's start (start: one request per max(delay, answer time))")
-	fs.Var(durationFlag{&c.MaxCrawlDelay}, "max-crawl-delay", "cap on a robots.txt Crawl-delay")
+	fs.Var(durationFlag{&c.MaxCrawlDelay}, "max-crawl-delay", "cap on a robots.txt Crawl-delay (range 0 to 1h)")
 	fs.BoolVar(&c.PerIP, "per-ip", c.PerIP, "apply politeness per server IP instead of per host name")
-	fs.StringVar(&c.UserAgent, "user-agent", c.UserAgent, "User-Agent header; include a contact URL")
+	fs.StringVar(&c.UserAgent, "user-agent", c.UserAgent, "User-Agent header; include a contact URL (printable text: no CR, LF or other control characters)")
 	fs.StringVar(&c.RobotsAgent, "robots-agent", c.RobotsAgent, "product token matched in robots.txt (default: from --user-agent)")
-	fs.Var(listFlag{&c.Resolve}, "resolve", "HOST:PORT:ADDR like curl's --resolve; HOST may be *.suffix (repeatable)")
-	fs.StringVar(&c.ResolveFile, "resolve-file", c.ResolveFile, "file of --resolve entries, one per line")
-	fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, "allow loopback, private and link-local targets (off: SSRF protection)")
-	fs.Var(durationFlag{&c.ConnectTimeout}, "connect-timeout", "time-out to connect")
-	fs.Var(durationFlag{&c.FirstByteTimeout}, "first-byte-timeout", "time-out until response headers")
-	fs.Var(durationFlag{&c.Timeout}, "timeout", "time-out for a whole fetch")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest body kept (after decompression)")
-	fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, "longest redirect chain followed")
-	fs.IntVar(&c.MaxRetries, "max-retries", c.MaxRetries, "retries after 5xx, 429, reset or refused")
-	fs.Var(durationFlag{&c.RetryDelay}, "retry-delay", "first retry back-off (doubles each time)")
+	fs.IntVar(&c.MaxRedirects, "max-redirects", c.MaxRedirects, fmt.Sprintf("longest redirect chain followed (range 0 to %d)", crawl.MaxRedirectsLimit))
+	fs.IntVar(&c.MaxRetries, "max-retries", c.MaxRetries, fmt.Sprintf("retries after 5xx, 429, reset or refused (range 0 to %d)", crawl.MaxRetriesLimit))
+	fs.Var(durationFlag{&c.RetryDelay}, "retry-delay", "first retry back-off, doubles each time (range 1ns to 1h)")
 	fs.BoolVar(&c.FollowNofollow, "follow-nofollow", c.FollowNofollow, "also follow rel=nofollow links")
 	fs.StringVar(&c.Seen, "seen", c.Seen, "URL-seen test: exact or bloom")
-	fs.Uint64Var(&c.ExpectedURLs, "expected-urls", c.ExpectedURLs, "URLs the Bloom filter is sized for")
-	fs.Float64Var(&c.FPRate, "fp-rate", c.FPRate, "Bloom filter false-positive rate")
-	fs.IntVar(&c.MemoryBudget, "memory-budget", c.MemoryBudget, "URLs the frontier keeps in memory; the rest spill to disk")
+	fs.Uint64Var(&c.ExpectedURLs, "expected-urls", c.ExpectedURLs, "URLs the Bloom filter is sized for (at least 1; the filter, about 3.6 bytes per URL at --fp-rate 1e-6, must fit in 4 GiB)")
+	fs.Float64Var(&c.FPRate, "fp-rate", c.FPRate, fmt.Sprintf("Bloom filter false-positive rate (range %g to %g)", crawl.MinFPRate, crawl.MaxFPRate))
 	fs.BoolVar(&c.WARC, "warc", c.WARC, "also write WARC 1.1 files under DATA/warc")
 	fs.BoolVar(&c.SortQuery, "sort-query", c.SortQuery, "sort query parameters when normalising URLs")
 	fs.Var(listFlag{&c.DropParams}, "drop-param", "query parameter to remove, e.g. utm_* (repeatable)")
@@ -113,6 +105,12 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return fmt.Errorf("%w: give at least one seed URL (or --topics FILE with seeds)", errUsage)
 	}
+	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
+		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)
+	}
+	if err := checkConfig(&cfg); err != nil {
+		return err
+	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
@@ -123,9 +121,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer stopProf()
-	}
-	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
-		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)
 	}
 	switch *mode {
 	case "normal":

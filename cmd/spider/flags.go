@@ -77,3 +77,31 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// checkConfig validates a configuration built from the defaults, the
+// --config file and the flags, before anything starts: a value out of its
+// range is a usage error (exit 2) naming the flag and the range, on one
+// line even when several flags are wrong.
+func checkConfig(c *crawl.Config) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%w: %s", errUsage, strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return nil
+}
+
+// localFlags binds the local-only settings (crawl.LocalFields but --topics):
+// what concerns the machine a process runs on. spider crawl and master
+// take them with the other crawl flags; spider worker takes only these,
+// and never from Redis.
+func localFlags(fs *flag.FlagSet, c *crawl.Config) {
+	fs.StringVar(&c.Data, "data", c.Data, "data directory (state, pages, records, WARC); local only")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, fmt.Sprintf("fetch workers (range 1 to %d); local only", crawl.MaxConcurrency))
+	fs.Var(listFlag{&c.Resolve}, "resolve", "HOST:PORT:ADDR like curl's --resolve; HOST may be *.suffix (repeatable); local only")
+	fs.StringVar(&c.ResolveFile, "resolve-file", c.ResolveFile, "file of --resolve entries, one per line; local only")
+	fs.BoolVar(&c.AllowPrivate, "allow-private", c.AllowPrivate, "allow loopback, private and link-local targets (off: SSRF protection); local only, never taken from Redis")
+	fs.Var(durationFlag{&c.ConnectTimeout}, "connect-timeout", "time-out to connect (range 1ns to 1h); local only")
+	fs.Var(durationFlag{&c.FirstByteTimeout}, "first-byte-timeout", "time-out until response headers (range 1ns to 1h); local only")
+	fs.Var(durationFlag{&c.Timeout}, "timeout", "time-out for a whole fetch (range 1ns to 1h); local only")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, fmt.Sprintf("largest body kept, after decompression (range %d to %d, 1 GiB); local only", crawl.MinBodyBytes, crawl.MaxBodyLimit))
+	fs.IntVar(&c.MemoryBudget, "memory-budget", c.MemoryBudget, fmt.Sprintf("URLs the frontier keeps in memory; the rest spill to disk (range %d to %d); local only", crawl.MinMemoryBudget, crawl.MaxMemoryBudget))
+}

@@ -38,6 +38,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	cfg := *cfgp
+	if err := checkConfig(&cfg); err != nil {
+		return err
+	}
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
 	if len(cfg.Seeds) == 0 {
 		fs.Usage()
@@ -122,13 +125,17 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-const workerSynopsis = `worker --redis URL [--crawl NAME] [--data DIR] [--concurrency N]
+const workerSynopsis = `worker --redis URL [--crawl NAME] [--data DIR] [--concurrency N] [local flags]
 
 A fetching node of a master–worker crawl: takes a work number from trq,
 URLs from srq, fetches them, stores pages in its own --data directory and
-answers on nrq. The crawl's rules come from the master; only local settings
-(data directory, concurrency, name resolution) are given here. Exits when
-the master marks the crawl done.`
+answers on nrq. The crawl's rules (scope, depth, delays, user agent,
+robots) come from the master through Redis; everything that concerns this
+machine is given here and only here: data directory, the SSRF guard
+(--allow-private), name resolution (--resolve, --resolve-file), and
+resource limits (concurrency, memory, body size, time-outs). Such settings
+found in Redis are ignored with a warning. Exits when the master marks the
+crawl done.`
 
 // flagGiven reports whether the flag was set on the command line.
 func flagGiven(fs *flag.FlagSet, name string) bool {
@@ -141,14 +148,17 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("worker", workerSynopsis, stderr)
 	var rf redisFlags
 	rf.register(fs)
-	data := fs.String("data", "spider-data", "this worker's data directory (pages, records, WARC)")
-	concurrency := fs.Int("concurrency", 32, "fetch goroutines")
-	var resolve []string
-	fs.Var(listFlag{&resolve}, "resolve", "HOST:PORT:ADDR like curl's --resolve (repeatable)")
-	resolveFile := fs.String("resolve-file", "", "file of --resolve entries")
-	allowPrivate := fs.Bool("allow-private", false, "allow loopback, private and link-local targets")
+	local := crawl.NewConfig()
+	local.Data = "spider-data"
+	localFlags(fs, &local)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q: a worker takes flags only (seeds go to spider master)", errUsage, fs.Arg(0))
+	}
+	if err := checkConfig(&local); err != nil {
 		return err
 	}
 	logger, err := newLogger(stderr, *logLevel)
@@ -164,18 +174,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg.Data = *data
-	cfg.Concurrency = *concurrency
-	cfg.Resolve = append(cfg.Resolve, resolve...)
-	if *resolveFile != "" {
-		cfg.ResolveFile = *resolveFile
-	}
-	cfg.AllowPrivate = cfg.AllowPrivate || *allowPrivate
+	cfg.SetLocal(local)
 	fetcher, err := crawl.NewFetcher(cfg, logger, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
-	w, err := masterworker.NewWorker(fetcher, rdb, masterworker.Options{Crawl: rf.crawl}, *concurrency, logger)
+	w, err := masterworker.NewWorker(fetcher, rdb, masterworker.Options{Crawl: rf.crawl}, cfg.Concurrency, logger)
 	if err != nil {
 		fetcher.Close()
 		return err

@@ -313,7 +313,7 @@ func (c *Config) Validate() error {
 			bad("--scope-regexp %q does not compile: %w", c.ScopeRegexp, err)
 		}
 	default:
-		bad("unknown --scope %q: use host, domain, seeds, regexp or any", c.Scope)
+		bad("unknown scope %q (--scope): use host, domain, seeds, regexp or any", c.Scope)
 	}
 	intRange := func(flag string, v, lo, hi int64, unit string) {
 		if v < lo || v > hi {
@@ -344,7 +344,7 @@ func (c *Config) Validate() error {
 	durRange("first-byte-timeout", c.FirstByteTimeout, 1, MaxTimeout)
 	durRange("timeout", c.Timeout, 1, MaxTimeout)
 	if c.DelayFrom != DelayFromDone && c.DelayFrom != DelayFromStart {
-		bad("unknown delay-from %q: use done (delay after each answer) or start (delay between request starts)", c.DelayFrom)
+		bad("unknown delay-from %q: use done (delay after each answer) or start (delay between request starts) with --delay-from", c.DelayFrom)
 	}
 	for _, h := range []struct{ flag, v string }{{"--user-agent", c.UserAgent}, {"--robots-agent", c.RobotsAgent}} {
 		if err := fetch.CheckHeaderValue(h.flag, h.v); err != nil {

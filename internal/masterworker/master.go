@@ -123,7 +123,9 @@ func (m *Master) prepare(ctx context.Context) error {
 		return fmt.Errorf("cannot reach Redis to start the master (is redis-server running and the URL right?): %w", err)
 	}
 	m.epoch = epoch
-	cfgJSON, err := json.Marshal(m.cfg)
+	// Only the crawl's rules are published: the master's SSRF guard, name
+	// resolution, paths and limits are its own (crawl.LocalFields).
+	cfgJSON, err := m.cfg.RulesJSON()
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,9 @@ func (f *fixture) worker(t *testing.T, name string, concurrency int) (*masterwor
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The local-only settings (resolve entries, allow-private, limits) are
+	// the worker's own, here the fixture's.
+	cfg.SetLocal(f.cfg)
 	cfg.Data = t.TempDir()
 	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
 	if err != nil {

@@ -18,26 +18,35 @@ import (
 )
 
 // LoadConfig waits until the master of crawl has published its
-// configuration and returns it. Workers take the crawl's rules (scope,
-// depth, filters, robots agent) from it; what is local to a worker (data
-// directory, concurrency, name resolution) they set themselves.
+// configuration and returns the crawl's rules from it (scope, depth,
+// filters, delays, user and robots agent), with every local-only setting
+// (crawl.LocalFields: data directory, SSRF guard, name resolution,
+// concurrency, memory, body and time limits) at its zero value: the worker
+// sets those from its own flags with Config.SetLocal and then Defaults.
+// Local-only keys found in Redis (an older master, or anyone who can write
+// the key) are ignored, with one warning naming them: a value in Redis
+// never switches the worker's SSRF guard off or points it at a file.
 func LoadConfig(ctx context.Context, rdb redis.UniversalClient, crawlName string, logger *slog.Logger) (crawl.Config, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	k := newKeys(crawlName)
-	var cfg crawl.Config
 	warned := false
 	for {
 		b, err := rdb.Get(ctx, k.config()).Bytes()
 		if err == nil {
-			if err := json.Unmarshal(b, &cfg); err != nil {
-				return cfg, fmt.Errorf("the master's configuration in Redis is unreadable: %w", err)
+			cfg, ignored, err := crawl.RulesFromJSON(b)
+			if err != nil {
+				return cfg, fmt.Errorf("the master's configuration in Redis (key %s) is unreadable: restart the master to publish it again: %w", k.config(), err)
+			}
+			if len(ignored) > 0 {
+				logger.Warn("ignoring local-only settings in the crawl's configuration in Redis: they come from this worker's flags (an older master published them, or someone wrote the key)",
+					"crawl", crawlName, "key", k.config(), "ignored", ignored)
 			}
 			return cfg, nil
 		}
 		if !errors.Is(err, redis.Nil) {
-			return cfg, fmt.Errorf("cannot reach Redis to read the crawl's configuration: %w", err)
+			return crawl.Config{}, fmt.Errorf("cannot reach Redis to read the crawl's configuration: %w", err)
 		}
 		if !warned {
 			logger.Info("waiting for the master of the crawl to start", "crawl", crawlName)
@@ -45,7 +54,7 @@ func LoadConfig(ctx context.Context, rdb redis.UniversalClient, crawlName string
 		}
 		select {
 		case <-ctx.Done():
-			return cfg, ctx.Err()
+			return crawl.Config{}, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badFlags is every crawl flag's out-of-range values: each must be a usage
+// error (exit 2) with one line naming the flag, before anything is
+// created on disk or any connection is made.
+var badFlags = []struct {
+	flag, value string
+}{
+	{"max-depth", "-2"},
+	{"max-depth", "1001"},
+	{"max-pages", "-1"},
+	{"concurrency", "0"},
+	{"concurrency", "-4"},
+	{"concurrency", "10001"},
+	{"per-host", "0"},
+	{"per-host", "65"},
+	{"delay", "-1s"},
+	{"delay", "2h"},
+	{"max-crawl-delay", "-1s"},
+	{"retry-delay", "-1s"},
+	{"retry-delay", "0s"},
+	{"connect-timeout", "0s"},
+	{"first-byte-timeout", "-5s"},
+	{"timeout", "-1ms"},
+	{"timeout", "2h"},
+	{"max-body-bytes", "0"},
+	{"max-body-bytes", "-1"},
+	{"max-body-bytes", "1073741825"},
+	{"max-redirects", "-1"},
+	{"max-redirects", "51"},
+	{"max-retries", "-1"},
+	{"max-retries", "21"},
+	{"fp-rate", "0"},
+	{"fp-rate", "1"},
+	{"fp-rate", "NaN"},
+	{"fp-rate", "-0.5"},
+	{"expected-urls", "0"},
+	{"expected-urls", "1000000000000000"},
+	{"memory-budget", "10"},
+	{"max-rate", "-1"},
+	{"max-rate", "NaN"},
+	{"user-agent", "spider/1\r\nX-Injected: yes"},
+	{"user-agent", "spider/1\n"},
+	{"user-agent", "spider\x00"},
+	{"robots-agent", "spider\r"},
+	{"delay-from", "middle"},
+	{"seen", "perhaps"},
+	{"scope", "planet"},
+}
+
+// localBad are the flags spider worker takes (the local-only ones).
+var localBad = map[string]bool{
+	"concurrency": true, "connect-timeout": true, "first-byte-timeout": true, "timeout": true,
+	"max-body-bytes": true, "memory-budget": true,
+}
+
+func TestFlagRanges(t *testing.T) {
+	for _, cmd := range []string{"crawl", "master", "worker"} {
+		for _, b := range badFlags {
+			if cmd == "worker" && !localBad[b.flag] {
+				continue
+			}
+			t.Run(cmd+" --"+b.flag+" "+b.value, func(t *testing.T) {
+				data := filepath.Join(t.TempDir(), "data")
+				args := []string{cmd, "--data", data, "--" + b.flag, b.value}
+				if cmd != "worker" {
+					args = append(args, "http://a.test/")
+				}
+				if cmd != "crawl" {
+					// validation comes first: this Redis is never dialled
+					args = append([]string{cmd, "--redis", "redis://127.0.0.1:1/0"}, args[1:]...)
+				}
+				code, _, errOut := runCLI(t, args...)
+				if code != 2 {
+					t.Fatalf("exit %d, want 2 (usage error); stderr:\n%s", code, errOut)
+				}
+				lines := strings.Split(strings.TrimSpace(errOut), "\n")
+				if len(lines) != 1 || !strings.Contains(lines[0], b.flag) {
+					t.Fatalf("want one line naming %s, got:\n%s", b.flag, errOut)
+				}
+				if _, err := os.Stat(data); err == nil {
+					t.Errorf("the data directory was created before the flags were checked")
+				}
+			})
+		}
+	}
+}
+
+// TestFlagRangesInHelp: every range-checked flag states its range (or its
+// accepted values) in its help text.
+func TestFlagRangesInHelp(t *testing.T) {
+	_, _, help := runCLI(t, "crawl", "-h")
+	for _, f := range []string{"max-depth", "concurrency", "per-host", "delay", "max-crawl-delay", "retry-delay", "connect-timeout",
+		"first-byte-timeout", "timeout", "max-body-bytes", "max-redirects", "max-retries", "fp-rate", "expected-urls", "memory-budget", "max-rate"} {
+		i := strings.Index(help, "\n  -"+f+" ")
+		if i < 0 {
+			t.Errorf("no -%s in the help", f)
+			continue
+		}
+		text := help[i:]
+		if j := strings.Index(text[2:], "\n  -"); j >= 0 {
+			text = text[:j+1]
+		}
+		if !strings.Contains(text, "range") && !strings.Contains(text, "at most") && !strings.Contains(text, "at least") {
+			t.Errorf("-%s help states no range: %q", f, text)
+		}
+	}
+}
