@@ -38,11 +38,13 @@
 //     forgotten (it is accepted again when a page linking to it is fetched,
 //     and those pages are either kept, so the URL is known by name, or lost
 //     in turn); the counters are recomputed from the kept records;
-//   - a state that cannot be read is moved to state.db.damaged and rebuilt
-//     from records.jsonl alone: every recorded URL completed, and its
-//     out-links that were never recorded queued, when their depth is within
-//     the recorded depths and their host is one the records show was
-//     crawled (the crawl's filters are not stored, so this is an estimate);
+//   - a state that cannot be read (or is missing next to records) is moved
+//     to state.db.damaged and rebuilt from records.jsonl alone: every
+//     recorded URL is completed, except those with an out-link never
+//     recorded: these are queued again, so that fetching them discovers
+//     their links through the crawl's own filters and depth limit (which
+//     the data directory does not store); the pages at the edge of the
+//     crawl are fetched twice;
 //   - a damaged index, or one built from records that repair rewrote, is
 //     reset (the next `spider index` indexes every record again); damaged
 //     graph and rank files are removed (`spider rank` rebuilds them).
@@ -324,7 +326,20 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	case err != nil:
 		c.indexBad = true
 		c.add(rep, filepath.Join(index.DirName, index.ManifestFile), -1, "%v", err)
-	case exists:
+	case !exists:
+		if ents, err := os.ReadDir(idxDir); err == nil {
+			n := 0
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".seg") {
+					n++
+				}
+			}
+			if n > 0 {
+				c.indexBad = true
+				c.add(rep, filepath.Join(index.DirName, index.ManifestFile), -1, "is missing while %s/ holds %d segment files", index.DirName, n)
+			}
+		}
+	default:
 		for _, d := range damaged {
 			c.indexBad = true
 			c.add(rep, filepath.Join(index.DirName, d.Name), -1, "%v", d.Err)
@@ -622,12 +637,17 @@ func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
 	return spec
 }
 
-// specFromRecords is a state rebuilt from the kept records alone.
+// specFromRecords is a state rebuilt from the kept records alone. The
+// crawl's filters are not stored, so the out-links of a record cannot be
+// queued as the crawl would have (some were out of scope, nofollow or of a
+// filtered type; the depth limit is not stored either). Instead, a
+// recorded page with an out-link never recorded is queued again itself:
+// fetching it again discovers its links through the crawl's own filters.
+// The other recorded URLs are completed. The price is fetching again the
+// pages at the edge of the crawl (the deepest level of a finished one).
 func (c *checked) specFromRecords() state.RebuildSpec {
 	spec := state.RebuildSpec{}
 	done := map[dedup.Key]bool{}
-	hosts := map[string]bool{}
-	maxDepth := 0
 	var order []int
 	for k, i := range c.recorded {
 		done[k] = true
@@ -636,37 +656,20 @@ func (c *checked) specFromRecords() state.RebuildSpec {
 	sort.Ints(order)
 	for _, i := range order {
 		r := c.lines[i].Rec
-		spec.Completed = append(spec.Completed, c.completedURL(i, r.Depth))
-		if u, err := url.Parse(r.URL); err == nil {
-			hosts[urls.HostPort(u)] = true
-		}
-		maxDepth = max(maxDepth, r.Depth)
-	}
-	queued := map[dedup.Key]int{} // key → index in spec.Pending
-	for _, i := range order {
-		r := c.lines[i].Rec
-		redirect := r.Status >= 300 && r.Status < 400
+		again := false
 		for _, o := range r.OutLinks {
-			depth, redirects := r.Depth+1, 0
-			if redirect {
-				depth, redirects = r.Depth, 1
-			}
-			k := dedup.KeyOf(o)
-			if done[k] || depth > maxDepth {
+			if done[dedup.KeyOf(o)] {
 				continue
 			}
-			u, err := url.Parse(o)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !hosts[urls.HostPort(u)] {
-				continue
+			if u, err := url.Parse(o); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+				again = true
+				break
 			}
-			if j, ok := queued[k]; ok {
-				if depth < spec.Pending[j].Depth {
-					spec.Pending[j] = request(o, depth, redirects)
-				}
-				continue
-			}
-			queued[k] = len(spec.Pending)
-			spec.Pending = append(spec.Pending, request(o, depth, redirects))
+		}
+		if again {
+			spec.Pending = append(spec.Pending, request(r.URL, r.Depth, 0))
+		} else {
+			spec.Completed = append(spec.Completed, c.completedURL(i, r.Depth))
 		}
 	}
 	sort.SliceStable(spec.Pending, func(i, j int) bool { return spec.Pending[i].Depth < spec.Pending[j].Depth })
