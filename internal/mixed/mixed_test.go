@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/mixed"
@@ -300,7 +301,9 @@ func TestTwoNetworks(t *testing.T) {
 // TestFailures: hosts killed and restarted mid-crawl, a host whose answers come after
 // the time-out, a network whose answers come after the time-out, and a host that
 // starts late: still no URL lost and none crawled by two hosts; the late and timed-out
-// answers are counted.
+// answers are counted. The faults land at points of the crawl's progress (requests the
+// web received), not at clock times, so each lands inside the crawl on any machine; a
+// crawl that ends before a fault point fails the test.
 func TestFailures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the failure test takes about 30 s")
@@ -309,6 +312,7 @@ func TestFailures(t *testing.T) {
 	s := newSystem(t, 2, 3, web)
 	slowHost := 600 * time.Millisecond // > AnswerTimeout
 	slowNet := 1200 * time.Millisecond // > RemoteTimeout
+	urls := len(s.truth.MustFetch)
 	s.startCenter("n1", 0)
 	s.startCenter("n2", slowNet)
 	s.startHost("n1", "h1", 0)
@@ -316,17 +320,17 @@ func TestFailures(t *testing.T) {
 	s.startHost("n1", "h3", 0)
 	s.startHost("n2", "h1", 0)
 	s.startHost("n2", "h2", 0)
-	time.Sleep(1500 * time.Millisecond)
+	s.progress(urls * 15 / 100)
 	s.kill("n1/h1")
 	s.kill("n2") // a center restarts too
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // time is the subject: the center's outage
 	s.startCenter("n2", slowNet)
 	s.startHost("n2", "h3", 0) // joins late
-	time.Sleep(700 * time.Millisecond)
+	s.progress(urls * 30 / 100)
 	s.startHost("n1", "h1", 0)
-	time.Sleep(500 * time.Millisecond)
+	s.progress(urls * 45 / 100)
 	s.kill("n2/h2")
-	time.Sleep(1200 * time.Millisecond) // longer than the member TTL: it leaves the network's list
+	s.left("n2", "h2") // past the member TTL: it leaves the network's list
 	s.startHost("n2", "h2", 0)
 	s.wait(120 * time.Second)
 	// Each kill may repeat the requests in flight at that moment (concurrency 4).
@@ -347,6 +351,56 @@ func TestFailures(t *testing.T) {
 	}
 }
 
+// progress waits until the web has received n requests (robots.txt included), woken by
+// each request the access log records; it fails the test when the crawl does not get
+// there within a minute (it ended before, or stalled): a fault meant for that point
+// would never land inside the crawl.
+func (s *system) progress(n int) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.srv.Log().WaitFor(ctx, func(es []websim.Entry) bool { return len(es) >= n }); err != nil {
+		s.report()
+		s.t.Fatalf("the crawl did not reach %d requests (%d so far): %v", n, s.srv.Log().Len(), err)
+	}
+	if s.truthDone() {
+		s.t.Fatalf("the crawl had fetched every URL of the truth at the fault point (%d requests): the fault would test nothing", n)
+	}
+}
+
+// truthDone reports whether every URL of the truth has been requested.
+func (s *system) truthDone() bool {
+	for _, u := range s.truth.MustFetch {
+		if s.srv.Log().Count(u) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// left waits until host id (killed) has left the member list of net's hosts, which
+// happens once its heartbeats are older than the member TTL (time is the subject: the
+// list is polled every heartbeat); it fails the test after 30 s.
+func (s *system) left(net, id string) {
+	s.t.Helper()
+	keys, err := cluster.NewKeys(protocol.HostMembersCrawl(s.cfg.Crawl, net))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m := cluster.NewMembership(s.client(net), keys, cluster.MembershipConfig{})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := m.Members(context.Background())
+		if err == nil && !v.Has(id) {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s/%s still in the member list 30 s after its kill (%v)", net, id, err)
+		}
+		time.Sleep(time.Duration(s.cfg.Heartbeat))
+	}
+}
+
 // TestHostLeaves: a host stopped with Leave in the middle of the crawl hands back its
 // tasks, submits its unsubmitted URLs and delivers its last frames; its sites move to the
 // remaining hosts and the crawl completes with every URL of the truth fetched once (up
@@ -359,6 +413,8 @@ func TestHostLeaves(t *testing.T) {
 		s.startHost("n1", h, 0)
 	}
 	leaver := s.client("n1/h2")
+	// Poll the host's state (its Redis, every 20 ms) until it has done 3 tasks; the
+	// deadline fails a host that never gets there.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st, err := protocol.ReadHostState(context.Background(), leaver, s.cfg.Crawl, "n1/h2")
