@@ -155,6 +155,10 @@ type checked struct {
 	completed map[dedup.Key]state.SeenInfo
 	recorded  map[dedup.Key]int // key → index of its last kept record line
 	droppedRL map[string]bool   // URLs of dropped record lines
+	// recordsShort: records.jsonl is shorter than the state's RecordsEnd.
+	recordsShort bool
+	// recordsSize is the size of records.jsonl after repair.
+	recordsSize int64
 }
 
 // Run checks the data directory dir and, with opt.Repair, repairs it. The
@@ -303,6 +307,16 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 		c.keep[i] = true
 		c.recorded[key] = i
 	}
+	if c.in != nil {
+		var size int64
+		if n := len(c.lines); n > 0 {
+			size = c.lines[n-1].Offset + c.lines[n-1].Len
+		}
+		if size < c.in.RecordsEnd {
+			c.add(rep, store.RecordsFileName, size, "is %d bytes, but the state completed URLs whose records end at byte %d: records were lost", size, c.in.RecordsEnd)
+			c.recordsShort = true
+		}
+	}
 	if len(c.lines) > 0 && c.stateGone {
 		c.add(rep, stateFile, -1, "is missing while %s holds %d records", store.RecordsFileName, len(c.lines))
 	}
@@ -415,6 +429,11 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		act("removed %d lines from %s", dropped, store.RecordsFileName)
 		c.indexBad = true // the index's checkpoint is an offset into the old file
 	}
+	for i, l := range c.lines {
+		if c.keep[i] {
+			c.recordsSize += l.Len
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -451,7 +470,7 @@ func repairState(c *checked, rep *Report, act func(string, ...any)) error {
 	switch {
 	case c.in != nil:
 		lostKnown, lostTotal, stale := c.lostURLs()
-		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale {
+		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale && !c.recordsShort {
 			return nil
 		}
 		spec = c.specFromState(lostKnown)
@@ -467,6 +486,7 @@ func repairState(c *checked, rep *Report, act func(string, ...any)) error {
 	default:
 		return nil
 	}
+	spec.PageNext, spec.RecordsEnd = int64(len(c.pages.Pages)), c.recordsSize
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("cannot create %s: %w", stateDir, err)
 	}

@@ -51,7 +51,11 @@ type Inspection struct {
 	UserMeta map[string][]byte
 	// MetaSeen, MetaPending and MetaPages are the stored counts.
 	MetaSeen, MetaPending, MetaPages int64
-	Problems                         []string
+	// PageNext and RecordsEnd are the high-water marks of the page store
+	// and the records file that completions recorded (Store.PageNext,
+	// Store.RecordsEnd).
+	PageNext, RecordsEnd int64
+	Problems             []string
 }
 
 // Completed returns how many URLs the state counts as completed: the sum
@@ -64,7 +68,7 @@ func (in *Inspection) Completed() int64 {
 	return n
 }
 
-// IsPending reports whether key is the key of a pending URL.
+// pendingKeys returns the keys of the pending URLs.
 func (in *Inspection) pendingKeys() map[dedup.Key]bool {
 	m := make(map[dedup.Key]bool, len(in.Pending))
 	for _, r := range in.Pending {
@@ -231,6 +235,7 @@ func (in *Inspection) read(tx *bolt.Tx) error {
 	}
 	in.Created = created
 	in.MetaSeen, in.MetaPending, in.MetaPages = getInt(meta, mSeen), getInt(meta, mPending), getInt(meta, mPages)
+	in.PageNext, in.RecordsEnd = getInt(meta, mPageEnd), getInt(meta, mRecEnd)
 	if v := meta.Get(mFormat); v != nil {
 		if f, err := strconv.Atoi(string(v)); err != nil || f > stateFormat {
 			return fmt.Errorf("state format %q is not one this spider reads (up to %d)", v, stateFormat)
@@ -354,6 +359,11 @@ type RebuildSpec struct {
 	// Pages is stored as the meta page count (PagesStored); it is raised
 	// to the number of Completed with Stored if lower.
 	Pages int64
+	// PageNext and RecordsEnd are stored as the high-water marks of the
+	// page store and the records file (see Store.PageNext and
+	// Store.RecordsEnd): the page count and the records file's size that
+	// the rebuilt state agrees with.
+	PageNext, RecordsEnd int64
 }
 
 // Rebuild writes a new state file at path (which must not exist) holding
@@ -486,6 +496,12 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 			return err
 		}
 		if err := putInt(meta, mPending, int64(len(spec.Pending))); err != nil {
+			return err
+		}
+		if err := putInt(meta, mPageEnd, spec.PageNext); err != nil {
+			return err
+		}
+		if err := putInt(meta, mRecEnd, spec.RecordsEnd); err != nil {
 			return err
 		}
 		return putInt(meta, mPages, max(spec.Pages, stored))
