@@ -3,6 +3,7 @@ package layered
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/net/html"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
@@ -327,8 +329,14 @@ func TestLayeredResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, srv, seeds)
-	// Kill (cancel) the crawl at several points, then let it finish.
-	for _, stopAt := range []float64{5, 40, 90} {
+	// Kill (cancel) the crawl at several points of its progress (fetches of all runs so
+	// far), then let it finish. Each point must lie inside the crawl, or its kill tests
+	// nothing.
+	if n := len(truth.MustFetch); n <= 85 {
+		t.Fatalf("the web has %d URLs: the kill points (up to 85 fetches) must lie inside the crawl", n)
+	}
+	var before int64 // fetches of the killed runs
+	for _, stopAt := range []int64{5, 40, 85} {
 		reg := prometheus.NewRegistry()
 		c, err := New(cfg, Options{Rounds: 3, Groups: 4}, nil, reg)
 		if err != nil {
@@ -339,8 +347,9 @@ func TestLayeredResume(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Poll the crawl's fetch counter (every millisecond) and kill at the point.
 			for ctx.Err() == nil {
-				if float64(c.fetchedN.Load()) >= stopAt {
+				if before+c.fetchedN.Load() >= stopAt {
 					cancel()
 					return
 				}
@@ -352,8 +361,9 @@ func TestLayeredResume(t *testing.T) {
 		wg.Wait()
 		c.Close()
 		if err == nil {
-			t.Logf("crawl finished before %v fetches", stopAt)
+			t.Fatalf("the crawl finished before %d fetches: the kill tested nothing", stopAt)
 		}
+		before += c.fetchedN.Load()
 	}
 	runLayered(t, cfg, Options{Rounds: 3, Groups: 4})
 	checkAgainstTruth(t, srv, truth, cfg.Data, 3*4)
@@ -418,7 +428,7 @@ func TestLayeredDistributed(t *testing.T) {
 		v, _ := rdb.BLMove(ctx, k.todo(), k.proc("dead-1"), "LEFT", "RIGHT", 30*time.Second).Result()
 		dead <- v
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitBlocked(t, rdb, 1) // the doomed worker waits on the task list before anyone else
 	coord, err := New(coordCfg, Options{Rounds: 3, Groups: 4, Redis: rdb, Crawl: "t1", NodeID: "coord", LeaseTTL: time.Second}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +442,11 @@ func TestLayeredDistributed(t *testing.T) {
 	defer worker.Close()
 	cdone := make(chan error, 1)
 	go func() { cdone <- coord.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond)
+	// The worker starts once the coordinator has handed out its first task, which the
+	// doomed worker took.
+	if task := <-dead; task == "" {
+		t.Fatal("the dead worker took no task")
+	}
 	wdone := make(chan error, 1)
 	go func() { wdone <- worker.Run(ctx) }()
 	if err := <-cdone; err != nil {
@@ -440,9 +454,6 @@ func TestLayeredDistributed(t *testing.T) {
 	}
 	if err := <-wdone; err != nil {
 		t.Fatalf("worker: %v", err)
-	}
-	if task := <-dead; task == "" {
-		t.Error("the dead worker took no task")
 	}
 
 	// The coordinator's page store holds the whole crawl, exactly what an
@@ -464,5 +475,23 @@ func TestLayeredDistributed(t *testing.T) {
 	n, _ := rdb.Exists(ctx, k.finished()).Result()
 	if n != 1 {
 		t.Error("crawl not marked finished")
+	}
+}
+
+// waitBlocked waits until Redis has n clients blocked in a command (INFO clients'
+// blocked_clients), polling every millisecond; it fails the test after 10 s.
+func waitBlocked(t *testing.T, rdb redis.UniversalClient, n int) {
+	t.Helper()
+	want := fmt.Sprintf("blocked_clients:%d\r\n", n)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := rdb.Info(context.Background(), "clients").Result()
+		if err == nil && strings.Contains(info, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d blocked Redis clients after 10 s: %v\n%s", n, err, info)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
