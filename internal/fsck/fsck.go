@@ -163,8 +163,10 @@ type checked struct {
 
 // Run checks the data directory dir and, with opt.Repair, repairs it. The
 // error is for what stops the check itself: dir is not a data directory
-// (ErrNotDataDir), a process holds it (wraps state.ErrLocked), an I/O
-// failure. Damage is reported in Report.Findings.
+// (ErrNotDataDir), a process holds it (wraps both state.ErrLocked and
+// store.ErrLocked), an I/O failure. Damage is reported in Report.Findings.
+// Repair holds the data directory's lock (store.LockDir) from before the
+// check to its end; a check refuses a directory a crawl holds.
 func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -174,6 +176,18 @@ func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	}
 	if err := isDataDir(dir); err != nil {
 		return nil, err
+	}
+	if opt.Repair {
+		// The crawl's lock, held from before the check to the end of the
+		// repair, so that nothing changes in between.
+		l, err := store.LockDir(dir, "spider fsck --repair", opt.LockTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("cannot repair %s: %w (%w)", dir, err, state.ErrLocked)
+		}
+		defer l.Unlock()
+	} else if store.Locked(dir) {
+		return nil, fmt.Errorf("cannot check %s: a spider process holds it (%s); stop it first, or check a copy: %w (%w)",
+			dir, store.LockFileName, store.ErrLocked, state.ErrLocked)
 	}
 	rep := &Report{Dir: dir}
 	c, err := check(ctx, dir, opt, rep)
@@ -227,7 +241,7 @@ func lockState(dir string) (func(), error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("cannot repair %s: another spider process holds it; stop it first: %w", dir, state.ErrLocked)
+		return nil, fmt.Errorf("cannot repair %s: another spider process holds its state; stop it first: %w (%w)", dir, state.ErrLocked, store.ErrLocked)
 	}
 	return func() { f.Close() }, nil
 }
