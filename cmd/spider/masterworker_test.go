@@ -134,3 +134,96 @@ func countRecords(dir string) int {
 	}
 	return bytes.Count(b, []byte("\n"))
 }
+
+// TestWorkerGuardIsLocal: the master runs with --allow-private and
+// --resolve-file; a worker with the same resolve file but without
+// --allow-private must not fetch one loopback page (every record says
+// forbidden-address), and a worker that finds an attacker's configuration
+// in Redis warns and keeps its guard.
+func TestWorkerGuardIsLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 43, Hosts: 3, PagesPerHost: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	seeds := srv.SeedURLs(3)
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (*exec.Cmd, *syncBuffer, chan error) {
+		cmd := exec.Command(bin, args...)
+		out := new(syncBuffer)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, out, done
+	}
+	wait := func(name string, done chan error, out *syncBuffer) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s failed: %v\n%s", name, err, out)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not exit by itself\n%s", name, out)
+		}
+	}
+	_, mout, mdone := run(append([]string{"master", "--redis", rs.URL(), "--crawl", "g", "--data", filepath.Join(dir, "master"),
+		"--resolve-file", resolve, "--allow-private", "--delay", "5ms", "--scope", "any", "--max-depth", "2", "--max-retries", "0"}, seeds...)...)
+	wdata := filepath.Join(dir, "worker")
+	_, wout, wdone := run("worker", "--redis", rs.URL(), "--crawl", "g", "--data", wdata, "--resolve-file", resolve, "--concurrency", "2")
+	wait("master", mdone, mout)
+	wait("worker", wdone, wout)
+	if n := len(srv.Log().Entries()); n != 0 {
+		t.Fatalf("a worker without --allow-private made %d requests to the loopback web", n)
+	}
+	recs, err := store.OpenRecords(wdata, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recs.Close()
+	n := 0
+	recs.Iterate(func(r store.Record) error {
+		n++
+		if r.Outcome != "forbidden-address" {
+			t.Errorf("%s: outcome %q, want forbidden-address", r.URL, r.Outcome)
+		}
+		return nil
+	})
+	if n < len(seeds) {
+		t.Fatalf("%d records, want one per seed at least", n)
+	}
+
+	// An attacker rewrites the configuration key and a worker starts.
+	hostile := `{"AllowPrivate":true,"ResolveFile":"/etc/passwd","Data":"/","MaxBodyBytes":1125899906842624,"UserAgent":"x/1","Scope":"any","MaxDepth":1,"Seen":"exact","DelayFrom":"done","FPRate":1e-6,"ExpectedURLs":10}`
+	if err := rs.Client().Set(context.Background(), "{spider:evil}:mw:config", hostile, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, eout, edone := run("worker", "--redis", rs.URL(), "--crawl", "evil", "--data", filepath.Join(dir, "w2"))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(eout.String(), "ignoring local-only settings") && time.Now().Before(deadline) {
+		select {
+		case err := <-edone:
+			t.Fatalf("worker exited: %v\n%s", err, eout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cmd.Process.Kill()
+	<-edone
+	out := eout.String()
+	if !strings.Contains(out, "ignoring local-only settings") || !strings.Contains(out, "AllowPrivate") || strings.Count(out, "level=WARN") != 1 {
+		t.Fatalf("want one warning naming the ignored settings, got:\n%s", out)
+	}
+}
