@@ -107,6 +107,7 @@ func startCommand(t *testing.T, fn func(context.Context, []string, io.Writer, io
 			t.Error("the command did not end after its context was cancelled")
 		}
 	})
+	// Poll the output (every 20 ms) for the address; the deadline fails the test.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := servingRE.FindStringSubmatch(p.out.String()); m != nil {
@@ -168,6 +169,8 @@ func post(t *testing.T, u, token, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// eventually polls cond every 100 ms until it holds, and fails the test when it does not
+// within d: a wait for a state of another goroutine or process, never a pass by default.
 func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	defer func(start time.Time) { t.Logf("%s: %s", what, time.Since(start).Round(time.Millisecond)) }(time.Now())
@@ -234,10 +237,18 @@ func TestServeEndToEnd(t *testing.T) {
 		getJSON(t, crawl.base+"/api/crawl", &st)
 		return st.State == "paused" && st.Queue.InFlight == 0
 	})
-	time.Sleep(time.Second) // records of the last fetches reach the file
-	getJSON(t, crawl.base+"/api/crawl", &st)
-	paused := st.Pages
-	time.Sleep(1500 * time.Millisecond)
+	// Nothing in flight: every fetch's record reached the file before its lease ended,
+	// and the dashboard must come to count them all.
+	recs := int64(len(readRecords(t, data)))
+	eventually(t, "the dashboard counting every record", 30*time.Second, func() bool {
+		getJSON(t, crawl.base+"/api/crawl", &st)
+		return st.Pages == recs
+	})
+	paused, requests := st.Pages, web.Log().Len()
+	time.Sleep(1500 * time.Millisecond) // time is the subject: a paused crawl stays idle for a while
+	if n := web.Log().Len(); n != requests {
+		t.Fatalf("paused crawl made %d requests", n-requests)
+	}
 	if getJSON(t, crawl.base+"/api/crawl", &st); st.Pages != paused {
 		t.Fatalf("paused crawl went from %d to %d pages", paused, st.Pages)
 	}
