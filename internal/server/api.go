@@ -145,10 +145,15 @@ func (s *Server) search(ctx context.Context, req SearchRequest, stats IndexStats
 		if s.slots != nil {
 			select {
 			case s.slots <- struct{}{}:
-				defer func() { <-s.slots }()
-			case <-ctx.Done():
-				return nil, fmt.Errorf("cannot search now: the server is busy (%d searches running, others waiting), try again: %w", cap(s.slots), ctx.Err())
+			default: // every slot taken: wait for one
+				callSlotWaitHook()
+				select {
+				case s.slots <- struct{}{}:
+				case <-ctx.Done():
+					return nil, fmt.Errorf("cannot search now: the server is busy (%d searches running, others waiting), try again: %w", cap(s.slots), ctx.Err())
+				}
 			}
+			defer func() { <-s.slots }()
 		}
 		start := time.Now()
 		res, err := s.opt.Searcher.Search(ctx, req)

@@ -309,16 +309,30 @@ func (b *blockingSearcher) Stats() IndexStats { return IndexStats{Docs: 1} }
 func TestMaxSearches(t *testing.T) {
 	bs := &blockingSearcher{release: make(chan struct{})}
 	s := newTestServer(t, Options{Searcher: bs, MaxSearches: 2})
+	waiting := make(chan struct{}, 16)
+	hook := func() { waiting <- struct{}{} }
+	slotWaitHook.Store(&hook)
+	defer slotWaitHook.Store(nil)
 	var wg sync.WaitGroup
 	codes := make([]int, 6)
 	for i := range codes {
 		wg.Go(func() { codes[i] = do(t, s.Handler(), "GET", fmt.Sprintf("/api/search?q=q%d", i), "", nil).Code })
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for bs.running.Load() < 2 && time.Now().Before(deadline) {
+	// Four searches must find both slots taken and wait (the hook); the searcher holds the
+	// two running ones until release, so a broken bound shows as fewer waiters and more
+	// running.
+	timeout := time.After(10 * time.Second) // bounds a broken bound; not a synchronisation
+	for n := 0; n < 4; n++ {
+		select {
+		case <-waiting:
+		case <-timeout:
+			t.Fatalf("%d searches waited for a slot within 10 s, want 4 (%d running)", n, bs.running.Load())
+		}
+	}
+	// The two holding the slots reach the searcher (polled: they are past the slots).
+	for deadline := time.Now().Add(10 * time.Second); bs.running.Load() < 2 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // the other four are waiting, not running
 	if got := bs.running.Load(); got != 2 {
 		t.Fatalf("%d searches running, want 2", got)
 	}
