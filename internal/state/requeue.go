@@ -283,6 +283,13 @@ func (in *Inspection) read(tx *bolt.Tx) error {
 			return damagedRecent(err)
 		}
 	}
+	if lb := tx.Bucket(bLinks); lb != nil {
+		// Walked only to touch its pages here, where a fault is recovered,
+		// before tx.Check walks them in a goroutine of its own.
+		if err := lb.ForEach(func(k, v []byte) error { return nil }); err != nil {
+			return err
+		}
+	}
 	if err := tx.Bucket(bCounters).ForEach(func(k, v []byte) error {
 		if len(v) != 8 {
 			return fmt.Errorf("counter %q is %d bytes, want 8", k, len(v))
