@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,12 @@ import (
 )
 
 // tinyLoader returns a loader of a two-word dictionary that counts its
-// calls and takes a little while, so concurrent first uses overlap.
-func tinyLoader(calls *atomic.Int32) func() (*gse.Segmenter, error) {
+// calls and holds each load until gate is closed, so the test decides when
+// concurrent first uses have piled up behind it.
+func tinyLoader(calls *atomic.Int32, gate <-chan struct{}) func() (*gse.Segmenter, error) {
 	return func() (*gse.Segmenter, error) {
 		calls.Add(1)
-		time.Sleep(50 * time.Millisecond)
+		<-gate
 		seg := new(gse.Segmenter)
 		seg.SkipLog = true
 		if err := seg.LoadDictStr("足球 1000 n\n比赛 1000 n"); err != nil {
@@ -29,9 +31,37 @@ func tinyLoader(calls *atomic.Int32) func() (*gse.Segmenter, error) {
 	}
 }
 
+// waitBlockedIn waits until n goroutines are blocked (not running) with a frame of a
+// function whose name contains fn on their stacks, reading every goroutine's stack each
+// millisecond; it fails the test after 10 s. It is how a test knows that goroutines are
+// waiting inside the code under test, with no hook in that code.
+func waitBlockedIn(t *testing.T, fn string, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		k := runtime.Stack(buf, true)
+		got := 0
+		for _, g := range strings.Split(string(buf[:k]), "\n\n") {
+			head, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, fn) && !strings.Contains(head, "[running]") && !strings.Contains(head, "[runnable]") {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines blocked in %s after 10 s, want %d", got, fn, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestDictionaryLoadsOnlyForHan(t *testing.T) {
 	var calls atomic.Int32
-	a := analysis.NewWithLoader(tinyLoader(&calls))
+	gate := make(chan struct{})
+	a := analysis.NewWithLoader(tinyLoader(&calls, gate))
 	english := "The quick brown fox jumps over the lazy dog; naïve café 2024 résumé Ωmega"
 	a.Analyze(english, func(analysis.Token) {})
 	a.AnalyzeQuery(`"quick fox" OR dog -cat`, func(analysis.Token) {})
@@ -54,6 +84,10 @@ func TestDictionaryLoadsOnlyForHan(t *testing.T) {
 			got[i] = strings.Join(a.QueryTerms("足球比赛 football"), " ")
 		}()
 	}
+	// All 8 wait inside the analyzer (one in the held load, 7 behind it) before the load
+	// may finish: a second load can then only come from a broken once-only guard.
+	waitBlockedIn(t, "analysis.(*Analyzer)", 8)
+	close(gate)
 	wg.Wait()
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("dictionary loaded %d times by 8 concurrent analyses, want once", n)
