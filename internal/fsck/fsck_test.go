@@ -382,3 +382,46 @@ func TestNotADataDir(t *testing.T) {
 		t.Fatalf("got %v, want %v", err, fsck.ErrNotDataDir)
 	}
 }
+
+// TestManyFlips flips one byte at many places of each file of a half-done
+// crawl: fsck never fails or panics, --repair always succeeds, and a
+// second fsck is always clean.
+func TestManyFlips(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many fsck runs")
+	}
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 12, Hosts: 3, PagesPerHost: 12})
+	if err != nil {
+		t.Fatalf("cannot start websim: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	g := newGolden(t, srv, true)
+	ctx := context.Background()
+	for _, file := range []string{"state/state.db", "pages/PageIndex", "records.jsonl", graph.PagesFile, rank.PagesFile, "index/MANIFEST"} {
+		info, err := os.Stat(filepath.Join(g.dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 24 {
+			frac := (float64(k) + 0.5) / 24
+			dir := t.TempDir()
+			copyDir(t, g.dir, dir)
+			if err := flipAt(frac).do(filepath.Join(dir, file)); err != nil {
+				t.Fatal(err)
+			}
+			what := fmt.Sprintf("%s byte %d of %d", file, int(float64(info.Size())*frac), info.Size())
+			if _, err := fsck.Run(ctx, dir, fsck.Options{}); err != nil {
+				t.Errorf("%s: fsck: %v", what, err)
+				continue
+			}
+			rep, err := fsck.Run(ctx, dir, fsck.Options{Repair: true})
+			if err != nil {
+				t.Errorf("%s: fsck --repair: %v", what, err)
+				continue
+			}
+			if rep2, err := fsck.Run(ctx, dir, fsck.Options{}); err != nil || !rep2.Clean() {
+				t.Errorf("%s: fsck after repair: %v %v (repair: %v)", what, err, rep2.Findings, rep.Actions)
+			}
+		}
+	}
+}
