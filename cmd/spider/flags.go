@@ -105,3 +105,30 @@ func localFlags(fs *flag.FlagSet, c *crawl.Config) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, fmt.Sprintf("largest body kept, after decompression (range %d to %d, 1 GiB); local only", crawl.MinBodyBytes, crawl.MaxBodyLimit))
 	fs.IntVar(&c.MemoryBudget, "memory-budget", c.MemoryBudget, fmt.Sprintf("URLs the frontier keeps in memory; the rest spill to disk (range %d to %d); local only", crawl.MinMemoryBudget, crawl.MaxMemoryBudget))
 }
+
+// splitHosts splits --allowed-hosts values at commas and checks each is a
+// host name, *.suffix or IP literal (an optional :port is ignored by the
+// server).
+func splitHosts(vals []string) ([]string, error) {
+	var out []string
+	for _, v := range vals {
+		for _, h := range strings.Split(v, ",") {
+			h = strings.TrimSpace(h)
+			if h == "" {
+				continue
+			}
+			name := strings.TrimPrefix(h, "*.")
+			ok := name != ""
+			for _, r := range name {
+				if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:[]", r)) {
+					ok = false
+				}
+			}
+			if !ok {
+				return nil, fmt.Errorf("--allowed-hosts %q is not a host name: give names such as search.example.org or *.example.org, separated by commas", h)
+			}
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,35 @@ func TestFlagRangesInHelp(t *testing.T) {
 		}
 		if !strings.Contains(text, "range") && !strings.Contains(text, "at most") && !strings.Contains(text, "at least") {
 			t.Errorf("-%s help states no range: %q", f, text)
+		}
+	}
+}
+
+// TestServeAllowedHosts: spider serve answers its listening address and
+// the --allowed-hosts names, and 421 to any other Host (DNS rebinding),
+// over real HTTP on loopback.
+func TestServeAllowedHosts(t *testing.T) {
+	if code, _, errOut := runCLI(t, "serve", "--data", t.TempDir(), "--allowed-hosts", "bad host"); code != 2 || !strings.Contains(errOut, "--allowed-hosts") {
+		t.Fatalf("a bad --allowed-hosts: exit %d\n%s", code, errOut)
+	}
+	p := startCommand(t, runServe, "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--preload", "off",
+		"--allowed-hosts", "search.example.org,*.intra.example", "--log-level", "error")
+	for host, want := range map[string]int{
+		strings.TrimPrefix(p.base, "http://"): 200,
+		"localhost":                           200,
+		"search.example.org":                  200,
+		"x.intra.example":                     200,
+		"rebind.attacker.example":             421,
+	} {
+		req, _ := http.NewRequest("GET", p.base+"/api/crawl", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want && !(want == 200 && resp.StatusCode == 503) {
+			t.Errorf("Host %q: status %d, want %d", host, resp.StatusCode, want)
 		}
 	}
 }

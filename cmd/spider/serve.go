@@ -51,10 +51,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	preload := fs.String("preload", "background", "when to load the query analyser's Chinese dictionaries (about 300 MB, seconds of CPU): background (while serving), wait (before listening), off (at the first Chinese query)")
 	mapsMB := fs.Int("doc-maps-mb", index.DefaultDocMapBytes>>20, "memory per index segment for the document maps of frequent words (a bitmap and a frequency byte per page each), which answer AND queries of them without decoding postings; 0 turns them off")
 	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address, e.g. 127.0.0.1:6060; keep it private")
+	var allowedHosts []string
+	fs.Var(listFlag{&allowedHosts}, "allowed-hosts", "host names the server answers to besides its listening address (and localhost on loopback): comma-separated, *.suffix allowed, repeatable; other Host headers get 421 (DNS rebinding protection)")
 	var rf redisFlags
 	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	allowedHosts, herr := splitHosts(allowedHosts)
+	if herr != nil {
+		return usageError(stderr, "%v", herr)
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "unexpected argument %q: serve takes flags only", fs.Arg(0))
@@ -92,7 +98,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	opt := server.Options{Token: token, Registry: newServeRegistry(), Logger: logger, PageSize: *pageSize,
-		CacheSize: *cacheSize, CacheBytes: int64(*cacheMB) << 20, CacheTTL: *cacheTTL, MaxSearches: *maxSearches}
+		CacheSize: *cacheSize, CacheBytes: int64(*cacheMB) << 20, CacheTTL: *cacheTTL, MaxSearches: *maxSearches,
+		AllowedHosts: allowedHosts}
 	if *pprofAddr != "" {
 		stopProf, err := startPprof(ctx, *pprofAddr, stdout, logger)
 		if err != nil {

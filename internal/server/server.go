@@ -70,6 +70,12 @@ type Options struct {
 	// queue behind them for the CPU. 0 means 2×GOMAXPROCS; negative: no
 	// bound.
 	MaxSearches int
+	// AllowedHosts are the host names (besides the listening address and,
+	// on loopback, localhost) that Serve answers to in the Host header;
+	// "*.example.org" allows subdomains. Other names get 421: a page that
+	// re-points its own name at this server (DNS rebinding) cannot read
+	// it. Handler does not check Host: whoever mounts it decides.
+	AllowedHosts []string
 }
 
 // Server is the HTTP front of spider: search page, dashboard, JSON API,
@@ -154,7 +160,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the static files: %w", err)
 	}
-	s.static = http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
+	s.static = http.StripPrefix("/static/", http.FileServer(http.FS(noDirFS{sub})))
 	if s.openapi, err = assets.ReadFile("openapi.json"); err != nil {
 		return nil, fmt.Errorf("cannot read openapi.json: %w", err)
 	}
@@ -214,14 +220,17 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C, dst
 	return nil
 }
 
-// Handler is the server's HTTP handler.
+// Handler is the server's HTTP handler. It does not check the Host
+// header (Serve does).
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Serve answers on ln until ctx ends, then shuts down, giving requests in
 // progress up to 5 seconds. It returns nil after a shutdown caused by ctx.
+// Requests whose Host names neither ln's address nor Options.AllowedHosts
+// are answered 421 (see hostCheck).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.mux,
+		Handler:           newHostCheck(s.mux, ln.Addr(), s.opt.AllowedHosts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
