@@ -3,6 +3,7 @@ package rank
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"reflect"
 	"sync"
@@ -199,8 +200,18 @@ func TestMasterLockAndWorkerExit(t *testing.T) {
 		t.Fatalf("second master: %v, want ErrMasterBusy", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- RunWorker(ctx, rdb, WorkerConfig{Crawl: "lock", Idle: 10 * time.Millisecond}) }()
-	time.Sleep(50 * time.Millisecond)
+	waiting := make(chan struct{})
+	logger := slog.New(&onMessage{msg: "rank worker: waiting for tasks", seen: waiting})
+	go func() {
+		done <- RunWorker(ctx, rdb, WorkerConfig{Crawl: "lock", Idle: 10 * time.Millisecond, Logger: logger})
+	}()
+	// The worker has read the session (running) and waits for tasks: only now may the
+	// session end, or the worker would start after it and wait for the next master.
+	select {
+	case <-waiting:
+	case err := <-done:
+		t.Fatalf("worker returned before waiting for tasks: %v", err)
+	}
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -317,3 +328,21 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// onMessage is a slog handler that closes seen the first time a record with message msg
+// is logged: a test's event for a point a component reaches, with no hook in it.
+type onMessage struct {
+	msg  string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }

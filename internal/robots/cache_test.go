@@ -236,9 +236,12 @@ func TestCacheSingleFlight(t *testing.T) {
 			results <- r
 		}()
 	}
-	// Wait until every goroutine is a miss waiting on the one fetch.
-	for c.Stats().Misses < n {
-		time.Sleep(time.Millisecond)
+	// Wait until every goroutine is a miss waiting on the one fetch (polled every
+	// millisecond; the deadline fails the test).
+	for deadline := time.Now().Add(10 * time.Second); c.Stats().Misses < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d callers missed the cache after 10 s", c.Stats().Misses, n)
+		}
 	}
 	close(release)
 	wg.Wait()
