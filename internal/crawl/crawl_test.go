@@ -59,7 +59,7 @@ func runCrawl(t *testing.T, cfg crawl.Config) {
 // records reads the last record of every URL in a data directory.
 func records(t *testing.T, dir string) map[string]store.Record {
 	t.Helper()
-	rs, err := store.OpenRecords(dir, store.Options{})
+	rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

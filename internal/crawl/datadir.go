@@ -71,24 +71,44 @@ func countLines(path string) (int64, error) {
 	}
 }
 
-// reconcile checks the fetcher's files against the state it completes
-// URLs in (New): a records file shorter than the state's RecordsEnd lost
-// records of completed URLs, and is refused; pages lost from the page
-// files have their numbers skipped (never issued again).
-func (f *Fetcher) reconcile(st *state.Store, log *slog.Logger) error {
-	data := f.cfg.Data
-	if end, size := st.RecordsEnd(), f.recs.Size(); size < end {
-		return fmt.Errorf("cannot resume the crawl in %s: %s holds %d bytes but the state completed URLs whose records end at byte %d, so records were lost (the file was truncated or replaced). %s: %w",
-			data, filepath.Join(data, store.RecordsFileName), size, end, store.FsckAdvice(data), ErrInconsistent)
+// checkDataDir checks, before anything in the data directory is opened
+// for writing, that its files agree with its state: a state beside records
+// must exist and not be empty (checkStateFile), must not be damaged, and
+// records.jsonl must be at least as long as the state's completions say
+// (state.Marks.RecordsEnd). It returns the state's marks.
+func checkDataDir(data string) (state.Marks, error) {
+	if err := checkStateFile(data); err != nil {
+		return state.Marks{}, err
 	}
-	next := st.PageNext()
+	marks, err := state.ReadMarks(stateDir(data))
+	if err != nil {
+		return marks, err
+	}
+	path := filepath.Join(data, store.RecordsFileName)
+	var size int64
+	if info, err := os.Stat(path); err == nil {
+		size = info.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return marks, fmt.Errorf("cannot check the crawl records: %w", err)
+	}
+	if size < marks.RecordsEnd {
+		return marks, fmt.Errorf("cannot resume the crawl in %s: %s holds %d bytes but the state completed URLs whose records end at byte %d, so records were lost (the file was truncated or replaced). %s: %w",
+			data, path, size, marks.RecordsEnd, store.FsckAdvice(data), ErrInconsistent)
+	}
+	return marks, nil
+}
+
+// skipLostPages skips the numbers of pages lost from the page files (a
+// truncated PageData or PageIndex) up to next, the state's PageNext, so
+// that they are never issued again.
+func (f *Fetcher) skipLostPages(next int64, log *slog.Logger) error {
 	lost, err := f.pages.SkipTo(next)
 	if err != nil {
 		return err
 	}
 	if lost > 0 {
-		log.Warn("pages of completed URLs are missing from the page files; their page numbers are not reused, their records now read as lost pages. "+store.FsckAdvice(data)+" to fetch them again",
-			"dir", filepath.Join(data, "pages"), "lost_pages", lost, "next_page", next)
+		log.Warn("pages of completed URLs are missing from the page files; their page numbers are not reused, their records now read as lost pages. "+store.FsckAdvice(f.cfg.Data)+" to fetch them again",
+			"dir", filepath.Join(f.cfg.Data, "pages"), "lost_pages", lost, "next_page", next)
 	}
 	return nil
 }

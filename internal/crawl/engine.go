@@ -100,12 +100,12 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 			return nil, err
 		}
 	}
-	fetcher, err := NewFetcher(cfg, logger, reg)
+	var marks state.Marks
+	fetcher, err := newFetcher(cfg, logger, reg, func() (err error) {
+		marks, err = checkDataDir(cfg.Data)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	if err := checkStateFile(cfg.Data); err != nil {
-		fetcher.Close()
 		return nil, err
 	}
 	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
@@ -116,7 +116,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		fetcher.Close()
 		return nil, err
 	}
-	if err := fetcher.reconcile(st, logger); err != nil {
+	if err := fetcher.skipLostPages(max(marks.PageNext, st.PageNext()), logger); err != nil {
 		st.Close()
 		fetcher.Close()
 		return nil, err

@@ -124,6 +124,13 @@ func (f *Fetcher) ShareRobots(s RobotsShare) { f.share = s }
 // an error that wraps store.ErrLocked and names the holder, and nothing in
 // the directory is touched. Close releases the stores, then the lock.
 func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fetcher, error) {
+	return newFetcher(cfg, logger, reg, nil)
+}
+
+// newFetcher is NewFetcher that calls check, if not nil, once the data
+// directory is locked and before any store in it is opened for writing;
+// an error from check is returned and nothing is opened.
+func newFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer, check func() error) (*Fetcher, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
@@ -172,6 +179,12 @@ func NewFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Fe
 	f.lock, err = store.LockDir(cfg.Data, lockCommand(), 0)
 	if err != nil {
 		return nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	f.pages, err = store.OpenPageFiles(filepath.Join(cfg.Data, "pages"), store.Options{Logger: logger})
 	if err != nil {

@@ -116,6 +116,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/store"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -166,8 +167,10 @@ var (
 // accept them again.
 const stateFormat = 2
 
-// ErrLocked is wrapped by Open when another process holds the data directory.
-var ErrLocked = errors.New("data directory is locked")
+// ErrLocked is wrapped by Open when another process holds the data
+// directory. It is store.ErrLocked, which the crawl's directory lock
+// (store.LockDir) wraps, so errors.Is finds either with either.
+var ErrLocked = store.ErrLocked
 
 // ErrNotPending is returned by UpdatePending when the request is not (or no
 // longer) pending.
@@ -1391,4 +1394,51 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// Marks are the largest Outcome.PageNext and Outcome.RecordsEnd of every
+// completed URL (Store.PageNext, Store.RecordsEnd).
+type Marks struct {
+	PageNext   int64
+	RecordsEnd int64
+}
+
+// ReadMarks reads the marks of the state in dir without opening it for
+// writing, so that a crawl can check its files against them before it
+// opens anything for writing. A missing or empty state file has zero
+// marks; a damaged one is an error wrapping ErrDamaged (never a panic).
+func ReadMarks(dir string) (m Marks, err error) {
+	path := filepath.Join(dir, DBFile)
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && info.Size() == 0 {
+		return Marks{}, nil
+	}
+	if err != nil {
+		return Marks{}, fmt.Errorf("cannot read crawl state: %w", err)
+	}
+	if err := checkBoltSize(path, info.Size()); err != nil {
+		return Marks{}, damaged(dir, err)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = Marks{}, damaged(dir, fmt.Errorf("reading it failed: %v", r))
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return Marks{}, fmt.Errorf("cannot read crawl state in %s: data directory is in use by another spider process (pid %s); stop it or use another data directory: %w",
+			dir, readPID(dir), ErrLocked)
+	}
+	if err != nil {
+		return Marks{}, damaged(dir, err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bMeta); meta != nil {
+			m = Marks{PageNext: getInt(meta, mPageEnd), RecordsEnd: getInt(meta, mRecEnd)}
+		}
+		return nil
+	})
+	return m, err
 }
