@@ -535,12 +535,18 @@ func repairState(c *checked, rep *Report, act func(string, ...any)) error {
 // their record in all, and whether the state holds other staleness worth a
 // rebuild (counters that do not match the kept records).
 func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool) {
-	names := c.knownNames()
+	lost := map[dedup.Key]bool{}
+	for k := range c.completed {
+		if _, ok := c.recorded[k]; !ok {
+			lost[k] = true
+		}
+	}
+	total = len(lost)
+	names := c.knownNames(lost)
 	for k, info := range c.completed {
-		if _, ok := c.recorded[k]; ok {
+		if !lost[k] {
 			continue
 		}
-		total++
 		u, ok := names[k]
 		if !ok {
 			continue
@@ -578,13 +584,21 @@ type name struct {
 	redirects int
 }
 
-// knownNames maps keys to URLs for every URL named anywhere the repair can
-// read: kept records and their out-links, the page index (kept and cut
-// pages), the pending set and the fingerprint owners.
-func (c *checked) knownNames() map[dedup.Key]name {
+// knownNames maps the keys of want to URLs, for every URL named anywhere
+// the repair can read: records (kept or not) and the out-links of the kept
+// ones, the page index (kept and cut pages) and the fingerprint owners.
+// Only keys in want are kept, so memory follows the lost URLs, not the
+// crawl.
+func (c *checked) knownNames(want map[dedup.Key]bool) map[dedup.Key]name {
 	names := map[dedup.Key]name{}
+	if len(want) == 0 {
+		return names
+	}
 	put := func(u string, depth, redirects int) {
 		k := dedup.KeyOf(u)
+		if !want[k] {
+			return
+		}
 		if n, ok := names[k]; ok && (n.depth >= 0 && (depth < 0 || n.depth <= depth)) {
 			return
 		}
