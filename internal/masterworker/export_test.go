@@ -17,6 +17,7 @@ func Victim(t *testing.T, rdb redis.UniversalClient, crawl string) string {
 	ctx := context.Background()
 	k := newKeys(crawl)
 	var id string
+	// Poll trq (every 10 ms) for a work number; the deadline fails the test.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		v, err := rdb.LPop(ctx, k.trq()).Result()
@@ -41,4 +42,22 @@ func Victim(t *testing.T, rdb redis.UniversalClient, crawl string) string {
 		t.Fatalf("the victim got no task: %v", err)
 	}
 	return k.processing(n)
+}
+
+// WaitSRQ waits until srq of crawl holds at least n tasks, polling every millisecond; it
+// fails the test after 30 s.
+func WaitSRQ(t *testing.T, rdb redis.UniversalClient, crawl string, n int64) {
+	t.Helper()
+	k := newKeys(crawl)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := rdb.LLen(context.Background(), k.srq()).Result()
+		if err == nil && got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("srq of %s holds %d tasks after 30 s, want %d (%v)", crawl, got, n, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

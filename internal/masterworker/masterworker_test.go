@@ -238,7 +238,9 @@ func TestMasterWorkersDelayFromStart(t *testing.T) {
 	m := f.master(t, "mw-start")
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
-	// Leased tasks wait in srq for longer than the delay.
+	// Leased tasks wait in srq for longer than the delay: once the master has put tasks
+	// there, their age is the subject, so time passes.
+	masterworker.WaitSRQ(t, f.rdb, "mw-start", 1)
 	time.Sleep(3 * delay)
 	var dirs []string
 	for range 2 {
@@ -334,8 +336,12 @@ func TestMasterRestart(t *testing.T) {
 		dirs = append(dirs, dir)
 		g.Go(func() error { return w.Run(gctx) })
 	}
-	for m1.Progress().Fetched < 30 {
-		time.Sleep(5 * time.Millisecond)
+	// Poll the first master's progress (every 5 ms) up to its kill point; the deadline
+	// fails a crawl that never gets there.
+	for deadline := time.Now().Add(60 * time.Second); m1.Progress().Fetched < 30; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first master fetched %d URLs in 60 s, want 30 before its kill", m1.Progress().Fetched)
+		}
 	}
 	stop1()
 	<-m1done
@@ -372,6 +378,7 @@ func TestRedisRestart(t *testing.T) {
 		dirs, workers = append(dirs, dir), append(workers, w)
 		g.Go(func() error { return w.Run(gctx) })
 	}
+	// Poll the workers' progress (every 5 ms) up to the fault point.
 	deadline := time.Now().Add(60 * time.Second)
 	for workers[0].Fetched()+workers[1].Fetched() < 40 {
 		if time.Now().After(deadline) {
@@ -382,7 +389,7 @@ func TestRedisRestart(t *testing.T) {
 	// Down for 2 s: longer than go-redis's own retries, so master and
 	// workers must wait the outage out themselves.
 	f.rs.Kill()
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // time is the subject: the outage's length
 	f.rs.Restart()
 	if err := g.Wait(); err != nil {
 		t.Fatalf("crawl across a Redis restart: %v", err)
