@@ -88,8 +88,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rf.register(fs)
 	host, _ := os.Hostname()
 	nodeID := fs.String("node-id", host, "with --redis: this node's name, unique in the crawl (stable across restarts to take its buckets back)")
-	weight := fs.Int("weight", 100, "with --redis: this node's virtual nodes on the ring (its share of the hosts)")
-	buckets := fs.Int("buckets", 4096, "with --redis: logical buckets of hosts (the same on every node)")
+	weight := fs.Int("weight", 100, fmt.Sprintf("with --redis: this node's virtual nodes on the ring, its share of the hosts (range 1 to %d)", p2p.MaxWeight))
+	buckets := fs.Int("buckets", 4096, fmt.Sprintf("with --redis: logical buckets of hosts, the same on every node (range 1 to %d)", p2p.MaxBuckets))
 	mode := fs.String("mode", "normal", "crawl mode: normal, or layered (SPEC §2 rounds with noise-URL removal)")
 	lo := layeredFlags(fs)
 	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (SPEC §0 mixed topology)")
@@ -109,6 +109,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)
 	}
 	if err := checkConfig(&cfg); err != nil {
+		return err
+	}
+	if err := checkPeerFlags(*weight, *buckets); err != nil {
 		return err
 	}
 	logger, err := newLogger(stderr, *logLevel)

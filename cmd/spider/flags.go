@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/p2p"
 )
 
 // listFlag is a repeatable string flag.
@@ -131,4 +132,15 @@ func splitHosts(vals []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkPeerFlags range-checks a peer-to-peer node's --weight and --buckets.
+func checkPeerFlags(weight, buckets int) error {
+	if weight < 1 || weight > p2p.MaxWeight {
+		return fmt.Errorf("%w: --weight %d is out of range: use 1 to %d virtual nodes", errUsage, weight, p2p.MaxWeight)
+	}
+	if buckets < 1 || buckets > p2p.MaxBuckets {
+		return fmt.Errorf("%w: --buckets %d is out of range: use 1 to %d (the same on every node)", errUsage, buckets, p2p.MaxBuckets)
+	}
+	return nil
 }

@@ -56,6 +56,21 @@ var badFlags = []struct {
 	{"scope", "planet"},
 }
 
+// otherBad are flags of one command beyond the crawl settings.
+var otherBad = []struct {
+	cmd, flag, value string
+}{
+	{"crawl", "weight", "0"},
+	{"crawl", "weight", "1000000000"},
+	{"crawl", "buckets", "-1"},
+	{"crawl", "buckets", "0"},
+	{"crawl", "buckets", "100000000"},
+	{"master", "max-inflight", "-1"},
+	{"master", "max-inflight", "2000000"},
+	{"master", "worker-ttl", "-1s"},
+	{"master", "worker-ttl", "1ms"},
+}
+
 // localBad are the flags spider worker takes (the local-only ones).
 var localBad = map[string]bool{
 	"concurrency": true, "connect-timeout": true, "first-byte-timeout": true, "timeout": true,
@@ -64,7 +79,13 @@ var localBad = map[string]bool{
 
 func TestFlagRanges(t *testing.T) {
 	for _, cmd := range []string{"crawl", "master", "worker"} {
-		for _, b := range badFlags {
+		cases := badFlags
+		for _, o := range otherBad {
+			if o.cmd == cmd {
+				cases = append(cases, struct{ flag, value string }{o.flag, o.value})
+			}
+		}
+		for _, b := range cases {
 			if cmd == "worker" && !localBad[b.flag] {
 				continue
 			}

@@ -30,8 +30,8 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var rf redisFlags
 	rf.register(fs)
-	maxInFlight := fs.Int("max-inflight", 0, "tasks handed out and not yet answered (default 4 × concurrency)")
-	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued")
+	maxInFlight := fs.Int("max-inflight", 0, "tasks handed out and not yet answered (default 0: 4 × concurrency; range 0 to 1000000)")
+	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued (range 100ms to 1h)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no summary")
 	if err := fs.Parse(args); err != nil {
@@ -40,6 +40,12 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := *cfgp
 	if err := checkConfig(&cfg); err != nil {
 		return err
+	}
+	if *maxInFlight < 0 || *maxInFlight > 1_000_000 {
+		return fmt.Errorf("%w: --max-inflight %d is out of range: use 0 (4 × concurrency) to 1000000", errUsage, *maxInFlight)
+	}
+	if *workerTTL < 100*time.Millisecond || *workerTTL > time.Hour {
+		return fmt.Errorf("%w: --worker-ttl %s is out of range: use 100ms to 1h", errUsage, *workerTTL)
 	}
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
 	if len(cfg.Seeds) == 0 {

@@ -74,6 +74,14 @@ type Options struct {
 	Heartbeat, MemberTTL, LeaseTTL time.Duration
 }
 
+// Ranges of Options.Weight and Options.Buckets: the ring holds Weight
+// points per node and the bucket table Buckets entries, so neither may be
+// unbounded.
+const (
+	MaxWeight  = 10000
+	MaxBuckets = 1 << 20
+)
+
 func (o *Options) defaults() error {
 	if o.Crawl == "" || o.NodeID == "" {
 		return errors.New("a peer-to-peer node needs --crawl NAME and --node-id ID")
@@ -84,11 +92,14 @@ func (o *Options) defaults() error {
 	if o.Weight == 0 {
 		o.Weight = 100
 	}
-	if o.Weight < 1 {
-		return fmt.Errorf("weight %d: use at least 1", o.Weight)
+	if o.Weight < 1 || o.Weight > MaxWeight {
+		return fmt.Errorf("--weight %d is out of range: use 1 to %d virtual nodes", o.Weight, MaxWeight)
 	}
 	if o.Buckets == 0 {
 		o.Buckets = partition.DefaultBuckets
+	}
+	if o.Buckets < 1 || o.Buckets > MaxBuckets {
+		return fmt.Errorf("--buckets %d is out of range: use 1 to %d (the same on every node)", o.Buckets, MaxBuckets)
 	}
 	if o.Flush == 0 {
 		o.Flush = 50 * time.Millisecond
