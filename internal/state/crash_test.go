@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +50,9 @@ func crashChildren(i int) []frontier.Request {
 
 var crashClasses = []string{"200", "404", "30x", "timeout"}
 
+// crashProgressStep is how often (in completions) the crash child reports its progress.
+const crashProgressStep = 25
+
 // runCrashChild crawls until killed: 4 workers Complete pending URLs with
 // their children, sometimes bumping Attempt with UpdatePending first.
 func runCrashChild(dir string) {
@@ -76,6 +80,7 @@ func runCrashChild(dir string) {
 		os.Exit(3)
 	}
 	fmt.Println("ready")
+	var completed atomic.Int64
 	for w := 0; w < 4; w++ {
 		go func() {
 			r := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(w)))
@@ -83,7 +88,7 @@ func runCrashChild(dir string) {
 				mu.Lock()
 				if len(queue) == 0 {
 					mu.Unlock()
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // idle: another worker's completion refills the queue
 					continue
 				}
 				req := queue[0]
@@ -105,6 +110,10 @@ func runCrashChild(dir string) {
 				mu.Lock()
 				queue = append(queue, res.New...)
 				mu.Unlock()
+				// The parent kills at a point of the progress, which it reads here.
+				if n := completed.Add(1); n%crashProgressStep == 0 {
+					fmt.Println("progress", n)
+				}
 			}
 		}()
 	}
@@ -298,26 +307,47 @@ func TestCrashSafety(t *testing.T) {
 			close(lines)
 		}()
 		// Every third round kills at once (during Open or resume); the others
-		// wait for the child to run, then kill it mid-work.
+		// wait for the child to run, then kill it mid-work at a random point of
+		// its progress (25 to 300 completions into the run), whatever the
+		// machine's speed.
 		if round%3 != 2 {
-			select {
-			case l, ok := <-lines:
-				if !ok || l != "ready" {
+			target := int64(crashProgressStep * (1 + r.IntN(12)))
+			timeout := time.After(60 * time.Second) // bounds a stuck child; not a synchronisation
+			for started := false; ; {
+				var l string
+				var ok bool
+				select {
+				case l, ok = <-lines:
+				case <-timeout:
+					_ = cmd.Process.Kill()
+					t.Fatalf("round %d: child did not reach %d completions in 60 s", round, target)
+				}
+				var n int64
+				_, perr := fmt.Sscanf(l, "progress %d", &n)
+				switch {
+				case ok && l == "ready":
+					started = true
+					continue
+				case ok && started && perr == nil:
+				default:
 					_ = cmd.Process.Kill()
 					t.Fatalf("round %d: child said %q", round, l)
 				}
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Fatalf("round %d: child did not start", round)
+				if n >= target {
+					break
+				}
 			}
+		} else {
+			// Time is the subject: a random instant of the child's start-up (Open,
+			// the Bloom filter's rebuild, LoadPending), which reports no progress.
+			time.Sleep(time.Duration(r.IntN(100)) * time.Millisecond)
 		}
-		time.Sleep(time.Duration(10+r.IntN(200)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
 		for l := range lines {
-			if l != "ready" {
+			if l != "ready" && !strings.HasPrefix(l, "progress ") {
 				t.Fatalf("round %d: child failed: %s", round, l)
 			}
 		}
