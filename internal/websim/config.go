@@ -211,8 +211,9 @@ type Config struct {
 	// from nowhere (a crawler gets them as seeds): /x/len-huge/K announces
 	// Content-Length: 1000000000000000 (HugeContentLength) and sends a short body, then
 	// closes the connection; /x/len-stall/K announces Content-Length: 4000000000
-	// (StallContentLength), sends no body for HangTime, then closes. Default false: both
-	// answer 404 like any unknown path.
+	// (StallContentLength), sends no body for HangTime, then closes; /x/len-cap/K does
+	// the same with Content-Length: 1073741824 (CapContentLength, 1 GiB). Default false:
+	// they answer 404 like any unknown path.
 	LyingLength bool
 	// BusyCount is how many requests of an "unavailable" URL get 503 before it answers
 	// 200. Default 1.

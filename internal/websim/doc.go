@@ -59,6 +59,7 @@
 //	                       short body, then the connection closes
 //	/x/len-stall/K         (Config.LyingLength, never linked) Content-Length: 4×10^9, no
 //	                       body for Config.HangTime, then the connection closes
+//	/x/len-cap/K           the same with Content-Length: 2^30 (1 GiB)
 //	/print/s/N/a/M.html    the article's text without links
 //	/trap/1/2/…/n/         links to n+1/ forever
 //	/calendar/YYYY/MM/     links to the next and previous months (FeatureNoise)

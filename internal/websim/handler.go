@@ -89,7 +89,7 @@ func (w *Web) served(rt route) bool {
 		return f.Has(FeatureNoise)
 	case rNews:
 		return rt.b <= w.published(time.Now())
-	case rLenHuge, rLenStall:
+	case rLenHuge, rLenStall, rLenCap:
 		return w.cfg.LyingLength
 	}
 	return true
@@ -116,7 +116,7 @@ func (w *Web) answerOf(hi int, path string) answer {
 		a.doc, a.parse, a.final = false, false, "timeout"
 	case rLenHuge:
 		a.doc, a.parse, a.final = false, false, "reset"
-	case rLenStall:
+	case rLenStall, rLenCap:
 		a.doc, a.parse, a.final = false, false, "timeout"
 	case rReset:
 		a.doc, a.parse, a.status, a.final = false, false, 0, "reset"
@@ -280,6 +280,9 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	case rLenStall:
 		w.lyingLength(rec, r, StallContentLength, nil, true)
 		return
+	case rLenCap:
+		w.lyingLength(rec, r, CapContentLength, nil, true)
+		return
 	case rBomb:
 		rec.Header().Set("Content-Encoding", "gzip")
 		out.send(200, ctHTML, false, w.bombBody())
@@ -383,6 +386,9 @@ const (
 	// StallContentLength is announced by /x/len-stall/K, which then sends no body at all
 	// for Config.HangTime and closes the connection.
 	StallContentLength int64 = 4_000_000_000
+	// CapContentLength is announced by /x/len-cap/K, which then behaves like
+	// /x/len-stall/K: 1 GiB, a length a crawler allowing bodies that large believes.
+	CapContentLength int64 = 1 << 30
 )
 
 // lyingLength answers 200 with a Content-Length of length on the raw connection, sends

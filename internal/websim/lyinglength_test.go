@@ -57,6 +57,7 @@ func TestLyingLength(t *testing.T) {
 	}{
 		{"huge length, short body", true, "/x/len-huge/1", 200, HugeContentLength, "<html><body>short</body></html>\n", 0, 64},
 		{"4e9 length, no body, stall", true, "/x/len-stall/2", 200, StallContentLength, "", hang, 0},
+		{"1 GiB length, no body, stall", true, "/x/len-cap/3", 200, CapContentLength, "", hang, 0},
 		{"off: huge is 404", false, "/x/len-huge/1", 404, -2, "", 0, 1 << 20},
 		{"off: stall is 404", false, "/x/len-stall/2", 404, -2, "", 0, 1 << 20},
 	}

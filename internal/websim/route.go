@@ -48,6 +48,7 @@ const (
 	rNews      // /s/N/new/K.html a=N b=K (Config.PublishEvery)
 	rLenHuge   // /x/len-huge/K   (Config.LyingLength)
 	rLenStall  // /x/len-stall/K  (Config.LyingLength)
+	rLenCap    // /x/len-cap/K    (Config.LyingLength)
 )
 
 // route is a parsed path.
@@ -315,7 +316,7 @@ var specialNames = func() map[routeKind]string {
 var specialKinds = map[string]routeKind{
 	"gone": rGone, "error": rError, "busy": rBusy, "hang": rHang, "reset": rReset,
 	"plain": rPlain, "bin": rBin, "malformed": rMalformed, "large": rLarge, "bomb": rBomb,
-	"len-huge": rLenHuge, "len-stall": rLenStall,
+	"len-huge": rLenHuge, "len-stall": rLenStall, "len-cap": rLenCap,
 }
 
 func parseSpecial(seg []string, sh shape) (route, bool) {

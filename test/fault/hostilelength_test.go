@@ -13,9 +13,10 @@ import (
 
 // TestHostileLength crawls an ordinary web whose hosts also serve websim's lying-length
 // pages (Config.LyingLength), given as extra seeds: /x/len-huge/K announces
-// Content-Length: 10^15 and sends a short body, /x/len-stall/K announces 4×10^9 and sends
-// nothing. --max-body-bytes is the largest allowed (1 GiB), so only a body buffer sized
-// from what arrived, not from what was announced, keeps memory down. The crawl must not
+// Content-Length: 10^15 and sends a short body, /x/len-stall/K announces 4×10^9 and
+// /x/len-cap/K 2^30, and both send nothing. --max-body-bytes 10^15 must be refused; the
+// runs use the largest allowed (1 GiB), so only a body buffer sized from what arrived,
+// not from what was announced, keeps memory down. The crawl must not
 // panic, must stay under 300 MiB of RSS (sampled), must record an error for every lying
 // URL and store no body for them, and must crawl the rest: every ground-truth URL, every
 // stored body the web's.
@@ -38,16 +39,40 @@ func TestHostileLength(t *testing.T) {
 	hosts := w.srv.Hosts()
 	for k := range perKind {
 		h := hosts[k%len(hosts)]
-		lying = append(lying, w.srv.URL(h, "/x/len-huge/"+strconv.Itoa(k)), w.srv.URL(h, "/x/len-stall/"+strconv.Itoa(k)))
+		for _, kind := range []string{"huge", "stall", "cap"} {
+			lying = append(lying, w.srv.URL(h, "/x/len-"+kind+"/"+strconv.Itoa(k)))
+		}
 	}
-	row := Row{Fault: "hostile Content-Length (10^15 + short body; 4×10^9, no body)", URLs: len(w.truth.MustFetch)}
+	// The largest body the crawler allows: it must refuse 10^15 (issue 19: the cap had no
+	// bound and the body buffer was pre-sized from Content-Length up to it, so 10^15
+	// panicked and 4×10^9 took 11.7 GB); a crawler that takes it is run with it.
+	maxBody := "1000000000000000"
+	{
+		probe := start(t, "crawl --max-body-bytes 1e15", append([]string{"crawl", "--data", filepath.Join(t.TempDir(), "probe"), "--quiet",
+			"--timeout", timeout.String(), "--max-body-bytes", maxBody}, append(w.crawlFlags(concurrency), lying...)...)...)
+		peak := probe.PeakRSS(20 * time.Millisecond)
+		err := probe.Wait(3 * time.Minute)
+		noPanic(t, "the crawl with --max-body-bytes 10^15", probe.Output())
+		switch {
+		case err == nil:
+			t.Errorf("--max-body-bytes 10^15 was accepted (peak RSS %.1f MiB)", float64(peak)/(1<<20))
+		case strings.Contains(probe.Output(), "max-body-bytes"):
+			maxBody = strconv.Itoa(1 << 30)
+		default:
+			t.Errorf("--max-body-bytes 10^15 failed without naming the flag: %v", err)
+		}
+		if peak > rssBound {
+			t.Errorf("--max-body-bytes 10^15: peak RSS %.1f MiB, bound %d MiB", float64(peak)/(1<<20), rssBound>>20)
+		}
+	}
+	row := Row{Fault: "hostile Content-Length (10^15 + short body; 4×10^9 and 2^30, no body)", URLs: len(w.truth.MustFetch)}
 	var peakMax int64
 	outcomes := map[string]int{}
 	for run := range runs(2, 20) {
 		w.srv.Log().Reset()
 		data := filepath.Join(t.TempDir(), "data")
 		args := append(append([]string{"crawl", "--data", data, "--quiet", "--timeout", timeout.String(), "--first-byte-timeout", "2s",
-			"--max-body-bytes", strconv.Itoa(1 << 30)}, w.crawlFlags(concurrency)...), w.rules.Seeds...)
+			"--max-body-bytes", maxBody}, w.crawlFlags(concurrency)...), w.rules.Seeds...)
 		p := start(t, "crawl", append(args, lying...)...)
 		peak := p.PeakRSS(20 * time.Millisecond)
 		peakMax = max(peakMax, peak)
@@ -84,11 +109,8 @@ func TestHostileLength(t *testing.T) {
 				t.Errorf("run %d: %s stored a body (page %d, %d bytes) though it never arrived whole", run, u, r.PageNo, r.Size)
 			}
 			if ok {
-				kind := "huge"
-				if strings.Contains(u, "stall") {
-					kind = "stall"
-				}
-				outcomes[kind+" "+r.Outcome]++
+				kind := strings.TrimPrefix(strings.Split(u, "/x/")[1], "len-")
+				outcomes[kind[:strings.IndexByte(kind, '/')]+" "+r.Outcome]++
 			}
 		}
 		row.Runs++
@@ -107,7 +129,7 @@ func TestHostileLength(t *testing.T) {
 			t.Errorf("run %d: wrong body: %s", run, wb)
 		}
 	}
-	row.Note = fmt.Sprintf("--max-body-bytes 1 GiB, --timeout %s; faults = lying answers requested; peak RSS %.1f MiB (bound %d MiB); outcomes %s",
-		timeout, float64(peakMax)/(1<<20), rssBound>>20, outcomeList(outcomes))
+	row.Note = fmt.Sprintf("--max-body-bytes 10^15 refused, runs with %s, --timeout %s; faults = lying answers requested; peak RSS %.1f MiB (bound %d MiB); outcomes %s",
+		maxBody, timeout, float64(peakMax)/(1<<20), rssBound>>20, outcomeList(outcomes))
 	report(t, row)
 }
