@@ -207,7 +207,7 @@ func TestOpenLoopCountsQueueing(t *testing.T) {
 	busy := make(chan struct{}, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		busy <- struct{}{}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // time is the subject: the server's service time
 		<-busy
 		if r.URL.Query().Get("q") == "bad" {
 			http.Error(w, "bad query", 400)

@@ -22,7 +22,8 @@ func mustKeys(t testing.TB, crawl string) Keys {
 	return k
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
+// eventually polls cond every 10 ms until it holds, and fails the test when d passes
+// first.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -69,7 +69,7 @@ func TestLeaseAcquireRenewRelease(t *testing.T) {
 	if !errors.As(err, &he) || !errors.Is(err, ErrHeld) || he.Holder != OwnerValue("a", la.Token) {
 		t.Fatalf("b.Acquire of a's bucket: %v", err)
 	}
-	// Renewal keeps the lease for many TTLs.
+	// Renewal keeps the lease for many TTLs (time is the subject).
 	time.Sleep(3 * testTTL)
 	node, tok, ttl, err := a.Holder(ctx, 7)
 	if err != nil || node != "a" || tok != la.Token || ttl <= testTTL/3 {
@@ -149,7 +149,7 @@ func TestLeaseAcquireMany(t *testing.T) {
 	if busy[0].Bucket != 0 || got[0].Bucket != 600 {
 		t.Fatalf("order: busy[0]=%d got[0]=%d", busy[0].Bucket, got[0].Bucket)
 	}
-	// All 1000 leases survive several renewal rounds.
+	// All 1000 leases survive several renewal rounds (time is the subject).
 	time.Sleep(2 * testTTL)
 	if len(a.Held()) != 600 || len(b.Held()) != 400 {
 		t.Fatalf("held after renewals: a %d, b %d", len(a.Held()), len(b.Held()))
@@ -193,7 +193,7 @@ func TestLeaseExclusiveUnderContention(t *testing.T) {
 				if _, err := appendScript.Run(ctx, srv.Client(), keys, id, ls, []string{keys.Bucket(b, "log")}, OwnerValue(id, ls.Token)); err != nil {
 					t.Errorf("%s: fenced write under a held lease: %v", id, err)
 				}
-				time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+				time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond) // time is the subject: a random holding time
 				busy[b].Add(-1)
 				if _, err := l.Release(ctx, b); err != nil {
 					t.Errorf("%s: release: %v", id, err)
@@ -243,7 +243,7 @@ func TestLeaseLostOnRedisKill(t *testing.T) {
 		}
 		held = append(held, ls)
 	}
-	time.Sleep(testTTL / 2) // a renewal or two
+	time.Sleep(testTTL / 2) // time is the subject: a renewal or two before the outage
 	killed := time.Now()
 	srv.Kill()
 	eventually(t, 2*testTTL, "leases reported lost", func() bool { return lost.count() == 5 })

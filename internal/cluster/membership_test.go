@@ -37,7 +37,7 @@ func TestMembershipJoinHeartbeatExpiry(t *testing.T) {
 	if e2 <= e1 || e1 <= 0 {
 		t.Fatalf("epochs %d then %d, want increasing and positive", e1, e2)
 	}
-	// Heartbeats keep both alive well past the TTL.
+	// Heartbeats keep both alive well past the TTL (time is the subject).
 	time.Sleep(3 * fastMembership.TTL)
 	v, err := a.Members(ctx)
 	if err != nil {
@@ -164,7 +164,7 @@ func TestMembershipSurvivesRedisRestart(t *testing.T) {
 	}
 	defer m.Close()
 	srv.Kill()
-	time.Sleep(2 * fastMembership.Heartbeat)
+	time.Sleep(2 * fastMembership.Heartbeat) // time is the subject: the outage's length
 	srv.Restart()
 	eventually(t, 9*time.Second, "re-registered after restart", func() bool {
 		v, err := m.Members(ctx)

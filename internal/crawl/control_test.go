@@ -10,7 +10,8 @@ import (
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond (every 10 ms) until it holds, and fails the test when the deadline
+// passes first.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -62,7 +63,7 @@ func TestControl(t *testing.T) {
 	}
 	waitFor(t, "fetches in flight to finish", 30*time.Second, func() bool { return eng.Progress().InFlight == 0 })
 	before := eng.Progress().Fetched
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond) // time is the subject: a paused crawl stays idle for a while
 	if after := eng.Progress().Fetched; after != before {
 		t.Fatalf("paused crawl completed %d more URLs", after-before)
 	}

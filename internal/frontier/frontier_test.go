@@ -302,7 +302,7 @@ func TestPolitenessRealClock(t *testing.T) {
 					t.Errorf("%s started %v after the previous Done, want ≥ %v", key, l.Start.Sub(prev), delay)
 				}
 				mu.Unlock()
-				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // time is the subject: a random fetch time
 				mu.Lock()
 				active[key]--
 				lastDone[key] = time.Now() // before Done: Done's own clock reads later
@@ -501,7 +501,7 @@ func TestSpillConcurrent(t *testing.T) {
 						t.Error(err)
 					}
 					if errors.Is(err, ErrDrained) && !allPushed {
-						time.Sleep(100 * time.Microsecond) // producers still running
+						time.Sleep(100 * time.Microsecond) // producers still running: poll again
 						continue
 					}
 					return

@@ -323,6 +323,7 @@ func TestFailures(t *testing.T) {
 	s.progress(urls * 15 / 100)
 	s.kill("n1/h1")
 	s.kill("n2") // a center restarts too
+
 	time.Sleep(300 * time.Millisecond) // time is the subject: the center's outage
 	s.startCenter("n2", slowNet)
 	s.startHost("n2", "h3", 0) // joins late

@@ -192,6 +192,7 @@ func TestPeerJoinsAndLeaves(t *testing.T) {
 		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// waitFor polls cond (every 5 ms) and fails the test after 30 s.
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -244,6 +245,8 @@ func TestRedisRestart(t *testing.T) {
 		nodes, dirs = append(nodes, n), append(dirs, dir)
 		g.Go(func() error { return n.Run(gctx) })
 	}
+	// Poll the nodes' progress (every 5 ms) up to the restart point; the deadline fails
+	// the test.
 	deadline := time.Now().Add(30 * time.Second)
 	for nodes[0].Fetched()+nodes[1].Fetched() < 80 {
 		if time.Now().After(deadline) {

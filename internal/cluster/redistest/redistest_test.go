@@ -204,7 +204,8 @@ func TestClusterNodeRestart(t *testing.T) {
 	for i := range 50 {
 		var got int
 		var err error
-		// The client may need a moment to reconnect to the restarted master.
+		// The client may need a moment to reconnect to the restarted master: poll (every
+		// 50 ms, 50 times); the check below fails the test when it never does.
 		for range 50 {
 			if got, err = rdb.Get(ctx, fmt.Sprint("k", i)).Int(); err == nil || errors.Is(err, redis.Nil) {
 				break
