@@ -404,6 +404,9 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("builds spider and runs distributed crawls")
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("SPIDER_REQUIRE_REDIS") != "" { // redistest.RequireEnv
+			t.Fatal("redis-server is not on PATH (SPIDER_REQUIRE_REDIS is set)")
+		}
 		t.Skip("redis-server not installed")
 	}
 	var out, errOut bytes.Buffer
