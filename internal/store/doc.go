@@ -58,12 +58,56 @@
 // files before the index, then the directory when files were created), which
 // is what protects against power loss.
 //
-// Opening the store repairs a torn tail by truncating back to the last
-// complete page (or record) and logs what was cut at Warn level. A malformed
-// line that is not the last one is not a torn tail but corruption:
+// Opening the store for writing repairs a torn tail by truncating back to
+// the last complete page (or record) and logs what was cut at Warn level. A
+// malformed line that is not the last one is not a torn tail but corruption:
 // OpenPageFiles refuses it with ErrCorrupt unless Options.TruncateCorrupt is
 // set. The records file instead skips (and counts and logs) a corrupt line in
 // the middle while iterating.
+//
+// # One writer, any number of readers
+//
+// Repairing a tail is right only for the one process that owns the files: a
+// torn tail may be the page a running crawl is appending right now, and
+// cutting it under that crawl leaves it writing at offsets past the new end
+// (NUL holes, "store file is corrupt" for good). So a crawl's data
+// directory has one lock, LockDir (an flock on DATA/LOCK that names its
+// holder), which every writer (the crawl, a worker, a layered crawl) takes
+// before it opens any file for writing; a second writer is refused with
+// ErrLocked and an error naming the holder's pid and command, having touched
+// nothing. Every other command (export, stats, index, graph, serve) opens
+// with Options.ReadOnly: nothing is created, repaired or truncated, a
+// missing file is an error naming its path, and a torn tail is simply not
+// read, so readers are safe beside a running crawl and on a read-only
+// directory. Files are created 0600 and directories 0700 (FileMode,
+// DirMode): crawl data is private to the user who crawled.
+//
+// # Checkpoints against power loss
+//
+// Append reaches the operating system, not the disk. The crawl makes its
+// files durable in checkpoints, driven by its state (package state, whose
+// Options.Checkpoint is the crawl's Sync): PageFiles.Sync, then
+// Records.Sync, then the state's fsync, with no state commit in between.
+// Since a URL's page and record are appended before the state commit that
+// completes it, the state on disk after a power loss never completes a URL
+// whose page or record is not on disk; what is lost is the work since the
+// last checkpoint (by default at most 10 s), whose URLs are still pending in
+// that state and are fetched again. See package state, "Durability", for the
+// one caveat of its default NoSync commits and how a crawl detects it.
+//
+// # Page numbers are never reused
+//
+// A page number must name one URL's body for good: records (and the index
+// built from them) hold page numbers. After a loss (a truncated PageData or
+// PageIndex) the open cuts the index back to the last page whose bytes are
+// there, so the next Append would issue numbers that old records still
+// hold. The crawl's state keeps the highest number it completed
+// (state.Store.PageNext); the crawl calls SkipTo with it, which appends
+// empty placeholder pages under LostURL for the lost numbers. And every
+// reader goes through PageFiles.ReadRecord, which checks that the page was
+// stored under the record's URL (Record.PageURL) and returns ErrMismatch
+// otherwise, so a record can never show another URL's body, whatever
+// happened to the files.
 //
 // # Crawl records
 //
