@@ -60,7 +60,7 @@ func newSpiller(dir string, queues int) (*spiller, error) {
 	if dir == "" {
 		return sp, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create spill directory: %w", err)
 	}
 	if err := removeSpillFiles(dir); err != nil {
