@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/spider-crawler/spider/internal/fsck"
 )
@@ -51,7 +50,7 @@ keep. It refuses to run while a crawl holds the directory.`, stderr)
 				return jerr
 			}
 		} else {
-			printFsck(stdout, rep, log)
+			printFsck(stdout, rep)
 		}
 	}
 	if err != nil {
@@ -68,7 +67,7 @@ keep. It refuses to run while a crawl holds the directory.`, stderr)
 
 // printFsck writes the report as text: one line per finding, then what
 // repair did, then a summary.
-func printFsck(w io.Writer, rep *fsck.Report, _ *slog.Logger) {
+func printFsck(w io.Writer, rep *fsck.Report) {
 	for _, f := range rep.Findings {
 		fmt.Fprintf(w, "%s\n", f)
 	}

@@ -117,7 +117,7 @@ type Report struct {
 	// Requeued are the URLs repair queued again: their record or page was
 	// lost; the next crawl fetches them.
 	Requeued []string `json:"requeued,omitempty"`
-	// Dropped are the URLs whose record or page repair removed (most are
+	// Dropped are the URLs whose every record repair removed (most are
 	// also in Requeued; the others are fetched again when rediscovered).
 	Dropped []string `json:"dropped,omitempty"`
 	// Forgotten counts completed URLs known only by their hash, removed
@@ -469,7 +469,9 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		act("removed damaged %s (spider rank --data %s rebuilds it)", f, c.dir)
 	}
 	for u := range c.droppedRL {
-		rep.Dropped = append(rep.Dropped, u)
+		if _, kept := c.recorded[dedup.KeyOf(u)]; !kept { // an older record of a URL with a good one is no loss
+			rep.Dropped = append(rep.Dropped, u)
+		}
 	}
 	sort.Strings(rep.Dropped)
 	return nil
