@@ -37,11 +37,15 @@ type FS struct {
 	mnt     string
 	server  *fuse.Server
 
-	crashed atomic.Bool
+	crashed                         atomic.Bool
 	writes, written, fsyncs, synced atomic.Int64
 
 	mu    sync.Mutex
 	files map[uint64]*lazyFile // by the backing file's inode number
+
+	// slow delays every write to a file of that base name before it takes effect (a slow
+	// disk: readers see the file without the write meanwhile). Set before serving.
+	slow map[string]time.Duration
 }
 
 // lazyFile is the content of one backing file as the processes on the mount see it.
@@ -59,12 +63,15 @@ type span struct{ lo, hi int64 }
 
 // Mount mounts a lazy view of backing on mnt (both must be directories) and serves it
 // in the background. It needs root (a direct mount(2): no fusermount is required).
-func Mount(backing, mnt string) (*FS, error) {
+//
+// slow, if not nil, delays every write to a file of one of its base names by the
+// duration given, before the write takes effect.
+func Mount(backing, mnt string, slow map[string]time.Duration) (*FS, error) {
 	backing, err := filepath.Abs(backing)
 	if err != nil {
 		return nil, err
 	}
-	l := &FS{backing: backing, mnt: mnt, files: map[uint64]*lazyFile{}}
+	l := &FS{backing: backing, mnt: mnt, files: map[uint64]*lazyFile{}, slow: slow}
 	root := &fs.LoopbackRoot{Path: backing}
 	var st syscall.Stat_t
 	if err := syscall.Stat(backing, &st); err != nil {
@@ -530,6 +537,9 @@ func (h *handle) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResu
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	if h.lfs.crashed.Load() {
 		return 0, syscall.EIO
+	}
+	if d := h.lfs.slow[filepath.Base(h.f.name)]; d > 0 {
+		time.Sleep(d) // the slow disk: time is the subject
 	}
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // mountT mounts a lazyfs for the test, or skips when FUSE cannot mount (not root, no
@@ -13,7 +14,7 @@ import (
 func mountT(t *testing.T) (l *FS, backing, mnt string) {
 	t.Helper()
 	backing, mnt = t.TempDir(), t.TempDir()
-	l, err := Mount(backing, mnt)
+	l, err := Mount(backing, mnt, map[string]time.Duration{"slow": 100 * time.Millisecond})
 	if err != nil {
 		if os.Getenv("SPIDER_REQUIRE_FUSE") == "1" {
 			t.Fatalf("SPIDER_REQUIRE_FUSE=1 but %v", err)
@@ -134,5 +135,23 @@ func TestSyncAll(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(backing, "f")); string(b) != "kept" {
 		t.Errorf("after SyncAll the backing file holds %q", b)
+	}
+}
+
+// TestSlowWrite checks -slow: a write to a slow file takes at least the delay, and other
+// files are not delayed.
+func TestSlowWrite(t *testing.T) {
+	_, _, mnt := mountT(t)
+	for _, tc := range []struct {
+		name      string
+		min, most time.Duration
+	}{{"slow", 100 * time.Millisecond, time.Hour}, {"fast", 0, 90 * time.Millisecond}} {
+		start := time.Now()
+		if err := os.WriteFile(filepath.Join(mnt, tc.name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < tc.min || d > tc.most {
+			t.Errorf("writing %s took %s, want between %s and %s", tc.name, d, tc.min, tc.most)
+		}
 	}
 }

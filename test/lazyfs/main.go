@@ -1,13 +1,15 @@
 // Command lazyfs mounts a FUSE file system that loses unsynced writes on demand, to
 // simulate a power loss under a real process (as the LazyFS tool does).
 //
-//	lazyfs -backing DIR -mount MNT [-stats FILE]
+//	lazyfs -backing DIR -mount MNT [-stats FILE] [-slow NAME=DURATION,…]
 //
 // The mount passes every file and directory operation through to the backing directory,
 // except file data: writes (and truncations) are kept in memory, served to readers
 // (read(2) and mmap(2) alike: read-your-writes), and applied to the backing file only by
 // fsync/fdatasync on that file. Directory operations (create, mkdir, rename, unlink) are
-// applied at once: only data is lazy.
+// applied at once: only data is lazy. -slow delays every write to the files of a base
+// name (PageIndex=5ms) before it takes effect: a slow disk, which holds a writer between
+// two writes (a page's body and its index line) long enough for readers to see the gap.
 //
 // Signals:
 //
@@ -28,28 +30,44 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
 	backing := flag.String("backing", "", "backing directory (required)")
 	mnt := flag.String("mount", "", "mount point (required)")
 	stats := flag.String("stats", "", "file to write the statistics to (JSON) at a crash and at exit")
+	slowFlag := flag.String("slow", "", "comma-separated NAME=DURATION: delay every write to files of base name NAME")
 	flag.Parse()
+	slow := map[string]time.Duration{}
+	for part := range strings.SplitSeq(*slowFlag, ",") {
+		if part == "" {
+			continue
+		}
+		name, dur, ok := strings.Cut(part, "=")
+		d, err := time.ParseDuration(dur)
+		if !ok || name == "" || err != nil || d < 0 {
+			fmt.Fprintf(os.Stderr, "lazyfs: cannot use -slow %q: want NAME=DURATION, e.g. PageIndex=5ms\n", part)
+			os.Exit(2)
+		}
+		slow[name] = d
+	}
 	if *backing == "" || *mnt == "" {
 		fmt.Fprintln(os.Stderr, "lazyfs: cannot start: -backing and -mount are required")
 		os.Exit(2)
 	}
-	if err := run(*backing, *mnt, *stats); err != nil {
+	if err := run(*backing, *mnt, *stats, slow); err != nil {
 		fmt.Fprintln(os.Stderr, "lazyfs:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backing, mnt, statsFile string) error {
+func run(backing, mnt, statsFile string, slow map[string]time.Duration) error {
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
-	l, err := Mount(backing, mnt)
+	l, err := Mount(backing, mnt, slow)
 	if err != nil {
 		return err
 	}
