@@ -128,12 +128,15 @@ func TestCrawlLayeredRedis(t *testing.T) {
 		code, out, errOut := runCLI(t, args(filepath.Join(dir, "coord"))...)
 		coordDone <- result{code, out, errOut}
 	}()
-	// The worker starts once the coordinator created the crawl.
-	for {
+	// The worker starts once the coordinator created the crawl (polled every 10 ms; the
+	// deadline fails the test).
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if n, _ := rs.Client().Exists(context.Background(), "{spider:cli}:layered:created").Result(); n > 0 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the coordinator did not create the crawl in 60 s")
+		}
 	}
 	code, out, errOut := runCLI(t, args(filepath.Join(dir, "worker"))...)
 	if code != 0 {

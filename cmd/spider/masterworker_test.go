@@ -70,13 +70,13 @@ func TestMasterWorkerKill(t *testing.T) {
 			victim = cmd
 		}
 	}
-	// Kill the first worker once it has fetched something.
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if n := countRecords(wdirs[0]); n >= 10 {
-			break
+	// Kill the first worker once it has fetched something (its records file, polled
+	// every 20 ms); a worker that never gets there fails the test, since its kill
+	// would test nothing.
+	for deadline := time.Now().Add(60 * time.Second); countRecords(wdirs[0]) < 10; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first worker recorded %d fetches in 60 s, want 10 before its kill", countRecords(wdirs[0]))
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	code, out, errOut := runCLI(t, "status", "--redis", redisURL, "--crawl", "t")
 	if code != 0 || !strings.Contains(out, "workers:") || !strings.Contains(out, "srq") {

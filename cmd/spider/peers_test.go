@@ -62,9 +62,13 @@ func TestPeersKill(t *testing.T) {
 		t.Cleanup(func() { _ = p.cmd.Process.Kill() })
 		ps = append(ps, p)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for countRecords(ps[0].data) < 30 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	// Kill the first peer once it has fetched 30 URLs (its records file, polled every
+	// 20 ms); a peer that never gets there fails the test, since its kill would test
+	// nothing.
+	for deadline := time.Now().Add(60 * time.Second); countRecords(ps[0].data) < 30; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first peer recorded %d fetches in 60 s, want 30 before its kill", countRecords(ps[0].data))
+		}
 	}
 	code, out, errOut := runCLI(t, "status", "--redis", rs.URL(), "--crawl", "k", "--buckets", "128")
 	if code != 0 || !strings.Contains(out, "peer-to-peer") || !strings.Contains(out, "n1") {

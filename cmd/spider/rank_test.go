@@ -210,6 +210,8 @@ func TestRankMapReduceKill(t *testing.T) {
 	victim, _, vdone := start("rank", "--worker", "--redis", rs.URL(), "--crawl", "k")
 	_, mout, mdone := start("rank", "--data", data, "--redis", rs.URL(), "--crawl", "k", "--lease", "1s", "--parts", "64", "--top", "0", "--log-level", "debug")
 	rdb := rs.Client()
+	// Poll the leases (every millisecond) until the victim holds a task; the deadline
+	// fails the test.
 	deadline := time.Now().Add(60 * time.Second)
 	for rdb.ZCard(context.Background(), "{spider:k}:rank:leases").Val() == 0 {
 		if time.Now().After(deadline) {

@@ -74,6 +74,8 @@ func TestRedisTLS(t *testing.T) {
 	ca := filepath.Join(dir, "ca.pem")
 	var code int
 	var out, errOut string
+	// Poll (every 100 ms) until the TLS server answers; the check below fails the test
+	// when it never does.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if code, out, errOut = runCLI(t, "status", "--redis", url, "--redis-ca", ca, "--crawl", "tls"); code == 0 {
 			break

@@ -83,7 +83,9 @@ func TestServeCommand(t *testing.T) {
 		done <- run(ctx, []string{"serve", "--hosts", "5", "--resolve-file", resolve, "--access-log", logFile, "--seed-count", "2"}, &out, io.Discard)
 	}()
 	var entries []string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// Poll (every 20 ms) for the resolve file and the seeds; the check below fails the
+	// test when they never appear.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		b, _ := os.ReadFile(resolve)
 		if entries = strings.Fields(string(b)); len(entries) == 5 && strings.Count(out.String(), "http://") == 2 {
 			break
