@@ -210,14 +210,27 @@ func TestRankMapReduceKill(t *testing.T) {
 	victim, _, vdone := start("rank", "--worker", "--redis", rs.URL(), "--crawl", "k")
 	_, mout, mdone := start("rank", "--data", data, "--redis", rs.URL(), "--crawl", "k", "--lease", "1s", "--parts", "64", "--top", "0", "--log-level", "debug")
 	rdb := rs.Client()
-	// Poll the leases (every millisecond) until the victim holds a task; the deadline
-	// fails the test.
+	// Kill the victim while it holds a task, so that the master must re-queue it: poll
+	// the leases (every millisecond) until there is one, stop the victim (SIGSTOP) and
+	// look again; a lease still there is the stopped victim's unanswered task. The
+	// deadline fails the test.
+	leases := func() int64 { return rdb.ZCard(context.Background(), "{spider:k}:rank:leases").Val() }
 	deadline := time.Now().Add(60 * time.Second)
-	for rdb.ZCard(context.Background(), "{spider:k}:rank:leases").Val() == 0 {
+	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("the worker never held a task; master:\n%s", mout)
+			t.Fatalf("the worker never held a task at a stop; master:\n%s", mout)
 		}
-		time.Sleep(time.Millisecond)
+		if leases() == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err := victim.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatalf("cannot stop the victim: %v", err)
+		}
+		if leases() > 0 {
+			break
+		}
+		victim.Process.Signal(syscall.SIGCONT)
 	}
 	victim.Process.Signal(syscall.SIGKILL)
 	<-vdone
@@ -239,7 +252,7 @@ func TestRankMapReduceKill(t *testing.T) {
 		t.Fatalf("worker did not exit after the master was done:\n%s", wout)
 	}
 	if !strings.Contains(mout.String(), "re-queued") {
-		t.Logf("the victim held no task at the kill (it had just answered); master:\n%s", mout)
+		t.Errorf("the master re-queued no task although the victim was killed holding one; master:\n%s", mout)
 	}
 	for _, c := range []struct {
 		file string
