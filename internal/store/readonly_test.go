@@ -371,3 +371,60 @@ func TestFileModes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOnlyOpensNoFileForWriting: every file descriptor the read-only
+// stores hold on a crawl's files is open for reading only (checked in
+// /proc/self/fdinfo, so that it holds even for root, whom a read-only
+// directory does not stop).
+func TestReadOnlyOpensNoFileForWriting(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fdinfo"); err != nil {
+		t.Skip("no /proc/self/fdinfo")
+	}
+	dir, _, _ := liveStore(t)
+	p, err := OpenPageFiles(filepath.Join(dir, "pages"), Options{ReadOnly: true, DataFileSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r, err := OpenRecords(dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err != nil || !strings.HasPrefix(target, real+string(filepath.Separator)) {
+			continue
+		}
+		info, err := os.ReadFile(filepath.Join("/proc/self/fdinfo", fd.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			v, ok := strings.CutPrefix(line, "flags:")
+			if !ok {
+				continue
+			}
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			if err != nil {
+				t.Fatalf("fdinfo flags %q: %v", v, err)
+			}
+			held++
+			if flags&uint64(os.O_RDONLY|os.O_WRONLY|os.O_RDWR) != uint64(os.O_RDONLY) {
+				t.Errorf("%s is open with flags %o, not read-only", target, flags)
+			}
+		}
+	}
+	if held < 2 {
+		t.Fatalf("found %d descriptors on the store's files, want the index, a data file and the records", held)
+	}
+}
