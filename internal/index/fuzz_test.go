@@ -35,7 +35,10 @@ func FuzzSegment(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte(segMagic))
-	a, _ := analyzerForFuzz()
+	a, err := analyzerForFuzz()
+	if err != nil {
+		f.Fatal(err) // without an analyzer the target cannot run its subject
+	}
 	queries := []string{"tax", `"stock market"`, "market -tax", "site:a.test", "足球 OR football"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := decodeSegment("fuzz.seg", data)
@@ -114,7 +117,10 @@ func FuzzQuery(f *testing.F) {
 	for _, q := range []string{"tax", `"a b" OR -c`, "(x OR (y -z)) site:a.test", "NOT", "足球 AND 比赛", `-"`, "))(("} {
 		f.Add(q)
 	}
-	a, _ := analyzerForFuzz()
+	a, err := analyzerForFuzz()
+	if err != nil {
+		f.Fatal(err) // without an analyzer the target cannot run its subject
+	}
 	f.Fuzz(func(t *testing.T, q string) {
 		pq, err := parseQuery(a, q)
 		if err == nil && pq.root == nil {

@@ -252,7 +252,10 @@ func FuzzSnippet(f *testing.F) {
 	f.Add("", uint8(0), uint8(0), true)
 	f.Add("x\xffy z", uint8(2), uint8(5), true)
 	f.Add(randomText(rand.New(rand.NewPCG(1, 2)), 120), uint8(40), uint8(90), false)
-	a, _ := analyzerForFuzz()
+	a, err := analyzerForFuzz()
+	if err != nil {
+		f.Fatal(err)
+	}
 	// Load the dictionary before fuzzing: a first input that took the
 	// seconds of the load would count as a hung worker.
 	if err := a.Preload(); err != nil {
