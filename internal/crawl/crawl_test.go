@@ -312,7 +312,13 @@ func TestRefusesPrivateByDefault(t *testing.T) {
 	if n := srv.Log().Len(); n != 0 {
 		t.Fatalf("%d requests reached a loopback server without --allow-private", n)
 	}
-	for u, r := range records(t, cfg.Data) {
+	recs := records(t, cfg.Data)
+	for _, u := range rules.Seeds {
+		if _, ok := recs[u]; !ok {
+			t.Errorf("seed %s has no record: every URL must end as forbidden-address", u)
+		}
+	}
+	for u, r := range recs {
 		if r.Outcome != crawl.OutcomeForbiddenAddress || !strings.Contains(r.Error, "allow-private") {
 			t.Errorf("%s: outcome %s, want forbidden-address", u, r.Outcome)
 		}
@@ -333,12 +339,21 @@ func TestRobotsServerError(t *testing.T) {
 	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("crawl of hosts with failing robots.txt took %v", el)
 	}
-	for u, r := range records(t, cfg.Data) {
+	recs := records(t, cfg.Data)
+	for _, u := range rules.Seeds {
+		if _, ok := recs[u]; !ok {
+			t.Errorf("seed %s has no record: it must end as robots-unavailable", u)
+		}
+	}
+	for u, r := range recs {
 		if r.Outcome != crawl.OutcomeRobotsUnavailable {
 			t.Errorf("%s: outcome %s, want robots-unavailable", u, r.Outcome)
 		}
 	}
 	log := srv.Log()
+	if got, want := len(log.Hosts()), len(rules.Seeds); got != want {
+		t.Errorf("%d hosts asked for robots.txt, want the %d seeds' hosts", got, want)
+	}
 	for _, h := range log.Hosts() {
 		n, pages := 0, 0
 		for _, e := range log.HostEntries(h) {
