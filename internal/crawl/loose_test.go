@@ -44,6 +44,9 @@ func TestLooseDepthMatchesTruth(t *testing.T) {
 			// depth they were fetched at in their record; the test web is
 			// meant to make some.
 			t.Logf("%d URLs fetched as the truth says; %d first fetched at a larger depth than the shortest", len(truth.MustFetch), deeper)
+			if deeper == 0 {
+				t.Error("no page was fetched before its shortest path was known: the relinking this test is about was not exercised")
+			}
 		})
 	}
 }
