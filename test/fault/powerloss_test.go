@@ -68,9 +68,9 @@ type lazyMount struct {
 	stats string
 }
 
-// mountLazy mounts a lazyfs of backing on mnt. The error wraps errNoFUSE when this
-// machine cannot mount FUSE (not root, no /dev/fuse, mount refused).
-func mountLazy(t *testing.T, backing, mnt string) (*lazyMount, error) {
+// mountLazy mounts a lazyfs of backing on mnt, with extra lazyfs flags. The error wraps
+// errNoFUSE when this machine cannot mount FUSE (not root, no /dev/fuse, mount refused).
+func mountLazy(t *testing.T, backing, mnt string, extra ...string) (*lazyMount, error) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: the suite does not run as root", errNoFUSE)
@@ -83,7 +83,7 @@ func mountLazy(t *testing.T, backing, mnt string) (*lazyMount, error) {
 		return nil, err
 	}
 	m := &lazyMount{mnt: mnt, stats: filepath.Join(t.TempDir(), "lazyfs.json")}
-	m.p, err = StartProc("lazyfs "+mnt, bin, "-backing", backing, "-mount", mnt, "-stats", m.stats)
+	m.p, err = StartProc("lazyfs "+mnt, bin, append([]string{"-backing", backing, "-mount", mnt, "-stats", m.stats}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

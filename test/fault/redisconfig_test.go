@@ -75,11 +75,17 @@ func TestRedisConfigAttack(t *testing.T) {
 		if len(recs) == 0 {
 			t.Errorf("run %d: the worker recorded no task: the attack was not exercised\n%s", run, tail(worker.p.Output(), 1500))
 		}
+		bad := 0
 		for u, r := range recs {
 			processed++
 			if r.Status != 0 || r.PageNo >= 0 {
-				t.Errorf("run %d: %s got status %d (outcome %s) through the attacker's configuration", run, u, r.Status, r.Outcome)
+				if bad++; bad <= 5 {
+					t.Errorf("run %d: %s got status %d (outcome %s) through the attacker's configuration", run, u, r.Status, r.Outcome)
+				}
 			}
+		}
+		if bad > 5 {
+			t.Errorf("run %d: … and %d more answers through the attacker's configuration", run, bad-5)
 		}
 		t.Logf("run %d (worker's own resolve file: %v): %d requests reached the web, %d tasks recorded", run, ownResolve, n, len(recs))
 		row.Runs++
