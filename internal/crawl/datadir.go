@@ -75,7 +75,8 @@ func countLines(path string) (int64, error) {
 // for writing, that its files agree with its state: a state beside records
 // must exist and not be empty (checkStateFile), must not be damaged, and
 // records.jsonl must be at least as long as the state's completions say
-// (state.Marks.RecordsEnd). It returns the state's marks.
+// (state.Marks.RecordsEnd; for a state written before that mark was kept:
+// hold at least one line per completed URL). It returns the state's marks.
 func checkDataDir(data string) (state.Marks, error) {
 	if err := checkStateFile(data); err != nil {
 		return state.Marks{}, err
@@ -94,6 +95,18 @@ func checkDataDir(data string) (state.Marks, error) {
 	if size < marks.RecordsEnd {
 		return marks, fmt.Errorf("cannot resume the crawl in %s: %s holds %d bytes but the state completed URLs whose records end at byte %d, so records were lost (the file was truncated or replaced). %s: %w",
 			data, path, size, marks.RecordsEnd, store.FsckAdvice(data), ErrInconsistent)
+	}
+	if marks.RecordsEnd == 0 && marks.Completed > 0 {
+		// A state written before RecordsEnd was kept: every completed URL
+		// has at least one record line, so fewer lines lost records.
+		n, err := countLines(path)
+		if err != nil {
+			return marks, fmt.Errorf("cannot check the crawl records: %w", err)
+		}
+		if n < marks.Completed {
+			return marks, fmt.Errorf("cannot resume the crawl in %s: %s holds %d records but the state completed %d URLs, so records were lost (the file was truncated or replaced). %s: %w",
+				data, path, n, marks.Completed, store.FsckAdvice(data), ErrInconsistent)
+		}
 	}
 	return marks, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
+	bolt "go.etcd.io/bbolt"
 )
 
 // digest hashes every file under dir (mode and bytes) and lists every
@@ -351,6 +352,17 @@ func TestDamagedDataDirectory(t *testing.T) {
 			info, err := os.Stat(filepath.Join(dir, store.RecordsFileName))
 			must(t, err)
 			must(t, os.Truncate(filepath.Join(dir, store.RecordsFileName), info.Size()*2/3))
+		}, crawl.ErrInconsistent, store.RecordsFileName},
+		{"truncated records.jsonl of a state without RecordsEnd", func(t *testing.T, dir string) {
+			db, err := bolt.Open(filepath.Join(dir, stateFile), 0o600, nil)
+			must(t, err)
+			must(t, db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("_recordsend")) }))
+			must(t, db.Close())
+			path := filepath.Join(dir, store.RecordsFileName)
+			b, err := os.ReadFile(path)
+			must(t, err)
+			cut := strings.Index(string(b[len(b)/3:]), "\n") + len(b)/3 + 1 // a line boundary: nothing torn
+			must(t, os.Truncate(path, int64(cut)))
 		}, crawl.ErrInconsistent, store.RecordsFileName},
 	}
 	for _, tt := range tests {

@@ -1397,10 +1397,12 @@ func (s *Store) Close() error {
 }
 
 // Marks are the largest Outcome.PageNext and Outcome.RecordsEnd of every
-// completed URL (Store.PageNext, Store.RecordsEnd).
+// completed URL (Store.PageNext, Store.RecordsEnd), and how many URLs were
+// completed (the sum of the outcome counters).
 type Marks struct {
 	PageNext   int64
 	RecordsEnd int64
+	Completed  int64
 }
 
 // ReadMarks reads the marks of the state in dir without opening it for
@@ -1437,6 +1439,14 @@ func ReadMarks(dir string) (m Marks, err error) {
 	err = db.View(func(tx *bolt.Tx) error {
 		if meta := tx.Bucket(bMeta); meta != nil {
 			m = Marks{PageNext: getInt(meta, mPageEnd), RecordsEnd: getInt(meta, mRecEnd)}
+		}
+		if c := tx.Bucket(bCounters); c != nil {
+			return c.ForEach(func(_, v []byte) error {
+				if len(v) == 8 {
+					m.Completed += int64(binary.BigEndian.Uint64(v))
+				}
+				return nil
+			})
 		}
 		return nil
 	})
