@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,14 @@ func TestKillResume(t *testing.T) {
 		rules.Seeds...)
 
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Kill points: record counts at random fractions of the ground truth, in order, so
+	// every kill lands inside the crawl whatever the machine's speed (a clock time
+	// after start may land before the crawl began).
+	var points []int
+	for range 8 {
+		points = append(points, len(truth.MustFetch)*(5+rng.IntN(85))/100)
+	}
+	slices.Sort(points)
 	kills := 0
 	for run := 0; ; run++ {
 		if run > 40 {
@@ -73,25 +82,32 @@ func TestKillResume(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		// Kill after a random moment in the first runs; let the last run finish.
-		var killAfter <-chan time.Time
-		if kills < 8 {
-			killAfter = time.After(time.Duration(50+rng.IntN(400)) * time.Millisecond)
-		}
-		select {
-		case err := <-done:
-			if err != nil {
+		if kills == len(points) { // the last run finishes
+			if err := <-done; err != nil {
 				t.Fatalf("run %d failed: %v\n%s", run, err, stderr.String())
 			}
 			t.Logf("run %d finished after %d kills", run, kills)
-			goto finished
-		case <-killAfter:
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			kills++
+			break
 		}
+		// Poll the records file (every 10 ms) until the kill point; the crawl must not
+		// end or stall before it.
+		deadline := time.Now().Add(2 * time.Minute)
+		for countRecords(data) < points[kills] {
+			select {
+			case err := <-done:
+				t.Fatalf("run %d ended (%v) at %d records, before its kill point %d\n%s", run, err, countRecords(data), points[kills], stderr.String())
+			case <-time.After(10 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d did not reach its kill point %d in 2 minutes (%d records)", run, points[kills], countRecords(data))
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatalf("run %d: cannot kill the crawl at its kill point: %v", run, err)
+		}
+		<-done
+		kills++
 	}
-finished:
 	if kills == 0 {
 		t.Fatal("the crawl finished before the first kill: make the web larger")
 	}
