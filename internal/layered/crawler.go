@@ -649,7 +649,7 @@ func (m *mainStore) merge(dir string) error {
 	defer pages.Close()
 	for _, r := range list {
 		if r.PageNo >= 0 {
-			pg, err := pages.Read(r.PageNo)
+			pg, err := pages.ReadRecord(r)
 			if err != nil {
 				return fmt.Errorf("cannot merge page of %s: %w", r.URL, err)
 			}

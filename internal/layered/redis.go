@@ -330,7 +330,7 @@ func (c *Crawler) runTask(ctx context.Context, t Task, local bool) (*payload, er
 		if r.PageNo < 0 {
 			continue
 		}
-		pg, err := pages.Read(r.PageNo)
+		pg, err := pages.ReadRecord(r)
 		if err != nil {
 			return nil, err
 		}

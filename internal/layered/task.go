@@ -310,7 +310,7 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 		}
 		var noise map[string]bool
 		if ok && rec.PageNo >= 0 && rec.Status == 200 && isHTML(rec.ContentType) && len(links) > 0 && !c.opt.NoDOM {
-			pg, err := pages.Read(rec.PageNo)
+			pg, err := pages.ReadRecord(rec)
 			if err != nil {
 				return nil, fmt.Errorf("cannot read page of %s: %w", ll.URL, err)
 			}
