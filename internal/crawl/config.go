@@ -423,8 +423,13 @@ func (c *Config) SetLocal(local Config) {
 
 // RulesJSON is the JSON form of c's crawl rules alone, the form one process
 // publishes for others (a master for its workers): every LocalFields key is
-// left out, so that no local path, address policy or limit travels.
+// left out, so that no local path, address policy or limit travels. A
+// topics file (local) makes depth levels overlap; that rule travels as
+// LooseDepth, so the receivers still keep the links a depth limit cuts.
 func (c Config) RulesJSON() ([]byte, error) {
+	if c.Topics != "" {
+		c.LooseDepth = true
+	}
 	c.SetLocal(Config{})
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -147,6 +147,9 @@ func TestLocalFieldsAreLocal(t *testing.T) {
 	if rules.UserAgent != "rules/1" || rules.MaxDepth != 3 || rules.Scope != "any" {
 		t.Errorf("crawl rules lost: %+v", rules)
 	}
+	if !rules.DepthOverlaps() || !c.DepthOverlaps() {
+		t.Errorf("a topics crawl's overlapping levels did not travel: published %v, local %v", rules.DepthOverlaps(), c.DepthOverlaps())
+	}
 
 	full, _ := json.Marshal(c) // what an older master publishes
 	rules, ignored, err = RulesFromJSON(full)
