@@ -11,9 +11,15 @@
 // short negative caching, one look-up per name in flight (single-flight) and
 // a bound on concurrent look-ups; curl-style --resolve entries are consulted
 // first. Unless Config.AllowPrivate is set, the dialler's Control function
-// refuses loopback, private, link-local, CGNAT, multicast and unspecified
-// addresses on the address actually being connected, so neither DNS
-// rebinding nor a redirect can reach the local network.
+// refuses loopback, private, link-local, CGNAT, multicast, unspecified and
+// reserved addresses on the address actually being connected, so neither
+// DNS rebinding nor a redirect can reach the local network. An IPv6 address
+// that embeds an IPv4 one (IPv4-mapped, SIIT, IPv4-compatible, NAT64, 6to4,
+// Teredo) is judged by the IPv4 address inside it.
+//
+// Sizes a server announces are not trusted: a body's buffer is pre-sized
+// from Content-Length by at most 1 MiB and grows with the bytes received,
+// up to Config.MaxBodyBytes (at most MaxBodyLimit, 1 GiB), after decoding.
 //
 // Typical use:
 //
