@@ -96,6 +96,8 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mo := mixedFlags(fs)
 	addr := fs.String("addr", "", "serve the dashboard, search page, JSON API and /metrics on HOST:PORT while crawling (embedded crawls); control needs SPIDER_TOKEN")
 	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address while crawling, e.g. 127.0.0.1:6060; keep it private")
+	var allowedHosts []string
+	fs.Var(listFlag{&allowedHosts}, "allowed-hosts", "with --addr: host names the server answers to besides its listening address (see spider serve -h)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,6 +115,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := checkPeerFlags(*weight, *buckets); err != nil {
 		return err
+	}
+	if allowedHosts, err = splitHosts(allowedHosts); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -153,7 +158,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer eng.Close()
 	stopServe := func() {}
 	if *addr != "" {
-		if stopServe, err = serveCrawl(ctx, *addr, eng, cfg.Data, reg, logger, stderr); err != nil {
+		if stopServe, err = serveCrawl(ctx, *addr, allowedHosts, eng, cfg.Data, reg, logger, stderr); err != nil {
 			return err
 		}
 		defer stopServe()

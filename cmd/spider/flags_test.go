@@ -65,6 +65,7 @@ var otherBad = []struct {
 	{"crawl", "buckets", "-1"},
 	{"crawl", "buckets", "0"},
 	{"crawl", "buckets", "100000000"},
+	{"crawl", "allowed-hosts", "evil host"},
 	{"master", "max-inflight", "-1"},
 	{"master", "max-inflight", "2000000"},
 	{"master", "worker-ttl", "-1s"},

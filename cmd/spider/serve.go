@@ -281,7 +281,7 @@ func startServer(ctx context.Context, addr string, opt server.Options, stdout io
 // crawl running in this process (spider crawl --addr). The returned stop
 // marks the crawl finished and shuts the server down; call it before
 // closing the engine. It is idempotent.
-func serveCrawl(ctx context.Context, addr string, eng *crawl.Engine, dataDir string, reg *prometheus.Registry, logger *slog.Logger, out io.Writer) (stop func(), err error) {
+func serveCrawl(ctx context.Context, addr string, allowedHosts []string, eng *crawl.Engine, dataDir string, reg *prometheus.Registry, logger *slog.Logger, out io.Writer) (stop func(), err error) {
 	token, err := loadToken("")
 	if err != nil {
 		return nil, err
@@ -292,7 +292,7 @@ func serveCrawl(ctx context.Context, addr string, eng *crawl.Engine, dataDir str
 		return nil, err
 	}
 	view := server.NewEngineView(eng, dataDir, nil)
-	stopServer, err := startServer(ctx, addr, server.Options{Searcher: searcher, Crawl: view, Control: view, Token: token, Registry: reg, Logger: logger}, out)
+	stopServer, err := startServer(ctx, addr, server.Options{Searcher: searcher, Crawl: view, Control: view, Token: token, Registry: reg, Logger: logger, AllowedHosts: allowedHosts}, out)
 	if err != nil {
 		searcher.Close()
 		return nil, err
