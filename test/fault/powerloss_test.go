@@ -23,6 +23,7 @@ type lazyStats struct {
 	Writes       int64            `json:"writes"`
 	WrittenBytes int64            `json:"written_bytes"`
 	Fsyncs       int64            `json:"fsyncs"`
+	FsyncsByFile map[string]int64 `json:"fsyncs_by_file"`
 	SyncedBytes  int64            `json:"synced_bytes"`
 	DroppedBytes int64            `json:"dropped_bytes"`
 	DroppedFiles map[string]int64 `json:"dropped_files"`
@@ -160,11 +161,16 @@ func requireFUSE(t *testing.T, row Row, err error) {
 // lazyfs in half the runs and directly in the others, and must finish with every
 // ground-truth URL and every stored body the one the web serves for its record's URL (a
 // page number reused after the loss would point an old record at another URL's body).
+// Losses come both before the state's first checkpoint and after one (records.jsonl
+// fsynced), and each case must occur.
 // Some runs must really drop data: the row reports the bytes dropped.
 func TestPowerLoss(t *testing.T) {
 	t.Parallel()
 	const concurrency = 4
-	w := startWeb(t, websim.Config{Seed: 27, Hosts: 8, PagesPerHost: 40, Latency: 5 * time.Millisecond, ChineseShare: -1},
+	// Slow answers (250 ms) make the crawl last about 25 s, so that most power losses come
+	// after one or two of the state's checkpoints (every 10 s): the case where a state made
+	// durable by a checkpoint must not be ahead of the page files and records.
+	w := startWeb(t, websim.Config{Seed: 27, Hosts: 8, PagesPerHost: 40, Latency: 250 * time.Millisecond, ChineseShare: -1},
 		websim.TruthRules{MaxDepth: 4, Scope: websim.ScopeAny}, 2)
 	ref, err := RefWeb(w.srv)
 	if err != nil {
@@ -175,7 +181,7 @@ func TestPowerLoss(t *testing.T) {
 	crawlArgs := func(data string) []string {
 		return append(append([]string{"crawl", "--data", data, "--quiet"}, w.crawlFlags(concurrency)...), w.rules.Seeds...)
 	}
-	var dropRuns, viaLazy int
+	var dropRuns, viaLazy, afterCheckpoint, beforeCheckpoint int
 	files := map[string]int64{}
 	for run := range runs(2, 20) {
 		backing, mnt := t.TempDir(), t.TempDir()
@@ -185,7 +191,16 @@ func TestPowerLoss(t *testing.T) {
 		}
 		n := &node{name: "crawl on lazyfs", data: filepath.Join(mnt, "crawl"), args: crawlArgs(filepath.Join(mnt, "crawl"))}
 		n.start(t)
-		at := len(w.truth.MustFetch) * (10 + rng.IntN(70)) / 100
+		// Run 0 loses power late (after a checkpoint or two), run 1 early (before the
+		// first: only what the crawl fsynced on its own is on disk), later runs anywhere.
+		lo, hi := 5, 95
+		switch run {
+		case 0:
+			lo = 50
+		case 1:
+			hi = 30
+		}
+		at := len(w.truth.MustFetch) * (lo + rng.IntN(hi-lo)) / 100
 		reachProgress(t, run, []string{n.data}, at, []*node{n}, 3*time.Minute)
 		st, err := lz.crash(n.kill)
 		if err != nil {
@@ -199,8 +214,14 @@ func TestPowerLoss(t *testing.T) {
 		for f, b := range st.DroppedFiles {
 			files[f] += b
 		}
-		t.Logf("run %d: power loss at %d records: %d writes (%d bytes), %d fsyncs; dropped %d bytes: %v",
-			run, at, st.Writes, st.WrittenBytes, st.Fsyncs, st.DroppedBytes, st.DroppedFiles)
+		recordSyncs := st.FsyncsByFile[filepath.Join("crawl", "records.jsonl")]
+		if recordSyncs > 0 {
+			afterCheckpoint++
+		} else {
+			beforeCheckpoint++
+		}
+		t.Logf("run %d: power loss at %d records: %d writes (%d bytes), fsyncs %v; dropped %d bytes: %v",
+			run, at, st.Writes, st.WrittenBytes, st.FsyncsByFile, st.DroppedBytes, st.DroppedFiles)
 
 		data := filepath.Join(backing, "crawl")
 		resume := &node{name: "resumed crawl", data: data, args: crawlArgs(data)}
@@ -243,11 +264,14 @@ func TestPowerLoss(t *testing.T) {
 	if row.DroppedBytes == 0 {
 		t.Errorf("no run dropped an unsynced byte: the power loss simulated nothing")
 	}
+	if afterCheckpoint == 0 || beforeCheckpoint == 0 {
+		t.Errorf("%d power losses after a checkpoint (records.jsonl fsynced), %d before: want both cases", afterCheckpoint, beforeCheckpoint)
+	}
 	var fl []string
 	for f, b := range files {
 		fl = append(fl, fmt.Sprintf("%s %d", f, b))
 	}
-	row.Note = fmt.Sprintf("crash at 10–80 %% of the records; %d of %d runs dropped data (bytes by file: %s); resumed through lazyfs in %d runs, directly in the rest",
-		dropRuns, row.Runs, strings.Join(slices.Sorted(slices.Values(fl)), ", "), viaLazy)
+	row.Note = fmt.Sprintf("crash at 5–95 %% of the records, %d of %d runs after a checkpoint (records.jsonl fsynced); %d runs dropped data (bytes by file: %s); resumed through lazyfs in %d runs, directly in the rest",
+		afterCheckpoint, row.Runs, dropRuns, strings.Join(slices.Sorted(slices.Values(fl)), ", "), viaLazy)
 	report(t, row)
 }

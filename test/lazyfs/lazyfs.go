@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -21,7 +22,9 @@ type Stats struct {
 	Writes       int64 `json:"writes"`        // write requests
 	WrittenBytes int64 `json:"written_bytes"` // bytes written (to memory)
 	Fsyncs       int64 `json:"fsyncs"`        // fsync and fdatasync requests on files
-	SyncedBytes  int64 `json:"synced_bytes"`  // dirty bytes applied to the backing files by fsyncs
+	// FsyncsByFile counts the fsync requests by file (relative to the backing root).
+	FsyncsByFile map[string]int64 `json:"fsyncs_by_file,omitempty"`
+	SyncedBytes  int64            `json:"synced_bytes"` // dirty bytes applied to the backing files by fsyncs
 	// DroppedBytes is the number of bytes a crash lost: for every file, the bytes of its
 	// content in memory that differ from the backing file, plus the length difference.
 	DroppedBytes int64 `json:"dropped_bytes"`
@@ -42,6 +45,9 @@ type FS struct {
 
 	mu    sync.Mutex
 	files map[uint64]*lazyFile // by the backing file's inode number
+
+	statsMu      sync.Mutex
+	fsyncsByFile map[string]int64
 
 	// slow delays every write to a file of that base name before it takes effect (a slow
 	// disk: readers see the file without the write meanwhile). Set before serving.
@@ -71,7 +77,7 @@ func Mount(backing, mnt string, slow map[string]time.Duration) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &FS{backing: backing, mnt: mnt, files: map[uint64]*lazyFile{}, slow: slow}
+	l := &FS{backing: backing, mnt: mnt, files: map[uint64]*lazyFile{}, slow: slow, fsyncsByFile: map[string]int64{}}
 	root := &fs.LoopbackRoot{Path: backing}
 	var st syscall.Stat_t
 	if err := syscall.Stat(backing, &st); err != nil {
@@ -101,7 +107,10 @@ func (l *FS) Wait() { l.server.Wait() }
 
 // Stats returns the counters so far.
 func (l *FS) Stats() Stats {
-	return Stats{Writes: l.writes.Load(), WrittenBytes: l.written.Load(), Fsyncs: l.fsyncs.Load(),
+	l.statsMu.Lock()
+	byFile := maps.Clone(l.fsyncsByFile)
+	l.statsMu.Unlock()
+	return Stats{Writes: l.writes.Load(), WrittenBytes: l.written.Load(), Fsyncs: l.fsyncs.Load(), FsyncsByFile: byFile,
 		SyncedBytes: l.synced.Load(), Crashed: l.crashed.Load()}
 }
 
@@ -568,6 +577,9 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	h.lfs.fsyncs.Add(1)
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
+	h.lfs.statsMu.Lock()
+	h.lfs.fsyncsByFile[h.f.name]++
+	h.lfs.statsMu.Unlock()
 	return h.lfs.syncLocked(h.f)
 }
 

@@ -80,6 +80,9 @@ func TestCrashDropsUnsynced(t *testing.T) {
 	}
 
 	st := l.Crash()
+	if st.FsyncsByFile["f"] != 1 || st.Fsyncs != 1 {
+		t.Errorf("fsyncs counted: %d, by file %v; want 1, on f", st.Fsyncs, st.FsyncsByFile)
+	}
 	if want := int64(3000 + 5 + len("never synced")); st.DroppedBytes != want {
 		t.Errorf("dropped %d bytes (%v), want %d", st.DroppedBytes, st.DroppedFiles, want)
 	}
