@@ -110,6 +110,9 @@ func Inspect(dir string, timeout time.Duration) (in *Inspection, err error) {
 	if err := checkBoltSize(path, info.Size()); err != nil {
 		return nil, fmt.Errorf("cannot inspect crawl state %s: %w: %w", path, err, ErrDamaged)
 	}
+	if err := walkBoltFile(path); err != nil {
+		return nil, fmt.Errorf("cannot inspect crawl state %s: %w: %w", path, err, ErrDamaged)
+	}
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
