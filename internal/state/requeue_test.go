@@ -16,9 +16,17 @@ import (
 func filledState(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	if err := fillState(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// fillState writes 600 URLs to a new state in dir, 400 of them completed.
+func fillState(dir string) error {
 	s, err := Open(dir, Options{RecentSize: 64})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ctx := context.Background()
 	var reqs []frontier.Request
@@ -27,7 +35,8 @@ func filledState(t *testing.T) string {
 	}
 	news, err := s.Discover(ctx, reqs)
 	if err != nil {
-		t.Fatal(err)
+		s.Close()
+		return err
 	}
 	for i, r := range news[:400] {
 		class := "200"
@@ -35,13 +44,11 @@ func filledState(t *testing.T) string {
 			class = "404"
 		}
 		if _, err := s.Complete(ctx, r, Outcome{Class: class, Fingerprint: uint64(i + 1), Stored: class == "200"}, nil); err != nil {
-			t.Fatal(err)
+			s.Close()
+			return err
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return s.Close()
 }
 
 func TestInspectAndRebuild(t *testing.T) {
