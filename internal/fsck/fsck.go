@@ -440,7 +440,7 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		if err := store.RewriteRecords(c.dir, c.lines, func(i int) bool { return c.keep[i] }); err != nil {
 			return err
 		}
-		act("removed %d lines from %s", dropped, store.RecordsFileName)
+		act("removed %d line(s) from %s", dropped, store.RecordsFileName)
 		c.indexBad = true // the index's checkpoint is an offset into the old file
 	}
 	for i, l := range c.lines {
@@ -456,7 +456,7 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		return err
 	}
 	// Index, graph, rank.
-	if c.indexBad {
+	if _, err := os.Stat(filepath.Join(c.dir, index.DirName)); c.indexBad && err == nil {
 		if err := index.ResetDir(filepath.Join(c.dir, index.DirName)); err != nil {
 			return err
 		}
