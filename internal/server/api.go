@@ -146,7 +146,7 @@ func (s *Server) search(ctx context.Context, req SearchRequest, stats IndexStats
 			select {
 			case s.slots <- struct{}{}:
 			default: // every slot taken: wait for one
-				callSlotWaitHook()
+				callSlotWaitHook(s)
 				select {
 				case s.slots <- struct{}{}:
 				case <-ctx.Done():

@@ -310,7 +310,11 @@ func TestMaxSearches(t *testing.T) {
 	bs := &blockingSearcher{release: make(chan struct{})}
 	s := newTestServer(t, Options{Searcher: bs, MaxSearches: 2})
 	waiting := make(chan struct{}, 16)
-	hook := func() { waiting <- struct{}{} }
+	hook := func(srv *Server) {
+		if srv == s {
+			waiting <- struct{}{}
+		}
+	}
 	slotWaitHook.Store(&hook)
 	defer slotWaitHook.Store(nil)
 	var wg sync.WaitGroup
