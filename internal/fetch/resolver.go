@@ -142,7 +142,7 @@ func (r *Resolver) LookupIP(ctx context.Context, host, port string) ([]netip.Add
 		}
 		return r.lookup(ctx, host), nil
 	})
-	callFlightJoinedHook(host)
+	callFlightJoinedHook(r, host)
 	select {
 	case res := <-ch:
 		e := res.Val.(dnsEntry)

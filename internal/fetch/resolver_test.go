@@ -168,8 +168,8 @@ func TestResolverSingleFlight(t *testing.T) {
 	}})
 	const callers = 50
 	joined := make(chan struct{}, callers)
-	hook := func(host string) {
-		if host == "slow.test" {
+	hook := func(res *Resolver, host string) {
+		if res == r && host == "slow.test" {
 			joined <- struct{}{}
 		}
 	}
