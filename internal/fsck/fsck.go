@@ -3,7 +3,9 @@
 //
 // # What is checked
 //
-//	state/state.db   bbolt opens read-only, its meta pages and file size
+//	state/state.db   (embedded crawls; a distributed crawl's node directory
+//	                 has no state/ and skips these checks)
+//	                 bbolt opens read-only, its meta pages and file size
 //	                 agree, every bucket decodes, bbolt's tx.Check passes,
 //	                 the stored counts match the buckets, the outcome
 //	                 counters add up to the seen URLs less the pending ones
@@ -147,6 +149,7 @@ type checked struct {
 	in        *state.Inspection // nil: no state, or damaged
 	stateBad  bool              // state.db exists but cannot be read
 	stateGone bool              // state.db does not exist
+	stateLost bool              // state/ exists without state.db: rebuild it
 	pages     *store.PageCheck
 	lines     []store.RecordLine
 	keep      []bool // per record line: survives repair
@@ -332,7 +335,12 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 		}
 	}
 	if len(c.lines) > 0 && c.stateGone {
-		c.add(rep, stateFile, -1, "is missing while %s holds %d records", store.RecordsFileName, len(c.lines))
+		// A directory without state/ is a distributed crawl's node (its
+		// state is in Redis); state/ without its file lost it.
+		if _, err := os.Stat(filepath.Join(dir, StateDir)); err == nil {
+			c.add(rep, stateFile, -1, "is missing while %s holds %d records", store.RecordsFileName, len(c.lines))
+			c.stateLost = true
+		}
 	}
 	if c.in != nil {
 		c.completed = c.in.CompletedKeys()
@@ -494,7 +502,7 @@ func repairState(c *checked, rep *Report, act func(string, ...any)) error {
 		for _, r := range lostKnown {
 			rep.Requeued = append(rep.Requeued, r.URL)
 		}
-	case c.stateBad || (c.stateGone && len(c.lines) > 0):
+	case c.stateBad || c.stateLost:
 		spec = c.specFromRecords()
 		for _, r := range spec.Pending {
 			rep.Requeued = append(rep.Requeued, r.URL)

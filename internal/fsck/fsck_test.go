@@ -427,3 +427,38 @@ func TestManyFlips(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeDirWithoutState: a distributed crawl's node directory has page
+// files and records but no state/ (its state is in Redis): fsck checks
+// what is there and does not take the missing state for damage; a record
+// pointing at another URL's page is still found.
+func TestNodeDirWithoutState(t *testing.T) {
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 13, Hosts: 2, PagesPerHost: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	g := &golden{srv: srv, rules: websim.TruthRules{Seeds: srv.SeedURLs(1), MaxDepth: 2, Scope: websim.ScopeAny}, dir: t.TempDir()}
+	runCrawl(t, g.config(g.dir))
+	if err := os.RemoveAll(filepath.Join(g.dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rep, err := fsck.Run(ctx, g.dir, fsck.Options{})
+	if err != nil || !rep.Clean() {
+		t.Fatalf("node directory: %v %v", err, rep.Findings)
+	}
+	if err := os.Truncate(filepath.Join(g.dir, "pages", store.IndexFileName), 0); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = fsck.Run(ctx, g.dir, fsck.Options{Repair: true})
+	if err != nil || rep.Clean() {
+		t.Fatalf("node directory with a cut page index: %v %v", err, rep.Findings)
+	}
+	if _, err := os.Stat(filepath.Join(g.dir, "state")); err == nil {
+		t.Error("repair created a state in a node directory")
+	}
+	if rep, err := fsck.Run(ctx, g.dir, fsck.Options{}); err != nil || !rep.Clean() {
+		t.Errorf("after repair: %v %v", err, rep.Findings)
+	}
+}

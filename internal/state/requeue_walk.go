@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // bbolt's on-disk layout, as far as walkBolt needs it (go.etcd.io/bbolt
@@ -219,6 +221,24 @@ func (w *boltWalker) node(p []byte, depth int, inline bool) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// CheckFile validates the page structure of the state file in dir
+// (dir/state.db) without bbolt, reading it once: every page reachable from
+// its newest meta page lies inside the file and every element inside its
+// page. A file that passes can be opened and read by bbolt without the
+// memory faults a damaged file causes (which kill the process when they
+// happen in one of bbolt's goroutines). The error wraps ErrDamaged and
+// says what is wrong; a missing file wraps fs.ErrNotExist.
+func CheckFile(dir string) error {
+	path := filepath.Join(dir, DBFile)
+	if err := walkBoltFile(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot check crawl state: %w", err)
+		}
+		return fmt.Errorf("crawl state %s: %w: %w", path, err, ErrDamaged)
 	}
 	return nil
 }
