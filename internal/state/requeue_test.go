@@ -148,3 +148,22 @@ func TestInspectDamaged(t *testing.T) {
 	}
 	t.Logf("%d of the flips were reported as damage", damaged)
 }
+
+func TestCheckFile(t *testing.T) {
+	dir := filledState(t)
+	if err := CheckFile(dir); err != nil {
+		t.Fatalf("intact state: %v", err)
+	}
+	path := filepath.Join(dir, DBFile)
+	orig, _ := os.ReadFile(path)
+	for _, n := range []int{0, 100, 4096, 2 * 4096} {
+		os.WriteFile(path, orig[:n], 0o600)
+		if err := CheckFile(dir); !errors.Is(err, ErrDamaged) {
+			t.Errorf("cut to %d bytes: %v, want ErrDamaged", n, err)
+		}
+	}
+	os.Remove(path)
+	if err := CheckFile(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
