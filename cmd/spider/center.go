@@ -24,7 +24,7 @@ import (
 
 const centerSynopsis = `center --protocol-config FILE --network NET [flags]
 
-Runs the center host of network NET in the SPEC §0 de-duplication protocol:
+Runs the center host of network NET in the de-dup protocol (docs/design.md §0):
 it receives its hosts' URL sets (flag 1), checks them with the network's
 hosts and with the other networks' centers (flags 2 and 3), and hands the
 surviving URLs to the hosts' task pools. Start one per network, and the

@@ -21,7 +21,7 @@ Crawls politely from the seed URLs, storing pages, records and crawl state
 in --data. Killed or interrupted, the same command resumes where it stopped.
 Flags override the --config file (YAML, keys are the flag names with _).
 
-With --redis URL the process is one peer of a distributed crawl (SPEC §3):
+With --redis URL the process is one peer of a distributed crawl (docs/design.md §3):
 start the same command on every machine with its own --node-id; hosts are
 shared out by a consistent-hash ring weighted by --weight, and every node
 exits when the whole crawl is done.`
@@ -55,7 +55,7 @@ func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 	fs.Var(listFlag{&c.DenySuffixes}, "deny-suffix", "path suffix not to fetch, replaces the default list (repeatable)")
 	fs.Var(listFlag{&c.AllowHosts}, "allow-host", "only crawl these hosts, *.suffix allowed (repeatable)")
 	fs.Var(listFlag{&c.DenyHosts}, "deny-host", "never crawl these hosts (repeatable)")
-	fs.StringVar(&c.Topics, "topics", c.Topics, "YAML file of crawl topics: multi-topic priority scheduling (SPEC §4 PQ-MCSA)")
+	fs.StringVar(&c.Topics, "topics", c.Topics, "YAML file of crawl topics: multi-topic priority scheduling (PQ-MCSA, docs/design.md §4)")
 	fs.Float64Var(&c.MaxRate, "max-rate", c.MaxRate, fmt.Sprintf("requests/s over the whole crawl; 0 = per-host limits only; at most %d", crawl.HardMaxRate))
 }
 
@@ -90,9 +90,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nodeID := fs.String("node-id", host, "with --redis: this node's name, unique in the crawl (stable across restarts to take its buckets back)")
 	weight := fs.Int("weight", 100, fmt.Sprintf("with --redis: this node's virtual nodes on the ring, its share of the hosts (range 1 to %d)", p2p.MaxWeight))
 	buckets := fs.Int("buckets", 4096, fmt.Sprintf("with --redis: logical buckets of hosts, the same on every node (range 1 to %d)", p2p.MaxBuckets))
-	mode := fs.String("mode", "normal", "crawl mode: normal, or layered (SPEC §2 rounds with noise-URL removal)")
+	mode := fs.String("mode", "normal", "crawl mode: normal, or layered (rounds with noise-URL removal, docs/design.md §2)")
 	lo := layeredFlags(fs)
-	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (SPEC §0 mixed topology)")
+	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (the mixed topology's two-tier protocol, docs/design.md §0)")
 	mo := mixedFlags(fs)
 	addr := fs.String("addr", "", "serve the dashboard, search page, JSON API and /metrics on HOST:PORT while crawling (embedded crawls); control needs SPIDER_TOKEN")
 	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address while crawling, e.g. 127.0.0.1:6060; keep it private")

@@ -24,9 +24,9 @@ type command struct {
 
 var commands = []command{
 	{"crawl", "crawl the web from seed URLs (embedded store, resumable)", runCrawl},
-	{"master", "schedule a master–worker crawl over Redis (SPEC §1)", runMaster},
+	{"master", "schedule a master–worker crawl over Redis (docs/design.md §1)", runMaster},
 	{"worker", "fetch for a master–worker crawl over Redis", runWorker},
-	{"center", "run a network center of the SPEC §0 de-duplication protocol", runCenter},
+	{"center", "run a network center of the two-tier de-dup protocol (docs/design.md §0)", runCenter},
 	{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
 	{"index", "build the search index from a crawl (embedded or over Redis)", runIndex},
 	{"search", "query the search index", runSearch},

@@ -17,7 +17,7 @@ import (
 
 const masterSynopsis = `master --redis URL [--crawl NAME] [crawl flags] SEED_URL...
 
-The scheduling node of a master–worker crawl (SPEC §1): de-duplicates,
+The scheduling node of a master–worker crawl (docs/design.md §1): de-duplicates,
 keeps the frontier and politeness for all workers, hands URLs out on the
 Redis list srq and takes results from nrq. Start workers with
 "spider worker --redis URL --crawl NAME". Returns when the crawl is done;
