@@ -69,7 +69,9 @@ func crawlConfigFlags(name, synopsis string, args []string, stderr io.Writer) (*
 		if err := crawl.LoadFile(path, &cfg); err != nil {
 			return nil, nil, err
 		}
+		robotsAgent := cfg.RobotsAgent // the file's, if any: derived later from the final --user-agent otherwise
 		cfg.Defaults()
+		cfg.RobotsAgent = robotsAgent
 	}
 	fs := newFlagSet(name, synopsis, stderr)
 	fs.String("config", "", "YAML configuration file (flags override it)")

@@ -257,10 +257,15 @@ func (c *Config) Defaults() {
 }
 
 // NewConfig returns a Config with every default set: MaxDepth 5, Delay 1s,
-// MaxRetries 3, plus what Defaults fills.
+// MaxRetries 3, plus what Defaults fills, except RobotsAgent, which
+// Defaults derives from UserAgent when the Config is used.
 func NewConfig() Config {
 	c := Config{MaxDepth: 5, Delay: Duration(time.Second), MaxRetries: 3}
 	c.Defaults()
+	// RobotsAgent stays unset: Defaults derives it from the final UserAgent,
+	// so a --user-agent flag or user_agent in a config file changes the
+	// token matched in robots.txt too (unless robots_agent is given).
+	c.RobotsAgent = ""
 	return c
 }
 
