@@ -5,17 +5,21 @@
 //
 //	state/state.db   (embedded crawls; a distributed crawl's node directory
 //	                 has no state/ and skips these checks)
-//	                 bbolt opens read-only, its meta pages and file size
-//	                 agree, every bucket decodes, bbolt's tx.Check passes,
-//	                 the stored counts match the buckets, the outcome
-//	                 counters add up to the seen URLs less the pending ones
+//	                 its meta pages and size agree, every page reachable
+//	                 from the meta page is sound (walked with bounds-checked
+//	                 reads before bbolt maps the file), bbolt opens it
+//	                 read-only, every bucket decodes, bbolt's tx.Check
+//	                 passes, the stored counts match the buckets, the
+//	                 outcome counters add up to the seen URLs less the
+//	                 pending ones
 //	pages/           PageIndex lines well formed and in sequence, every
 //	                 page's bytes inside its PageData file, nothing after
 //	                 the last indexed page
 //	records.jsonl    every line parses, no torn last line; a record's page
 //	                 exists and carries the record's URL; every record's URL
 //	                 is known to the state; every URL the state completed
-//	                 has a record
+//	                 has a record; the file is not shorter than the state's
+//	                 records high-water mark (state.Store.RecordsEnd)
 //	index/           MANIFEST parses; every live segment exists, has its
 //	                 recorded size and passes its CRC-32C checks
 //	graph/*.csr      version, kind and CRCs (graph.ReadFile)
@@ -35,7 +39,8 @@
 //     the record's URL and whose URL the state knows;
 //   - the state is rewritten (state.Rebuild) when a URL it counts as
 //     completed lost its record: a lost URL known by name (from the
-//     out-links of the kept records, the page index or the pending set) is
+//     records and the out-links of the kept ones, the page index or the
+//     fingerprint owners) is
 //     queued again at its depth, a lost URL known only by its hash is
 //     forgotten (it is accepted again when a page linking to it is fetched,
 //     and those pages are either kept, so the URL is known by name, or lost
@@ -51,7 +56,12 @@
 //     reset (the next `spider index` indexes every record again); damaged
 //     graph and rank files are removed (`spider rank` rebuilds them).
 //
-// Repair is idempotent: a check after a repair finds nothing.
+// Repair is idempotent: a check after a repair finds nothing. It holds the
+// data directory's lock (store.LockDir) throughout; a check refuses a
+// directory a crawl holds. Every step leaves files a later repair can
+// finish from: page files and records are only cut or replaced whole
+// (write, fsync, rename), and the state is rebuilt last, into a new file
+// renamed over the old one.
 package fsck
 
 import (
@@ -66,7 +76,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/dedup"
@@ -200,11 +209,6 @@ func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if !opt.Repair || rep.Clean() {
 		return rep, nil
 	}
-	unlock, err := lockState(dir)
-	if err != nil {
-		return rep, err
-	}
-	defer unlock()
 	if err := repair(ctx, c, opt, rep); err != nil {
 		return rep, err
 	}
@@ -228,25 +232,6 @@ func isDataDir(dir string) error {
 	}
 	return fmt.Errorf("cannot check %s: it holds no %s, %s/ or %s/ (give the --data directory of a crawl): %w",
 		dir, store.RecordsFileName, StateDir, PagesDir, ErrNotDataDir)
-}
-
-// lockState takes the lock a crawl takes (bbolt's flock on state.db), so
-// that no crawl starts while repair changes the files. A state.db that
-// does not exist yet needs no lock.
-func lockState(dir string) (func(), error) {
-	path := filepath.Join(dir, StateDir, state.DBFile)
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return func() {}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cannot lock %s for repair: %w", path, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cannot repair %s: another spider process holds its state; stop it first: %w (%w)", dir, state.ErrLocked, store.ErrLocked)
-	}
-	return func() { f.Close() }, nil
 }
 
 func (c *checked) add(rep *Report, file string, off int64, format string, args ...any) {
