@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 type command struct {
@@ -92,6 +94,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
 			return 2
+		case errors.As(err, new(resourceError)), errors.Is(err, store.ErrLocked):
+			fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
+			return 3
 		case errors.Is(err, context.Canceled):
 			fmt.Fprintln(stderr, "spider: interrupted; run the same command again to resume")
 			return 130
@@ -107,7 +112,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// Exit codes (the same for every subcommand): 0 success; 1 the work ran but
+// failed; 2 usage error (errUsage); 3 a resource problem: the data directory
+// is locked by another process (store.ErrLocked) or Redis cannot be reached
+// (resourceError); 130 interrupted.
 var errUsage = errors.New("usage error")
+
+// resourceError marks a failure of something the command needs but does
+// not own (Redis unreachable): exit code 3. Its message is the wrapped one.
+type resourceError struct{ error }
+
+func (e resourceError) Unwrap() error { return e.error }
 
 // signalContext is cancelled by the first SIGINT/SIGTERM; a second one exits
 // at once.

@@ -59,7 +59,7 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("cannot reach Redis at %s (is redis-server running? is the password right?): %s", redact(r.url), redactErr(err, r.url))
+		return nil, resourceError{fmt.Errorf("cannot reach Redis at %s (is redis-server running? is the password right?): %s", redact(r.url), redactErr(err, r.url))}
 	}
 	return rdb, nil
 }
