@@ -152,6 +152,20 @@ type Options struct {
 	Location *time.Location
 }
 
+// recLine is what the repair needs of one records.jsonl line; the rest
+// (out-links) is read again from the file when needed, so memory follows
+// the number of records, not their size.
+type recLine struct {
+	n       int64 // bytes
+	ok      bool  // a valid record
+	url     string
+	outcome string
+	depth   int32
+	status  int32
+	pageNo  int64
+	fp      uint64
+}
+
 // checked is everything the check read, for the repair.
 type checked struct {
 	dir       string
@@ -160,9 +174,10 @@ type checked struct {
 	stateGone bool              // state.db does not exist
 	stateLost bool              // state/ exists without state.db: rebuild it
 	pages     *store.PageCheck
-	lines     []store.RecordLine
-	keep      []bool // per record line: survives repair
-	indexBad  bool   // index must be reset
+	lines     []recLine // every line of records.jsonl, compact
+	size      int64     // records.jsonl's size
+	keep      []bool    // per record line: survives repair
+	indexBad  bool      // index must be reset
 	badFiles  []string
 	completed map[dedup.Key]state.SeenInfo
 	recorded  map[dedup.Key]int // key → index of its last kept record line
@@ -277,44 +292,50 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	}
 
 	// Records.
-	c.lines, err = store.ScanRecords(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	c.keep = make([]bool, len(c.lines))
-	for i, l := range c.lines {
+	outcomes := map[string]string{} // interned outcome classes
+	err = store.EachRecordLine(dir, func(i int, l store.RecordLine) error {
+		c.lines = append(c.lines, recLine{n: l.Len})
+		c.keep = append(c.keep, false)
+		c.size = l.Offset + l.Len
 		if l.Err != nil {
 			what := "line does not parse: " + l.Err.Error()
 			if l.Torn {
 				what = "torn last line: " + l.Err.Error()
 			}
 			c.add(rep, store.RecordsFileName, l.Offset, "%s", what)
-			continue
+			return nil
 		}
 		rep.Records++
 		r := l.Rec
+		oc, ok := outcomes[r.Outcome]
+		if !ok {
+			oc = r.Outcome
+			outcomes[oc] = oc
+		}
+		fp, _ := strconv.ParseUint(r.Fingerprint, 16, 64)
+		c.lines[i] = recLine{n: l.Len, ok: true, url: r.URL, outcome: oc, depth: int32(r.Depth), status: int32(r.Status), pageNo: r.PageNo, fp: fp}
 		if why := c.pageMismatch(r); why != "" {
 			c.add(rep, store.RecordsFileName, l.Offset, "record of %s %s", r.URL, why)
 			c.droppedRL[r.URL] = true
-			continue
+			return nil
 		}
 		key := dedup.KeyOf(r.URL)
 		if c.in != nil {
 			if _, ok := c.in.Seen[key]; !ok {
 				c.add(rep, store.RecordsFileName, l.Offset, "record of %s, a URL the state does not know (the state is older than the records)", r.URL)
 				c.droppedRL[r.URL] = true
-				continue
+				return nil
 			}
 		}
 		c.keep[i] = true
 		c.recorded[key] = i
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	if c.in != nil {
-		var size int64
-		if n := len(c.lines); n > 0 {
-			size = c.lines[n-1].Offset + c.lines[n-1].Len
-		}
-		if size < c.in.RecordsEnd {
+		if size := c.size; size < c.in.RecordsEnd {
 			c.add(rep, store.RecordsFileName, size, "is %d bytes, but the state completed URLs whose records end at byte %d: records were lost", size, c.in.RecordsEnd)
 			c.recordsShort = true
 		}
@@ -415,6 +436,11 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		rep.Actions = append(rep.Actions, s)
 		opt.Logger.Info("fsck: " + s)
 	}
+	// Plan the state first: that reads records.jsonl as check saw it.
+	plan, err := planState(c, rep)
+	if err != nil {
+		return err
+	}
 	// Page files: cut to the consistent prefix.
 	if len(c.pages.Problems) > 0 {
 		if err := store.TruncatePageFiles(filepath.Join(c.dir, PagesDir), c.pages, int64(len(c.pages.Pages))); err != nil {
@@ -430,7 +456,7 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		}
 	}
 	if dropped > 0 {
-		if err := store.RewriteRecords(c.dir, c.lines, func(i int) bool { return c.keep[i] }); err != nil {
+		if _, err := store.RewriteRecords(c.dir, func(i int) bool { return i < len(c.keep) && c.keep[i] }); err != nil {
 			return err
 		}
 		act("removed %d line(s) from %s", dropped, store.RecordsFileName)
@@ -438,14 +464,14 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 	}
 	for i, l := range c.lines {
 		if c.keep[i] {
-			c.recordsSize += l.Len
+			c.recordsSize += l.n
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// State.
-	if err := repairState(c, rep, act); err != nil {
+	if err := repairState(c, plan, rep, act); err != nil {
 		return err
 	}
 	// Index, graph, rank.
@@ -472,15 +498,19 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 
 // repairState rebuilds the state when it is damaged, missing next to
 // records, or counts completed URLs that lost their record.
-func repairState(c *checked, rep *Report, act func(string, ...any)) error {
-	stateDir := filepath.Join(c.dir, StateDir)
-	path := filepath.Join(stateDir, state.DBFile)
+// planState decides what the rebuilt state holds (nil: keep the state as
+// it is). It reads records.jsonl again, so it runs before repair changes
+// any file.
+func planState(c *checked, rep *Report) (*state.RebuildSpec, error) {
 	var spec state.RebuildSpec
 	switch {
 	case c.in != nil:
-		lostKnown, lostTotal, stale := c.lostURLs()
+		lostKnown, lostTotal, stale, err := c.lostURLs()
+		if err != nil {
+			return nil, err
+		}
 		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale && !c.recordsShort {
-			return nil
+			return nil, nil
 		}
 		spec = c.specFromState(lostKnown)
 		rep.Forgotten = lostTotal - len(lostKnown)
@@ -488,20 +518,34 @@ func repairState(c *checked, rep *Report, act func(string, ...any)) error {
 			rep.Requeued = append(rep.Requeued, r.URL)
 		}
 	case c.stateBad || c.stateLost:
-		spec = c.specFromRecords()
+		var err error
+		if spec, err = c.specFromRecords(); err != nil {
+			return nil, err
+		}
 		for _, r := range spec.Pending {
 			rep.Requeued = append(rep.Requeued, r.URL)
 		}
 	default:
+		return nil, nil
+	}
+	return &spec, nil
+}
+
+// repairState writes the state planned by planState, after the page files
+// and records were cut.
+func repairState(c *checked, spec *state.RebuildSpec, rep *Report, act func(string, ...any)) error {
+	if spec == nil {
 		return nil
 	}
+	stateDir := filepath.Join(c.dir, StateDir)
+	path := filepath.Join(stateDir, state.DBFile)
 	spec.PageNext, spec.RecordsEnd = int64(len(c.pages.Pages)), c.recordsSize
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("cannot create %s: %w", stateDir, err)
 	}
 	tmp := path + ".rebuild"
 	os.Remove(tmp)
-	if err := state.Rebuild(tmp, spec); err != nil {
+	if err := state.Rebuild(tmp, *spec); err != nil {
 		return err
 	}
 	if c.stateBad {
@@ -529,7 +573,7 @@ func repairState(c *checked, rep *Report, act func(string, ...any)) error {
 // by name (as requests at their seen depth), how many completed URLs lost
 // their record in all, and whether the state holds other staleness worth a
 // rebuild (counters that do not match the kept records).
-func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool) {
+func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool, err error) {
 	lost := map[dedup.Key]bool{}
 	for k := range c.completed {
 		if _, ok := c.recorded[k]; !ok {
@@ -537,7 +581,10 @@ func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool) {
 		}
 	}
 	total = len(lost)
-	names := c.knownNames(lost)
+	names, err := c.knownNames(lost)
+	if err != nil {
+		return nil, 0, false, err
+	}
 	for k, info := range c.completed {
 		if !lost[k] {
 			continue
@@ -557,7 +604,7 @@ func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool) {
 	counts := map[string]int64{}
 	for k := range c.completed {
 		if i, ok := c.recorded[k]; ok {
-			counts[c.lines[i].Rec.Outcome]++
+			counts[c.lines[i].outcome]++
 		}
 	}
 	for class, n := range c.in.Counters {
@@ -570,7 +617,7 @@ func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool) {
 			stale = true
 		}
 	}
-	return known, total, stale
+	return known, total, stale, nil
 }
 
 type name struct {
@@ -584,10 +631,10 @@ type name struct {
 // ones, the page index (kept and cut pages) and the fingerprint owners.
 // Only keys in want are kept, so memory follows the lost URLs, not the
 // crawl.
-func (c *checked) knownNames(want map[dedup.Key]bool) map[dedup.Key]name {
+func (c *checked) knownNames(want map[dedup.Key]bool) (map[dedup.Key]name, error) {
 	names := map[dedup.Key]name{}
 	if len(want) == 0 {
-		return names
+		return names, nil
 	}
 	put := func(u string, depth, redirects int) {
 		k := dedup.KeyOf(u)
@@ -599,15 +646,15 @@ func (c *checked) knownNames(want map[dedup.Key]bool) map[dedup.Key]name {
 		}
 		names[k] = name{u, depth, redirects}
 	}
-	for i, l := range c.lines {
-		if !c.keep[i] {
-			if l.Err == nil {
-				put(l.Rec.URL, l.Rec.Depth, 0)
-			}
-			continue
+	err := store.EachRecordLine(c.dir, func(i int, l store.RecordLine) error {
+		if l.Err != nil || i >= len(c.keep) {
+			return nil
 		}
 		r := l.Rec
 		put(r.URL, r.Depth, 0)
+		if !c.keep[i] {
+			return nil
+		}
 		redirect := r.Status >= 300 && r.Status < 400
 		for _, o := range r.OutLinks {
 			if redirect {
@@ -616,6 +663,10 @@ func (c *checked) knownNames(want map[dedup.Key]bool) map[dedup.Key]name {
 				put(o, r.Depth+1, 0)
 			}
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	for _, p := range c.pages.Pages {
 		put(p.URL, -1, 0)
@@ -628,7 +679,7 @@ func (c *checked) knownNames(want map[dedup.Key]bool) map[dedup.Key]name {
 			put(u, -1, 0)
 		}
 	}
-	return names
+	return names, nil
 }
 
 func depthOf(info state.SeenInfo, fallback int) int {
@@ -650,13 +701,12 @@ func request(raw string, depth, redirects int) frontier.Request {
 
 // completedURL is the rebuilt state's entry for the URL of kept record i.
 func (c *checked) completedURL(i int, depth int) state.CompletedURL {
-	r := c.lines[i].Rec
-	fp, _ := strconv.ParseUint(r.Fingerprint, 16, 64)
-	class := r.Outcome
+	r := c.lines[i]
+	class := r.outcome
 	if class == "" {
-		class = strconv.Itoa(r.Status)
+		class = strconv.Itoa(int(r.status))
 	}
-	return state.CompletedURL{URL: r.URL, Depth: depth, Class: class, Stored: r.PageNo >= 0, Fingerprint: fp}
+	return state.CompletedURL{URL: r.url, Depth: depth, Class: class, Stored: r.pageNo >= 0, Fingerprint: r.fp}
 }
 
 // specFromState is the state as it was, with the lost known URLs queued
@@ -675,7 +725,7 @@ func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
 	sort.Slice(keys, func(i, j int) bool { return c.recorded[keys[i]] < c.recorded[keys[j]] })
 	for _, k := range keys {
 		i := c.recorded[k]
-		spec.Completed = append(spec.Completed, c.completedURL(i, depthOf(c.completed[k], c.lines[i].Rec.Depth)))
+		spec.Completed = append(spec.Completed, c.completedURL(i, depthOf(c.completed[k], int(c.lines[i].depth))))
 	}
 	return spec
 }
@@ -688,20 +738,20 @@ func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
 // fetching it again discovers its links through the crawl's own filters.
 // The other recorded URLs are completed. The price is fetching again the
 // pages at the edge of the crawl (the deepest level of a finished one).
-func (c *checked) specFromRecords() state.RebuildSpec {
+func (c *checked) specFromRecords() (state.RebuildSpec, error) {
 	spec := state.RebuildSpec{}
-	done := map[dedup.Key]bool{}
-	var order []int
-	for k, i := range c.recorded {
-		done[k] = true
-		order = append(order, i)
+	last := make(map[int]bool, len(c.recorded)) // the kept record of each URL
+	for _, i := range c.recorded {
+		last[i] = true
 	}
-	sort.Ints(order)
-	for _, i := range order {
-		r := c.lines[i].Rec
+	err := store.EachRecordLine(c.dir, func(i int, l store.RecordLine) error {
+		if !last[i] || l.Err != nil {
+			return nil
+		}
+		r := l.Rec
 		again := false
 		for _, o := range r.OutLinks {
-			if done[dedup.KeyOf(o)] {
+			if _, done := c.recorded[dedup.KeyOf(o)]; done {
 				continue
 			}
 			if u, err := url.Parse(o); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
@@ -714,7 +764,11 @@ func (c *checked) specFromRecords() state.RebuildSpec {
 		} else {
 			spec.Completed = append(spec.Completed, c.completedURL(i, r.Depth))
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return spec, err
 	}
 	sort.SliceStable(spec.Pending, func(i, j int) bool { return spec.Pending[i].Depth < spec.Pending[j].Depth })
-	return spec
+	return spec, nil
 }

@@ -462,3 +462,26 @@ func TestNodeDirWithoutState(t *testing.T) {
 		t.Errorf("after repair: %v %v", err, rep.Findings)
 	}
 }
+
+// TestDamagedStateWithoutRecords: a damaged state next to no records is
+// rebuilt empty (the damaged file kept), and the directory checks clean.
+func TestDamagedStateWithoutRecords(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "state", state.DBFile), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rep, err := fsck.Run(ctx, dir, fsck.Options{Repair: true})
+	if err != nil || rep.Clean() || !rep.Repaired {
+		t.Fatalf("repair: %v %+v", err, rep)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", state.DBFile+fsck.DamagedExt)); err != nil {
+		t.Errorf("the damaged state was not kept: %v", err)
+	}
+	if rep, err := fsck.Run(ctx, dir, fsck.Options{}); err != nil || !rep.Clean() {
+		t.Errorf("after repair: %v %v", err, rep.Findings)
+	}
+}

@@ -297,25 +297,47 @@ type RecordLine struct {
 
 // ScanRecords reads dir/records.jsonl read-only and returns every line, the
 // corrupt ones and a partial last line marked. A missing file yields no
-// lines and an error wrapping fs.ErrNotExist.
+// lines and an error wrapping fs.ErrNotExist. It holds every record in
+// memory; EachRecordLine streams.
 func ScanRecords(dir string) ([]RecordLine, error) {
+	var out []RecordLine
+	err := EachRecordLine(dir, func(_ int, l RecordLine) error {
+		out = append(out, l)
+		return nil
+	})
+	return out, err
+}
+
+// EachRecordLine calls fn with every line of dir/records.jsonl (read-only)
+// and its 0-based number, in file order, the corrupt ones and a partial
+// last line marked; it stops at the first error of fn and returns it. A
+// missing file is an error wrapping fs.ErrNotExist.
+func EachRecordLine(dir string, fn func(i int, l RecordLine) error) error {
 	f, err := os.Open(filepath.Join(dir, RecordsFileName))
 	if err != nil {
-		return nil, fmt.Errorf("cannot scan records: %w", err)
+		return fmt.Errorf("cannot scan records: %w", err)
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	var (
-		out []RecordLine
-		off int64
+		off  int64
+		long []byte
 	)
-	for {
-		line, err := br.ReadBytes('\n')
+	for i := 0; ; i++ {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("cannot scan records: %w", err)
+			return fmt.Errorf("cannot scan records: %w", err)
 		}
 		if len(line) == 0 {
-			return out, nil
+			return nil
 		}
 		l := RecordLine{Offset: off, Len: int64(len(line)), Torn: err == io.EOF}
 		if l.Torn {
@@ -325,47 +347,63 @@ func ScanRecords(dir string) ([]RecordLine, error) {
 		} else {
 			l.Rec = rec
 		}
-		out = append(out, l)
+		if ferr := fn(i, l); ferr != nil {
+			return ferr
+		}
 		off += int64(len(line))
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 	}
 }
 
-// RewriteRecords replaces dir/records.jsonl with the lines of lines (from
-// ScanRecords on the same, unchanged file) for which keep returns true,
-// copied byte for byte in order: it writes records.jsonl.tmp, fsyncs it,
-// renames it over the original and fsyncs the directory, so a crash leaves
-// either file whole.
-func RewriteRecords(dir string, lines []RecordLine, keep func(i int) bool) error {
+// RewriteRecords replaces dir/records.jsonl with its lines (numbered from
+// 0 as EachRecordLine numbers them) for which keep returns true, copied
+// byte for byte in order: it writes records.jsonl.tmp, fsyncs it, renames
+// it over the original and fsyncs the directory, so a crash leaves either
+// file whole. It returns the new file's size.
+func RewriteRecords(dir string, keep func(i int) bool) (int64, error) {
 	path := filepath.Join(dir, RecordsFileName)
 	src, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("cannot rewrite records: %w", err)
+		return 0, fmt.Errorf("cannot rewrite records: %w", err)
 	}
 	defer src.Close()
 	info, err := src.Stat()
 	if err != nil {
-		return fmt.Errorf("cannot rewrite records: %w", err)
+		return 0, fmt.Errorf("cannot rewrite records: %w", err)
 	}
 	tmp := path + ".tmp"
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, info.Mode().Perm())
 	if err != nil {
-		return fmt.Errorf("cannot rewrite records: %w", err)
+		return 0, fmt.Errorf("cannot rewrite records: %w", err)
 	}
-	bw := bufio.NewWriterSize(dst, 1<<20)
-	fail := func(err error) error {
+	fail := func(err error) (int64, error) {
 		dst.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("cannot rewrite records: %w", err)
+		return 0, fmt.Errorf("cannot rewrite records: %w", err)
 	}
-	for i, l := range lines {
-		if !keep(i) {
-			continue
+	br := bufio.NewReaderSize(src, 1<<20)
+	bw := bufio.NewWriterSize(dst, 1<<20)
+	var size int64
+	for i := 0; ; i++ {
+		line, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if keep(i) {
+				bw.Write(line)
+				size += int64(len(line))
+			}
+			line, err = br.ReadSlice('\n')
 		}
-		if _, err := io.Copy(bw, io.NewSectionReader(src, l.Offset, l.Len)); err != nil {
+		if err != nil && err != io.EOF {
 			return fail(err)
+		}
+		if len(line) > 0 && keep(i) {
+			bw.Write(line)
+			size += int64(len(line))
+		}
+		if err == io.EOF {
+			break
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -376,11 +414,11 @@ func RewriteRecords(dir string, lines []RecordLine, keep func(i int) bool) error
 	}
 	if err := dst.Close(); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("cannot rewrite records: %w", err)
+		return 0, fmt.Errorf("cannot rewrite records: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("cannot rewrite records: %w", err)
+		return 0, fmt.Errorf("cannot rewrite records: %w", err)
 	}
-	return syncDir(dir)
+	return size, syncDir(dir)
 }
