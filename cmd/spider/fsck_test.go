@@ -105,6 +105,42 @@ func TestFsckBinary(t *testing.T) {
 		}
 	}
 
+	// A damaged state: the crawl refuses it naming fsck; repair rebuilds
+	// it from the records (keeping the damaged file) and the crawl goes on.
+	statePath := filepath.Join(data, "state", "state.db")
+	if err := os.Truncate(statePath, 4096*3); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := spider(crawlArgs...); code == 0 || !strings.Contains(errOut, "fsck") {
+		t.Errorf("crawl over a truncated state.db: exit %d, want a refusal naming spider fsck\n%s", code, errOut)
+	}
+	code, out, errOut = spider("fsck", "--data", data)
+	if code != 1 || !strings.Contains(out, "state/state.db") {
+		t.Errorf("fsck of a truncated state.db: exit %d, want 1 naming it\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := spider("fsck", "--data", data, "--repair"); code != 0 || !strings.Contains(out, "state.db.damaged") {
+		t.Fatalf("fsck --repair of a truncated state.db: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := spider(crawlArgs...); code != 0 {
+		t.Fatalf("crawl after the state was rebuilt: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := spider("fsck", "--data", data); code != 0 {
+		t.Errorf("fsck after the resumed crawl: exit %d\n%s%s", code, out, errOut)
+	}
+	lines, err = store.ScanRecords(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded = map[string]bool{}
+	for _, l := range lines {
+		recorded[l.Rec.URL] = l.Err == nil
+	}
+	for _, u := range truth.MustFetch {
+		if !recorded[u] {
+			t.Errorf("lost after the state was rebuilt: %s", u)
+		}
+	}
+
 	// A crawl holding the directory: fsck refuses, with or without --repair.
 	slow, err := websim.Start(context.Background(), websim.Config{Seed: 6, Hosts: 2, PagesPerHost: 50, Latency: 200 * time.Millisecond})
 	if err != nil {
