@@ -255,7 +255,7 @@ func ReadFile(path string) (*Graph, Header, error) {
 	}
 	g, h, err := Decode(b)
 	if err != nil {
-		return nil, h, fmt.Errorf("cannot read graph %s (delete it or pass --rebuild to rebuild it from records.jsonl): %w", path, err)
+		return nil, h, fmt.Errorf("cannot read graph %s (spider rank rebuilds it from records.jsonl; spider fsck --data DIR --repair removes it): %w", path, err)
 	}
 	return g, h, nil
 }
