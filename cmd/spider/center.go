@@ -58,7 +58,7 @@ func mixedFlags(fs *flag.FlagSet) *mixedOptions {
 // loadProtocolConfig reads --protocol-config and checks the network name.
 func loadProtocolConfig(file, network string) (*protocol.Config, protocol.Network, error) {
 	if file == "" {
-		return nil, protocol.Network{}, errors.New("--protocol-config FILE is required: a YAML file listing the networks (see README, \"Mixed topology\")")
+		return nil, protocol.Network{}, errors.New("--protocol-config FILE is required: a YAML file listing the networks (see docs/distributed.md, \"Mixed topology\")")
 	}
 	cfg, err := protocol.LoadConfig(file)
 	if err != nil {
