@@ -1,0 +1,236 @@
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// repoRoot is the module root, seen from this package's directory.
+var repoRoot = filepath.Join("..", "..")
+
+// maxReadmeBytes bounds README.md (issue 20): the rest belongs in docs/.
+const maxReadmeBytes = 12 * 1024
+
+// TestReadmeSize fails when README.md grows past 12 KB.
+func TestReadmeSize(t *testing.T) {
+	fi, err := os.Stat(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > maxReadmeBytes {
+		t.Errorf("README.md is %d bytes, over the %d-byte bound: move the detail to a file under docs/ and link it", fi.Size(), maxReadmeBytes)
+	}
+}
+
+// docFiles are the Markdown files users read: README.md, docs/*.md,
+// ARCHITECTURE.md, RELIABILITY.md and bench/RESULTS.md.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"README.md", "ARCHITECTURE.md", "RELIABILITY.md", filepath.Join("bench", "RESULTS.md")}
+	more, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(more) == 0 {
+		t.Fatal("no docs/*.md found: the documentation moved out of README.md lives there")
+	}
+	for _, m := range more {
+		rel, err := filepath.Rel(repoRoot, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, rel)
+	}
+	return files
+}
+
+// specRE matches a citation of the SPEC, a document that does not ship
+// with spider: docs/design.md explains those ideas instead.
+var specRE = regexp.MustCompile(`SPEC\s*§`)
+
+// TestNoSpecCitations fails when a document or a string literal of this
+// command (help, usage, messages) cites "SPEC §N".
+func TestNoSpecCitations(t *testing.T) {
+	for _, f := range docFiles(t) {
+		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if specRE.MatchString(line) {
+				t.Errorf("%s:%d cites the SPEC, which does not ship: cite docs/design.md §N (a link to its section) instead: %q", f, i+1, line)
+			}
+		}
+	}
+	srcs, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, src := range srcs {
+		if strings.HasSuffix(src, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, src, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				s = lit.Value
+			}
+			if specRE.MatchString(s) {
+				t.Errorf("%s: a string shown to users cites the SPEC, which does not ship: cite docs/design.md §N instead", fset.Position(lit.Pos()))
+			}
+			return true
+		})
+	}
+}
+
+// linkRE matches an inline Markdown link or image: [text](target).
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+
+// TestDocLinks fails when a relative link in README.md or docs/*.md names
+// a file that does not exist or an anchor that is not a heading of its file.
+func TestDocLinks(t *testing.T) {
+	var files []string
+	for _, f := range docFiles(t) {
+		if f == "README.md" || strings.HasPrefix(f, "docs"+string(filepath.Separator)) {
+			files = append(files, f)
+		}
+	}
+	anchors := map[string]map[string]bool{} // file (from repoRoot) → its anchors
+	anchorsOf := func(f string) (map[string]bool, error) {
+		if a, ok := anchors[f]; ok {
+			return a, nil
+		}
+		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			return nil, err
+		}
+		a := headingAnchors(string(data))
+		anchors[f] = a
+		return a, nil
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range outsideCode(string(data)) {
+			for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, anchor, _ := strings.Cut(target, "#")
+				dest := f
+				if path != "" {
+					dest = filepath.Join(filepath.Dir(f), filepath.FromSlash(path))
+					if _, err := os.Stat(filepath.Join(repoRoot, dest)); err != nil {
+						t.Errorf("%s:%d: the link %q names %s, which does not exist", f, i+1, target, dest)
+						continue
+					}
+				}
+				if anchor == "" || !strings.HasSuffix(dest, ".md") {
+					continue
+				}
+				a, err := anchorsOf(dest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !a[anchor] {
+					t.Errorf("%s:%d: the link %q names the anchor #%s, which is not a heading of %s", f, i+1, target, anchor, dest)
+				}
+			}
+		}
+	}
+}
+
+// outsideCode returns the document's lines with those inside fenced code
+// blocks blanked (so line numbers stay right).
+func outsideCode(doc string) []string {
+	lines := strings.Split(doc, "\n")
+	in := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			in = !in
+			lines[i] = ""
+			continue
+		}
+		if in {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+// headingAnchors returns the anchors GitHub gives a document's headings:
+// lower case, letters, digits, '-' and '_' kept, spaces made '-', every
+// other character dropped; a repeated anchor gets -1, -2, …
+func headingAnchors(doc string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, l := range outsideCode(doc) {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		text := strings.TrimLeft(l, "#")
+		if !strings.HasPrefix(text, " ") {
+			continue
+		}
+		slug := slugify(strings.TrimSpace(text))
+		if n := seen[slug]; n > 0 {
+			out[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+// slugify is GitHub's heading anchor rule (github-slugger). Link syntax in
+// a heading keeps only its text.
+func slugify(h string) string {
+	h = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(h, "$1")
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestSlugify pins the anchor rule on headings the docs link to.
+func TestSlugify(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"§0 The two-tier de-duplication protocol", "0-the-two-tier-de-duplication-protocol"},
+		{"Search: `spider index` and `spider search`", "search-spider-index-and-spider-search"},
+		{"spider crawl", "spider-crawl"},
+		{"Mixed topology (PQ-MCSA; §0, §3 \"mixed\")", "mixed-topology-pq-mcsa-0-3-mixed"},
+		{"Layered crawl ([design §2](design.md#x))", "layered-crawl-design-2"},
+	} {
+		if got := slugify(c.in); got != c.want {
+			t.Errorf("slugify(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
