@@ -166,8 +166,8 @@ func TestFsckBinary(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, args := range [][]string{{"fsck", "--data", busy}, {"fsck", "--data", busy, "--repair"}} {
-		if code, out, errOut := spider(args...); code == 0 || !strings.Contains(errOut, "locked") {
-			t.Errorf("%v on a running crawl: exit %d, want a refusal saying it is locked\n%s%s", args, code, out, errOut)
+		if code, out, errOut := spider(args...); code != 3 || !strings.Contains(errOut, "locked") {
+			t.Errorf("%v on a running crawl: exit %d, want 3 (a resource problem) and a refusal saying it is locked\n%s%s", args, code, out, errOut)
 		}
 	}
 }
