@@ -26,7 +26,7 @@ lost (the next "spider crawl --data DIR" fetches them), resets a damaged
 index and removes damaged graph/rank files (spider index / spider rank
 rebuild them), rebuilds a state that cannot be read from records.jsonl
 (keeping the old file as state/state.db.damaged), and lists what it could not
-keep. It refuses to run while a crawl holds the directory.`, stderr)
+keep. It refuses to run while a crawl holds the directory (exit 3).`, stderr)
 	data := fs.String("data", "spider-data", "data directory of a crawl")
 	repair := fs.Bool("repair", false, "repair what is found (stop every spider process using DIR first)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
