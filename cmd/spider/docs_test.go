@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // repoRoot is the module root, seen from this package's directory.
@@ -232,5 +235,172 @@ func TestSlugify(t *testing.T) {
 		if got := slugify(c.in); got != c.want {
 			t.Errorf("slugify(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// otherPrograms are the other programs whose flags the docs quote: the
+// synthetic web, the benchmarks and the scripts.
+var otherPrograms = []string{"cmd/websim", "bench/peerbench", "bench/serveload", "bench/distbench", "scripts", "bench"}
+
+// flagRE matches a flag quoted in the docs: --name, or --prefix-* for a
+// family of flags.
+var flagRE = regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9-]*)(\*?)`)
+
+// shellFlagRE matches a flag a shell script's case statement takes.
+var shellFlagRE = regexp.MustCompile(`(?m)^\s*(?:[^)\s]*\|)?--([a-z][a-z0-9-]*)[|)]`)
+
+// declaredFlags returns the flag names the Go files of dir declare
+// (flag.String("name", …), fs.IntVar(&v, "name", …) and the like) and the
+// flags its shell scripts take in a case statement.
+func declaredFlags(t *testing.T, dir string, into map[string]bool) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case strings.HasSuffix(e.Name(), ".sh"):
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range shellFlagRE.FindAllStringSubmatch(string(data), -1) {
+				into[m[1]] = true
+			}
+		case strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go"):
+			file, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				arg := 0
+				switch sel.Sel.Name {
+				case "String", "Int", "Int64", "Uint", "Uint64", "Bool", "Duration", "Float64", "Func", "BoolFunc":
+				case "StringVar", "IntVar", "Int64Var", "UintVar", "Uint64Var", "BoolVar", "DurationVar", "Float64Var", "Var", "TextVar":
+					arg = 1
+				default:
+					return true
+				}
+				if len(call.Args) <= arg {
+					return true
+				}
+				if lit, ok := call.Args[arg].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if name, err := strconv.Unquote(lit.Value); err == nil {
+						into[name] = true
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// TestDocFlags fails when README.md or docs/*.md names a flag that neither
+// a spider command (as its -h prints them) nor websim, a benchmark program
+// or a script declares (issue 20: docs name only flags that exist).
+func TestDocFlags(t *testing.T) {
+	known := map[string]bool{"help": true}
+	for _, c := range commands {
+		if c.name == "version" {
+			continue
+		}
+		_, flags := parseHelp(t, c.name, helpOf(t, c.name))
+		for _, f := range flags {
+			known[f.name] = true
+		}
+	}
+	for _, dir := range otherPrograms {
+		declaredFlags(t, filepath.Join(repoRoot, filepath.FromSlash(dir)), known)
+	}
+	web := flag.NewFlagSet("websim", flag.ContinueOnError) // websim's flags, its feature switches included
+	websim.RegisterFlags(web)
+	websim.RegisterTruthFlags(web)
+	web.VisitAll(func(f *flag.Flag) { known[f.Name] = true })
+	var files []string
+	for _, f := range docFiles(t) {
+		if f == "README.md" || strings.HasPrefix(f, "docs"+string(filepath.Separator)) {
+			files = append(files, f)
+		}
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, m := range flagRE.FindAllStringSubmatch(line, -1) {
+				name, family := m[1], m[2] == "*"
+				if known[name] {
+					continue
+				}
+				found := false
+				if family || strings.HasSuffix(name, "-") {
+					for k := range known {
+						if strings.HasPrefix(k, name) {
+							found = true
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%s:%d names --%s, which neither a spider command (spider CMD -h) nor websim, a benchmark or a script declares: fix the doc or the flag", f, i+1, name)
+				}
+			}
+		}
+	}
+}
+
+// TestMessageFlags fails when a string of this command (help, usage, an
+// error message) names a flag that no spider command has.
+func TestMessageFlags(t *testing.T) {
+	known := map[string]bool{"help": true}
+	for _, c := range commands {
+		if c.name == "version" {
+			continue
+		}
+		_, flags := parseHelp(t, c.name, helpOf(t, c.name))
+		for _, f := range flags {
+			known[f.name] = true
+		}
+	}
+	srcs, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, src := range srcs {
+		if strings.HasSuffix(src, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, src, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				s = lit.Value
+			}
+			for _, m := range flagRE.FindAllStringSubmatch(s, -1) {
+				if !known[m[1]] {
+					t.Errorf("%s: a string names --%s, which no spider command has: fix the message or the flag", fset.Position(lit.Pos()), m[1])
+				}
+			}
+			return true
+		})
 	}
 }
