@@ -360,8 +360,12 @@ func TestDocFlags(t *testing.T) {
 	}
 }
 
+// docNameRE matches a document of the repository named in a message.
+var docNameRE = regexp.MustCompile(`\b(?:docs/|bench/)?[A-Za-z][A-Za-z0-9_-]*\.md\b`)
+
 // TestMessageFlags fails when a string of this command (help, usage, an
-// error message) names a flag that no spider command has.
+// error message) names a flag that no spider command has, or a Markdown
+// document that does not exist.
 func TestMessageFlags(t *testing.T) {
 	known := map[string]bool{"help": true}
 	for _, c := range commands {
@@ -398,6 +402,11 @@ func TestMessageFlags(t *testing.T) {
 			for _, m := range flagRE.FindAllStringSubmatch(s, -1) {
 				if !known[m[1]] {
 					t.Errorf("%s: a string names --%s, which no spider command has: fix the message or the flag", fset.Position(lit.Pos()), m[1])
+				}
+			}
+			for _, doc := range docNameRE.FindAllString(s, -1) {
+				if _, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(doc))); err != nil {
+					t.Errorf("%s: a string names %s, which does not exist: name a file under docs/", fset.Position(lit.Pos()), doc)
 				}
 			}
 			return true
