@@ -53,8 +53,8 @@ func TestConfigurationDoc(t *testing.T) {
 	}
 }
 
-// helpOf runs "spider NAME -h" in-process and returns what it printed.
-func helpOf(t *testing.T, name string) string {
+// docHelpOf runs "spider NAME -h" in-process and returns what it printed.
+func docHelpOf(t *testing.T, name string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if code := run([]string{name, "-h"}, &out, &errb); code != 0 {
@@ -68,11 +68,11 @@ type docFlag struct {
 	name, typ, def, help string
 }
 
-var defaultRE = regexp.MustCompile(` \(default (.*)\)$`)
+var docDefaultRE = regexp.MustCompile(` \(default (.*)\)$`)
 
-// parseHelp splits -h output into the text before "Flags:" and the flags
+// docParseHelp splits -h output into the text before "Flags:" and the flags
 // (flag.PrintDefaults' format: "  -name type" then "    \thelp" lines).
-func parseHelp(t *testing.T, cmd, help string) (string, []docFlag) {
+func docParseHelp(t *testing.T, cmd, help string) (string, []docFlag) {
 	t.Helper()
 	head, rest, ok := strings.Cut(help, "\nFlags:\n")
 	if !ok {
@@ -94,11 +94,11 @@ func parseHelp(t *testing.T, cmd, help string) (string, []docFlag) {
 			f := &flags[len(flags)-1]
 			f.help = strings.TrimSpace(f.help + " " + strings.TrimPrefix(line, "    \t"))
 		default:
-			t.Fatalf("spider %s -h: cannot parse the flag line %q; teach parseHelp its format", cmd, line)
+			t.Fatalf("spider %s -h: cannot parse the flag line %q; teach docParseHelp its format", cmd, line)
 		}
 	}
 	for i := range flags {
-		if m := defaultRE.FindStringSubmatch(flags[i].help); m != nil {
+		if m := docDefaultRE.FindStringSubmatch(flags[i].help); m != nil {
 			flags[i].def = m[1]
 			flags[i].help = strings.TrimSuffix(flags[i].help, m[0])
 		}
@@ -145,9 +145,9 @@ Flags take one or two dashes (` + "`-data`" + ` = ` + "`--data`" + `).
 			continue
 		}
 		runtime.GOMAXPROCS(1)
-		synopsis, flags := parseHelp(t, c.name, helpOf(t, c.name))
+		synopsis, flags := docParseHelp(t, c.name, docHelpOf(t, c.name))
 		runtime.GOMAXPROCS(3)
-		_, flags3 := parseHelp(t, c.name, helpOf(t, c.name))
+		_, flags3 := docParseHelp(t, c.name, docHelpOf(t, c.name))
 		runtime.GOMAXPROCS(procs)
 		fmt.Fprintf(&b, "\n## spider %s\n\n```text\n%s\n```\n", c.name, synopsis)
 		if len(flags) == 0 {
@@ -171,14 +171,14 @@ Flags take one or two dashes (` + "`-data`" + ` = ` + "`--data`" + `).
 			case "": // flag.PrintDefaults names no type for booleans only
 				typ = "bool"
 			}
-			fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.name, typ, def, cell(f.help))
+			fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.name, typ, def, docCell(f.help))
 		}
 	}
 	return []byte(b.String())
 }
 
 // cell makes text safe inside a Markdown table cell.
-func cell(s string) string {
+func docCell(s string) string {
 	if s == "" {
 		return ""
 	}

@@ -17,15 +17,15 @@ import (
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
-// repoRoot is the module root, seen from this package's directory.
-var repoRoot = filepath.Join("..", "..")
+// docRepoRoot is the module root, seen from this package's directory.
+var docRepoRoot = filepath.Join("..", "..")
 
 // maxReadmeBytes bounds README.md (issue 20): the rest belongs in docs/.
 const maxReadmeBytes = 12 * 1024
 
 // TestReadmeSize fails when README.md grows past 12 KB.
 func TestReadmeSize(t *testing.T) {
-	fi, err := os.Stat(filepath.Join(repoRoot, "README.md"))
+	fi, err := os.Stat(filepath.Join(docRepoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestReadmeSize(t *testing.T) {
 func docFiles(t *testing.T) []string {
 	t.Helper()
 	files := []string{"README.md", "ARCHITECTURE.md", "RELIABILITY.md", filepath.Join("bench", "RESULTS.md")}
-	more, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	more, err := filepath.Glob(filepath.Join(docRepoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func docFiles(t *testing.T) []string {
 		t.Fatal("no docs/*.md found: the documentation moved out of README.md lives there")
 	}
 	for _, m := range more {
-		rel, err := filepath.Rel(repoRoot, m)
+		rel, err := filepath.Rel(docRepoRoot, m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,20 +56,20 @@ func docFiles(t *testing.T) []string {
 	return files
 }
 
-// specRE matches a citation of the SPEC, a document that does not ship
+// docSpecRE matches a citation of the SPEC, a document that does not ship
 // with spider: docs/design.md explains those ideas instead.
-var specRE = regexp.MustCompile(`SPEC\s*§`)
+var docSpecRE = regexp.MustCompile(`SPEC\s*§`)
 
 // TestNoSpecCitations fails when a document or a string literal of this
 // command (help, usage, messages) cites "SPEC §N".
 func TestNoSpecCitations(t *testing.T) {
 	for _, f := range docFiles(t) {
-		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		data, err := os.ReadFile(filepath.Join(docRepoRoot, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(data), "\n") {
-			if specRE.MatchString(line) {
+			if docSpecRE.MatchString(line) {
 				t.Errorf("%s:%d cites the SPEC, which does not ship: cite docs/design.md §N (a link to its section) instead: %q", f, i+1, line)
 			}
 		}
@@ -96,7 +96,7 @@ func TestNoSpecCitations(t *testing.T) {
 			if err != nil {
 				s = lit.Value
 			}
-			if specRE.MatchString(s) {
+			if docSpecRE.MatchString(s) {
 				t.Errorf("%s: a string shown to users cites the SPEC, which does not ship: cite docs/design.md §N instead", fset.Position(lit.Pos()))
 			}
 			return true
@@ -104,8 +104,8 @@ func TestNoSpecCitations(t *testing.T) {
 	}
 }
 
-// linkRE matches an inline Markdown link or image: [text](target).
-var linkRE = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+// docLinkRE matches an inline Markdown link or image: [text](target).
+var docLinkRE = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 
 // TestDocLinks fails when a relative link in README.md or docs/*.md names
 // a file that does not exist or an anchor that is not a heading of its file.
@@ -116,26 +116,26 @@ func TestDocLinks(t *testing.T) {
 			files = append(files, f)
 		}
 	}
-	anchors := map[string]map[string]bool{} // file (from repoRoot) → its anchors
+	anchors := map[string]map[string]bool{} // file (from docRepoRoot) → its anchors
 	anchorsOf := func(f string) (map[string]bool, error) {
 		if a, ok := anchors[f]; ok {
 			return a, nil
 		}
-		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		data, err := os.ReadFile(filepath.Join(docRepoRoot, f))
 		if err != nil {
 			return nil, err
 		}
-		a := headingAnchors(string(data))
+		a := docHeadingAnchors(string(data))
 		anchors[f] = a
 		return a, nil
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		data, err := os.ReadFile(filepath.Join(docRepoRoot, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, line := range outsideCode(string(data)) {
-			for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+		for i, line := range docOutsideCode(string(data)) {
+			for _, m := range docLinkRE.FindAllStringSubmatch(line, -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 					continue
@@ -144,7 +144,7 @@ func TestDocLinks(t *testing.T) {
 				dest := f
 				if path != "" {
 					dest = filepath.Join(filepath.Dir(f), filepath.FromSlash(path))
-					if _, err := os.Stat(filepath.Join(repoRoot, dest)); err != nil {
+					if _, err := os.Stat(filepath.Join(docRepoRoot, dest)); err != nil {
 						t.Errorf("%s:%d: the link %q names %s, which does not exist", f, i+1, target, dest)
 						continue
 					}
@@ -164,9 +164,9 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
-// outsideCode returns the document's lines with those inside fenced code
+// docOutsideCode returns the document's lines with those inside fenced code
 // blocks blanked (so line numbers stay right).
-func outsideCode(doc string) []string {
+func docOutsideCode(doc string) []string {
 	lines := strings.Split(doc, "\n")
 	in := false
 	for i, l := range lines {
@@ -182,13 +182,13 @@ func outsideCode(doc string) []string {
 	return lines
 }
 
-// headingAnchors returns the anchors GitHub gives a document's headings:
+// docHeadingAnchors returns the anchors GitHub gives a document's headings:
 // lower case, letters, digits, '-' and '_' kept, spaces made '-', every
 // other character dropped; a repeated anchor gets -1, -2, …
-func headingAnchors(doc string) map[string]bool {
+func docHeadingAnchors(doc string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	for _, l := range outsideCode(doc) {
+	for _, l := range docOutsideCode(doc) {
 		if !strings.HasPrefix(l, "#") {
 			continue
 		}
@@ -196,7 +196,7 @@ func headingAnchors(doc string) map[string]bool {
 		if !strings.HasPrefix(text, " ") {
 			continue
 		}
-		slug := slugify(strings.TrimSpace(text))
+		slug := docSlugify(strings.TrimSpace(text))
 		if n := seen[slug]; n > 0 {
 			out[fmt.Sprintf("%s-%d", slug, n)] = true
 		} else {
@@ -207,9 +207,9 @@ func headingAnchors(doc string) map[string]bool {
 	return out
 }
 
-// slugify is GitHub's heading anchor rule (github-slugger). Link syntax in
+// docSlugify is GitHub's heading anchor rule (github-slugger). Link syntax in
 // a heading keeps only its text.
-func slugify(h string) string {
+func docSlugify(h string) string {
 	h = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(h, "$1")
 	var b strings.Builder
 	for _, r := range strings.ToLower(h) {
@@ -232,27 +232,27 @@ func TestSlugify(t *testing.T) {
 		{"Mixed topology (PQ-MCSA; §0, §3 \"mixed\")", "mixed-topology-pq-mcsa-0-3-mixed"},
 		{"Layered crawl ([design §2](design.md#x))", "layered-crawl-design-2"},
 	} {
-		if got := slugify(c.in); got != c.want {
-			t.Errorf("slugify(%q) = %q, want %q", c.in, got, c.want)
+		if got := docSlugify(c.in); got != c.want {
+			t.Errorf("docSlugify(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
 
-// otherPrograms are the other programs whose flags the docs quote: the
+// docOtherPrograms are the other programs whose flags the docs quote: the
 // synthetic web, the benchmarks and the scripts.
-var otherPrograms = []string{"cmd/websim", "bench/peerbench", "bench/serveload", "bench/distbench", "scripts", "bench"}
+var docOtherPrograms = []string{"cmd/websim", "bench/peerbench", "bench/serveload", "bench/distbench", "scripts", "bench"}
 
-// flagRE matches a flag quoted in the docs: --name, or --prefix-* for a
+// docFlagRE matches a flag quoted in the docs: --name, or --prefix-* for a
 // family of flags.
-var flagRE = regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9-]*)(\*?)`)
+var docFlagRE = regexp.MustCompile(`(?:^|[^\w-])--([a-z][a-z0-9-]*)(\*?)`)
 
-// shellFlagRE matches a flag a shell script's case statement takes.
-var shellFlagRE = regexp.MustCompile(`(?m)^\s*(?:[^)\s]*\|)?--([a-z][a-z0-9-]*)[|)]`)
+// docShellFlagRE matches a flag a shell script's case statement takes.
+var docShellFlagRE = regexp.MustCompile(`(?m)^\s*(?:[^)\s]*\|)?--([a-z][a-z0-9-]*)[|)]`)
 
-// declaredFlags returns the flag names the Go files of dir declare
+// docDeclaredFlags returns the flag names the Go files of dir declare
 // (flag.String("name", …), fs.IntVar(&v, "name", …) and the like) and the
 // flags its shell scripts take in a case statement.
-func declaredFlags(t *testing.T, dir string, into map[string]bool) {
+func docDeclaredFlags(t *testing.T, dir string, into map[string]bool) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -267,7 +267,7 @@ func declaredFlags(t *testing.T, dir string, into map[string]bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, m := range shellFlagRE.FindAllStringSubmatch(string(data), -1) {
+			for _, m := range docShellFlagRE.FindAllStringSubmatch(string(data), -1) {
 				into[m[1]] = true
 			}
 		case strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go"):
@@ -315,13 +315,13 @@ func TestDocFlags(t *testing.T) {
 		if c.name == "version" {
 			continue
 		}
-		_, flags := parseHelp(t, c.name, helpOf(t, c.name))
+		_, flags := docParseHelp(t, c.name, docHelpOf(t, c.name))
 		for _, f := range flags {
 			known[f.name] = true
 		}
 	}
-	for _, dir := range otherPrograms {
-		declaredFlags(t, filepath.Join(repoRoot, filepath.FromSlash(dir)), known)
+	for _, dir := range docOtherPrograms {
+		docDeclaredFlags(t, filepath.Join(docRepoRoot, filepath.FromSlash(dir)), known)
 	}
 	web := flag.NewFlagSet("websim", flag.ContinueOnError) // websim's flags, its feature switches included
 	websim.RegisterFlags(web)
@@ -334,12 +334,12 @@ func TestDocFlags(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(repoRoot, f))
+		data, err := os.ReadFile(filepath.Join(docRepoRoot, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(data), "\n") {
-			for _, m := range flagRE.FindAllStringSubmatch(line, -1) {
+			for _, m := range docFlagRE.FindAllStringSubmatch(line, -1) {
 				name, family := m[1], m[2] == "*"
 				if known[name] {
 					continue
@@ -372,7 +372,7 @@ func TestMessageFlags(t *testing.T) {
 		if c.name == "version" {
 			continue
 		}
-		_, flags := parseHelp(t, c.name, helpOf(t, c.name))
+		_, flags := docParseHelp(t, c.name, docHelpOf(t, c.name))
 		for _, f := range flags {
 			known[f.name] = true
 		}
@@ -399,13 +399,13 @@ func TestMessageFlags(t *testing.T) {
 			if err != nil {
 				s = lit.Value
 			}
-			for _, m := range flagRE.FindAllStringSubmatch(s, -1) {
+			for _, m := range docFlagRE.FindAllStringSubmatch(s, -1) {
 				if !known[m[1]] {
 					t.Errorf("%s: a string names --%s, which no spider command has: fix the message or the flag", fset.Position(lit.Pos()), m[1])
 				}
 			}
 			for _, doc := range docNameRE.FindAllString(s, -1) {
-				if _, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(doc))); err != nil {
+				if _, err := os.Stat(filepath.Join(docRepoRoot, filepath.FromSlash(doc))); err != nil {
 					t.Errorf("%s: a string names %s, which does not exist: name a file under docs/", fset.Position(lit.Pos()), doc)
 				}
 			}
