@@ -26,7 +26,7 @@ func scalingExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 		return err
 	}
 	defer w.close()
-	fmt.Fprintf(out, "## SPEC §1 table: pages/s by number of workers, latency-bound\n\n")
+	fmt.Fprintf(out, "## design §1 table: pages/s by number of workers, latency-bound\n\n")
 	fmt.Fprintf(out, "Web: websim seed 1, clean profile, %s hosts × %d pages, **%s latency** before every answer, seeds: "+
 		"the index pages of %s hosts, scope any, no depth limit. Ground truth: %s URLs on %s hosts. Every worker and "+
 		"every node runs `--concurrency %d`, `--delay %s`, per-host 1. The master gets `--concurrency` = workers × %d "+

@@ -51,7 +51,7 @@ func weightsExperiment(ctx context.Context, b *bench, o options, out io.Writer) 
 	for _, f := range w.truth.Final {
 		truthRows[crawl.Row(f)]++
 	}
-	fmt.Fprintf(out, "## SPEC §3 weights experiment (peer-to-peer)\n\n")
+	fmt.Fprintf(out, "## design §3 weights experiment (peer-to-peer)\n\n")
 	fmt.Fprintf(out, "Web: websim seed 1, %s hosts × %d pages, features `%s` on %s of the hosts (hang pages silent %s), "+
 		"seeds: the index pages of %s hosts, scope any, no depth limit. Ground truth: **%s URLs on %s hosts**; "+
 		"URLs per host min / median / mean / max: %s. Truth outcomes: %s.\n\n",
@@ -295,7 +295,7 @@ func printWeightsRun(out io.Writer, r *runResult, ms []partition.Member, table [
 		cells = append(cells, itoa(sum), itoa(tv))
 		ot.add(cells...)
 	}
-	fmt.Fprintf(out, "HTTP outcomes per node (`spider stats --data DIR`, rows of SPEC §3):\n\n")
+	fmt.Fprintf(out, "HTTP outcomes per node (`spider stats --data DIR`, rows of design §3):\n\n")
 	ot.write(out)
 
 	// Pages per host.

@@ -97,7 +97,7 @@ func main() {
 		}
 	}
 	total := *nURLs * *dup
-	fmt.Printf("# SPEC §0 de-duplication protocol vs alternatives\n\n%s; %d networks × %d hosts (one redis-server each, plus one per center); %d distinct URLs × %d = %d URLs in; batch %d.\n\n",
+	fmt.Printf("# design §0 de-duplication protocol vs alternatives\n\n%s; %d networks × %d hosts (one redis-server each, plus one per center); %d distinct URLs × %d = %d URLs in; batch %d.\n\n",
 		time.Now().UTC().Format("2006-01-02"), *nets, *hosts, *nURLs, *dup, total, *batch)
 	fmt.Println("| method | distinct URLs out | time (s) | input URLs/s | messages per input URL | bytes per input URL | mean round (ms) |")
 	fmt.Println("|---|---|---|---|---|---|---|")
@@ -196,7 +196,7 @@ func runProtocol(ctx context.Context, cfg *protocol.Config, centers, hostsR map[
 			}
 		}
 	}
-	fmt.Printf("| protocol (SPEC §0) | %d | %.2f | %.0f | %.3f | %.1f | %.1f |\n", handed.Load(), el.Seconds(), float64(total)/el.Seconds(),
+	fmt.Printf("| protocol (design §0) | %d | %.2f | %.0f | %.3f | %.1f | %.1f |\n", handed.Load(), el.Seconds(), float64(total)/el.Seconds(),
 		float64(frames)/float64(total), float64(bytes)/float64(total), 1000*sum/float64(max(cnt, 1)))
 	cancel()
 	for _, h := range hs {

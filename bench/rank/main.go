@@ -40,7 +40,7 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("rank", flag.ContinueOnError)
 	redisURL := fs.String("redis", "", "Redis URL; empty starts a private redis-server from PATH")
-	pages := fs.Int("pages", 35602, "pages of the site graph (SPEC §1: 35,602)")
+	pages := fs.Int("pages", 35602, "pages of the site graph (design §1, the paper's graph: 35,602)")
 	maxWorkers := fs.Int("workers", 4, "map/reduce runs with 1..N workers")
 	parts := fs.Int("parts", 0, "tasks per round (0: automatic)")
 	edges := fs.Int("edges", 50_000_000, "edges of the throughput graph (0 skips it)")

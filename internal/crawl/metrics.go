@@ -41,7 +41,7 @@ type schedMetrics struct {
 func newSchedMetrics(reg prometheus.Registerer) *schedMetrics {
 	m := &schedMetrics{
 		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spider_pages_total", Help: "URLs completed, by SPEC §3 result row.",
+			Name: "spider_pages_total", Help: "URLs completed, by result row (the crawl result table of docs/design.md §3).",
 		}, []string{"result"}),
 		discovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_discovered_urls_total", Help: "New URLs added to the frontier.",
