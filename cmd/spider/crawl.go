@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/urls"
 )
 
 const crawlSynopsis = `crawl [flags] SEED_URL...
@@ -115,6 +118,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkConfig(&cfg); err != nil {
 		return err
 	}
+	if err := checkSeeds(cfg); err != nil {
+		return err
+	}
 	if err := checkPeerFlags(*weight, *buckets); err != nil {
 		return err
 	}
@@ -158,6 +164,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer eng.Close()
+	if old, err := crawl.OtherSeeds(cfg); err != nil {
+		return err
+	} else if len(old) > 0 {
+		warnOtherSeeds(stderr, cfg.Data, old)
+	}
 	stopServe := func() {}
 	if *addr != "" {
 		if stopServe, err = serveCrawl(ctx, *addr, allowedHosts, eng, cfg.Data, reg, logger, stderr); err != nil {
@@ -181,20 +192,63 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cerr := eng.Close(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}
-	if runErr != nil {
+	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if runErr != nil && !interrupted {
 		return runErr
 	}
-	if *quiet {
-		return nil
-	}
-	rate := float64(p.Fetched) / max(p.Elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(stdout, "crawled %d URLs in %s (%.1f/s) into %s\n", p.Fetched, p.Elapsed.Round(time.Millisecond), rate, cfg.Data)
+	// Interrupted (Ctrl-C): the summary so far, then runErr (exit 130).
 	s, err := crawl.Stats(cfg.Data)
 	if err != nil {
+		if interrupted {
+			return runErr // stopped before the first record
+		}
 		return err
 	}
-	s.Print(stdout)
+	if !*quiet {
+		verb := "crawled"
+		if interrupted {
+			verb = "interrupted after"
+		}
+		rate := float64(p.Fetched) / max(p.Elapsed.Seconds(), 1e-9)
+		fmt.Fprintf(stdout, "%s %d URLs in %s (%.1f/s) into %s\n", verb, p.Fetched, p.Elapsed.Round(time.Millisecond), rate, cfg.Data)
+		s.Print(stdout)
+	}
+	if interrupted {
+		return runErr
+	}
+	if s.NothingFetched() {
+		var b strings.Builder
+		s.PrintFailures(&b)
+		return fmt.Errorf("no page was fetched: every seed failed\n%s", strings.TrimRight(b.String(), "\n"))
+	}
 	return nil
+}
+
+// checkSeeds refuses, as a usage error (exit 2) and before any file is
+// created, a seed that is not an absolute http(s) URL.
+func checkSeeds(cfg crawl.Config) error {
+	norm := &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams}
+	for _, s := range cfg.Seeds {
+		if _, err := norm.Parse(s); err != nil {
+			return fmt.Errorf("%w: seed %q is not a usable http(s) URL: %v", errUsage, s, err)
+		}
+	}
+	return nil
+}
+
+// warnOtherSeeds says on stderr that the data directory holds a crawl
+// from other seeds (crawl.OtherSeeds), naming them and the choices.
+func warnOtherSeeds(stderr io.Writer, data string, old []string) {
+	names := old
+	if len(names) > 3 {
+		names = names[:3]
+	}
+	more := ""
+	if len(old) > len(names) {
+		more = fmt.Sprintf(" and %d more", len(old)-len(names))
+	}
+	fmt.Fprintf(stderr, "spider crawl: warning: %s holds a crawl from other seeds (%s%s); these seeds join that crawl and share its records and state. For a separate crawl, give a new --data directory; to extend that crawl on purpose, carry on.\n",
+		data, strings.Join(names, ", "), more)
 }
 
 // runPeer runs this process as one node of a peer-to-peer crawl.

@@ -553,10 +553,14 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 			return res
 		}
 		res.rec.Outcome, res.rec.Error = OutcomeRobotsUnavailable, "robots.txt unavailable (5xx or unreachable) after retries"
-		if cause != nil && errorOutcome(cause) == OutcomeDNS {
-			// The host never resolved (DNS time-outs or server failures):
-			// name the cause, not robots.txt.
-			res.rec.Outcome, res.rec.Error = OutcomeDNS, cause.Error()
+		if cause != nil {
+			switch o := errorOutcome(cause); o {
+			case OutcomeDNS, OutcomeRefused, OutcomeTLS, OutcomeUnreachable, OutcomeTimeout, OutcomeReset:
+				// The host never answered (its name did not resolve, or
+				// no connection could be made): name the cause, which the
+				// crawl summary explains, not robots.txt.
+				res.rec.Outcome, res.rec.Error = o, cause.Error()
+			}
 		}
 		return res
 	}
@@ -760,6 +764,10 @@ func errorOutcome(err error) string {
 		return OutcomeRefused
 	case fetch.OutcomeForbiddenAddress:
 		return OutcomeForbiddenAddress
+	case fetch.OutcomeTLS:
+		return OutcomeTLS
+	case fetch.OutcomeUnreachable:
+		return OutcomeUnreachable
 	}
 	return OutcomeError
 }

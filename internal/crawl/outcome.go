@@ -16,6 +16,8 @@ const (
 	OutcomeReset             = "reset"
 	OutcomeDNS               = "dns"
 	OutcomeRefused           = "refused"
+	OutcomeTLS               = "tls"               // TLS handshake or certificate failure
+	OutcomeUnreachable       = "unreachable"       // no route to the host or network
 	OutcomeForbiddenAddress  = "forbidden-address" // private/loopback target without --allow-private
 	OutcomeError             = "error"             // any other failure; the record says which
 )

@@ -30,6 +30,9 @@ type Summary struct {
 	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
 	Corrupt    int              `json:"corrupt"`    // record lines that could not be read
 	Rerecorded int64            `json:"rerecorded"` // URLs with more than one record (refetched after a kill)
+	// Failures are the failed URLs (see Failed) by outcome class, the
+	// largest class first, each with its first examples and a hint.
+	Failures []FailureClass `json:"failures"`
 }
 
 // latestRecords reads a data directory's records, keeping the last record
@@ -72,7 +75,9 @@ func Stats(dataDir string) (*Summary, error) {
 	}
 	s := &Summary{Rows: map[string]int64{}, Outcomes: map[string]int64{}, Hosts: map[string]int64{}}
 	fps := map[string]bool{}
+	var failed failureCollector
 	corrupt, dups, err := latestRecords(dataDir, func(r store.Record) error {
+		failed.add(r.URL, r.Outcome, r.Error)
 		s.URLs++
 		s.Rows[Row(r.Outcome)]++
 		s.Outcomes[r.Outcome]++
@@ -91,10 +96,12 @@ func Stats(dataDir string) (*Summary, error) {
 	}
 	s.Corrupt, s.Rerecorded = corrupt, dups
 	s.TopHosts = TopHosts(s.Hosts, 10)
+	s.Failures = failed.list()
 	return s, nil
 }
 
-// Print writes the summary as the SPEC §3 result table plus top hosts.
+// Print writes the summary as the SPEC §3 result table, top hosts and
+// the failed URLs by class (PrintFailures).
 func (s *Summary) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "result\tURLs\t\n")
@@ -122,6 +129,7 @@ func (s *Summary) Print(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	s.PrintFailures(w)
 }
 
 // ExportRecord is one line of `spider export --format jsonl`.
