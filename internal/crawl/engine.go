@@ -156,7 +156,9 @@ type Scheduler struct {
 	started time.Time // set once by NewScheduler
 
 	flightMu sync.Mutex
-	inFlight map[string]struct{} // URLs leased and not yet finished or released
+	inFlight map[string]bool // URLs leased and not yet finished or released; true: it holds a budget slot
+
+	budget Budget // nil without Config.MaxPages; set by Start or SetBudget
 
 	topics *topicRun // nil without Config.Topics
 }
@@ -182,12 +184,27 @@ func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 		return nil, err
 	}
 	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
-		inFlight: map[string]struct{}{}, topics: tr}, nil
+		inFlight: map[string]bool{}, topics: tr}, nil
 }
 
+// SetBudget makes Next reserve a slot of b for each URL it hands out
+// (Budget): the crawl-wide budget of a crawl scheduled by several
+// processes. Call it before Start; without it, Start makes a LocalBudget
+// of Config.MaxPages from the State's counters.
+func (s *Scheduler) SetBudget(b Budget) { s.budget = b }
+
 // Start loads what a previous run left pending into the frontier and
-// records the seeds (URLs already seen are not queued again).
+// records the seeds (URLs already seen are not queued again). With
+// Config.MaxPages and no budget set, the budget counts the URLs the
+// State's counters say earlier runs completed.
 func (s *Scheduler) Start(ctx context.Context, seeds []frontier.Request) error {
+	if s.budget == nil && s.cfg.MaxPages > 0 {
+		used, err := s.completed(ctx)
+		if err != nil {
+			return fmt.Errorf("cannot count the URLs completed so far for --max-pages: %w", err)
+		}
+		s.budget = NewLocalBudget(s.cfg.MaxPages, used)
+	}
 	resumed := 0
 	if err := s.st.LoadPending(ctx, func(r frontier.Request) error {
 		resumed++
@@ -213,6 +230,13 @@ func (s *Scheduler) Start(ctx context.Context, seeds []frontier.Request) error {
 // crawl is over. A frontier may hold a URL twice (a copy left by depth
 // lowering, or by a bucket that left and came back): a copy that is not
 // the State's current one, or whose URL is already in flight, is dropped.
+//
+// With a budget (Config.MaxPages) the lease holds one of its slots, taken
+// after the URL was chosen and before it is returned: Finish commits it
+// when the URL is completed, a retry or Release gives it back. While every
+// slot is held by URLs in flight Next waits with the URL leased; once the
+// budget is spent it returns ErrLimitReached and the URL stays pending.
+// A topic hub's revisit takes no slot (it completes no pending URL).
 func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 	for {
 		lease, err := s.fr.Next(ctx)
@@ -232,6 +256,10 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 		}
 		cur, err := s.st.Current(ctx, lease.Request)
 		if err == nil && cur {
+			if err := s.reserve(ctx, lease); err != nil {
+				s.done(lease, frontier.DoneInfo{Unused: true})
+				return nil, err
+			}
 			return lease, nil
 		}
 		// A copy left behind when its URL was lowered to a smaller depth
@@ -251,15 +279,47 @@ func (s *Scheduler) claim(url string) bool {
 	if _, busy := s.inFlight[url]; busy {
 		return false
 	}
-	s.inFlight[url] = struct{}{}
+	s.inFlight[url] = false
 	return true
 }
 
-// done ends a lease handed out by Next.
+// reserve takes a budget slot for lease (claimed by Next).
+func (s *Scheduler) reserve(ctx context.Context, lease *frontier.Lease) error {
+	if s.budget == nil {
+		return nil
+	}
+	if err := s.budget.Reserve(ctx); err != nil {
+		return err
+	}
+	s.flightMu.Lock()
+	s.inFlight[lease.Request.URL] = true
+	s.flightMu.Unlock()
+	return nil
+}
+
+// commit counts lease's URL, just completed, in the budget.
+func (s *Scheduler) commit(lease *frontier.Lease) {
+	s.flightMu.Lock()
+	held := s.inFlight[lease.Request.URL]
+	if held {
+		s.inFlight[lease.Request.URL] = false
+	}
+	s.flightMu.Unlock()
+	if held {
+		s.budget.Commit()
+	}
+}
+
+// done ends a lease handed out by Next, giving back the budget slot it
+// still holds.
 func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 	s.flightMu.Lock()
+	held := s.inFlight[lease.Request.URL]
 	delete(s.inFlight, lease.Request.URL)
 	s.flightMu.Unlock()
+	if held {
+		s.budget.Release()
+	}
 	s.fr.Done(lease, info)
 }
 
@@ -398,8 +458,9 @@ func (s *Scheduler) Progress() Progress {
 // On ctx cancellation it returns ctx's error after the workers stopped; the
 // state stays consistent and a later Run continues.
 func (e *Engine) Run(ctx context.Context) error {
-	// Reaching MaxPages cancels only the hand-out of new URLs (nextCtx):
-	// fetches in flight finish and are recorded, so none is wasted.
+	// Reaching MaxPages cancels only the hand-out of new URLs (nextCtx).
+	// No fetch beyond the limit is ever started (Budget): the fetches in
+	// flight then are within it, finish and are recorded.
 	nextCtx, stopNext := context.WithCancel(ctx)
 	defer stopNext()
 	e.startHandOut(nextCtx, stopNext)
@@ -455,6 +516,10 @@ func (e *Engine) worker(ctx, nextCtx context.Context) error {
 				continue
 			}
 		}
+		if errors.Is(err, ErrLimitReached) {
+			e.stopAtLimit()
+			return nil
+		}
 		if errors.Is(err, frontier.ErrDrained) || err != nil && nextCtx.Err() != nil && ctx.Err() == nil {
 			return nil
 		}
@@ -474,30 +539,46 @@ func (e *Engine) worker(ctx, nextCtx context.Context) error {
 		if err := e.Finish(ctx, lease, v); err != nil {
 			return err
 		}
-		if e.cfg.MaxPages > 0 && e.LimitReached() {
-			e.stopOnce.Do(func() {
-				e.log.Info("page limit reached, stopping", "max_pages", e.cfg.MaxPages)
-				e.stop()
-			})
+		if e.LimitReached() {
+			e.stopAtLimit()
 			return nil
 		}
 	}
 }
 
-// LimitReached reports whether MaxPages URLs were completed over all runs.
+// stopAtLimit ends the hand-out once the budget is spent.
+func (e *Engine) stopAtLimit() {
+	e.stopOnce.Do(func() {
+		e.log.Info("page limit reached, stopping", "max_pages", e.cfg.MaxPages)
+		e.stop()
+	})
+}
+
+// LimitReached reports whether MaxPages URLs were completed over all runs
+// (the budget is spent).
 func (s *Scheduler) LimitReached() bool {
 	if s.cfg.MaxPages <= 0 {
 		return false
 	}
-	c, err := s.st.Counters(context.Background())
+	if s.budget != nil {
+		return s.budget.Spent()
+	}
+	total, err := s.completed(context.Background())
+	return err == nil && total >= s.cfg.MaxPages
+}
+
+// completed is the number of URLs completed over all runs: the sum of the
+// State's outcome counters (one per completion, so one per record).
+func (s *Scheduler) completed(ctx context.Context) (int64, error) {
+	c, err := s.st.Counters(ctx)
 	if err != nil {
-		return false
+		return 0, err
 	}
 	var total int64
 	for _, n := range c {
 		total += n
 	}
-	return total >= s.cfg.MaxPages
+	return total, nil
 }
 
 // Finish applies a visit to the state and the frontier: a retry is
@@ -538,6 +619,7 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
 	}
+	s.commit(lease)
 	if out.DuplicateOf != "" {
 		s.m.duplicates.Inc()
 	}
