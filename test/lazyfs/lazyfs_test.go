@@ -1,32 +1,98 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// mountT mounts a lazyfs for the test, or skips when FUSE cannot mount (not root, no
-// /dev/fuse), failing instead with SPIDER_REQUIRE_FUSE=1.
-func mountT(t *testing.T) (l *FS, backing, mnt string) {
+// TestMain serves a mount when started as the tests' file-system process
+// (LAZYFS_SERVE="BACKING MNT STATS"): the file system must not run in the process that
+// uses the mount, or a page fault on a mapped file can deadlock the Go runtime (the
+// faulting thread cannot stop for the garbage collector, which stops the server).
+func TestMain(m *testing.M) {
+	if v := os.Getenv("LAZYFS_SERVE"); v != "" {
+		f := strings.Fields(v)
+		if err := run(f[0], f[1], f[2], map[string]time.Duration{"slow": 100 * time.Millisecond}); err != nil {
+			fmt.Fprintln(os.Stderr, "lazyfs:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// server is a lazyfs serving a test from a child process.
+type server struct {
+	cmd   *exec.Cmd
+	out   *bufio.Reader
+	stats string
+}
+
+// mountT mounts a lazyfs (in a child process) for the test, or skips when FUSE cannot
+// mount (not root, no /dev/fuse), failing instead with SPIDER_REQUIRE_FUSE=1.
+func mountT(t *testing.T) (srv *server, backing, mnt string) {
 	t.Helper()
 	backing, mnt = t.TempDir(), t.TempDir()
-	l, err := Mount(backing, mnt, map[string]time.Duration{"slow": 100 * time.Millisecond})
+	srv = &server{stats: filepath.Join(t.TempDir(), "stats.json")}
+	srv.cmd = exec.Command(os.Args[0])
+	srv.cmd.Env = append(os.Environ(), "LAZYFS_SERVE="+backing+" "+mnt+" "+srv.stats)
+	var stderr bytes.Buffer
+	srv.cmd.Stderr = &stderr
+	stdout, err := srv.cmd.StdoutPipe()
 	if err != nil {
-		if os.Getenv("SPIDER_REQUIRE_FUSE") == "1" {
-			t.Fatalf("SPIDER_REQUIRE_FUSE=1 but %v", err)
-		}
-		t.Skipf("cannot mount FUSE here (needs root and /dev/fuse): %v", err)
+		t.Fatal(err)
+	}
+	if err := srv.cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := l.Unmount(); err == nil {
-			l.Wait()
-		}
+		srv.cmd.Process.Kill()
+		srv.cmd.Wait()
+		exec.Command("umount", "-l", mnt).Run()
 	})
-	return l, backing, mnt
+	srv.out = bufio.NewReader(stdout)
+	if line, err := srv.out.ReadString('\n'); err != nil || line != "mounted\n" {
+		srv.cmd.Wait()
+		if os.Getenv("SPIDER_REQUIRE_FUSE") == "1" {
+			t.Fatalf("SPIDER_REQUIRE_FUSE=1 but lazyfs did not mount: %q %v %s", line, err, stderr.String())
+		}
+		t.Skipf("cannot mount FUSE here (needs root and /dev/fuse): %s", stderr.String())
+	}
+	return srv, backing, mnt
+}
+
+// Crash crashes the file system (SIGUSR1) and returns its statistics.
+func (s *server) Crash() Stats {
+	var st Stats
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	if line, err := s.out.ReadString('\n'); err != nil || !strings.HasPrefix(line, "crashed:") {
+		panic(fmt.Sprintf("lazyfs did not crash: %q %v", line, err))
+	}
+	b, err := os.ReadFile(s.stats)
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return st
+}
+
+// Stop ends the file system cleanly (SIGTERM: every write applied, unmounted).
+func (s *server) Stop() error {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	io.Copy(io.Discard, s.out)
+	return s.cmd.Wait()
 }
 
 // TestCrashDropsUnsynced checks the contract: what an fsync covered survives a crash,
@@ -127,17 +193,18 @@ func TestTruncateIsLazy(t *testing.T) {
 	}
 }
 
-// TestSyncAll checks the clean shutdown: every write reaches the backing files.
-func TestSyncAll(t *testing.T) {
+// TestCleanExitSyncs checks the clean shutdown (SIGTERM): every write reaches the backing
+// files.
+func TestCleanExitSyncs(t *testing.T) {
 	l, backing, mnt := mountT(t)
 	if err := os.WriteFile(filepath.Join(mnt, "f"), []byte("kept"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SyncAll(); err != nil {
+	if err := l.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(backing, "f")); string(b) != "kept" {
-		t.Errorf("after SyncAll the backing file holds %q", b)
+		t.Errorf("after a clean exit the backing file holds %q", b)
 	}
 }
 
