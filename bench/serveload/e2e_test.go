@@ -76,7 +76,7 @@ func TestServeLoadEndToEnd(t *testing.T) {
 		t.Fatalf("%d runs reported, want %d", len(reports), want)
 	}
 	for _, r := range reports {
-		if r.Requests == 0 || r.Errors != 0 || r.P99MS <= 0 || r.ServerCPU <= 0 || r.ServerRSSMB <= 0 {
+		if r.Requests == 0 || r.Errors != 0 || r.P99MS <= 0 || r.ServerCPUMS <= 0 || r.ServerRSSMB <= 0 {
 			t.Errorf("run %+v: no requests, errors, or no server figures", r)
 		}
 		switch {

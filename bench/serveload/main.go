@@ -174,25 +174,25 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 
 // report is one measured run, as printed.
 type report struct {
-	Target       string  `json:"target"`
-	Mix          string  `json:"mix"`
-	Mode         string  `json:"mode"` // closed or open@RATE
-	Clients      int     `json:"clients"`
-	Requests     int     `json:"requests"`
-	ReqPerSec    float64 `json:"req_per_s"`
-	P50MS        float64 `json:"p50_ms"`
-	P90MS        float64 `json:"p90_ms"`
-	P99MS        float64 `json:"p99_ms"`
-	MaxMS        float64 `json:"max_ms"`
-	Errors       int     `json:"errors"`
-	ErrorDetail  string  `json:"error_detail"`
-	HitRate      float64 `json:"cache_hit_rate"` // -1: the server exports no cache counter
-	ServerCPU    float64 `json:"server_cpu_s"`
-	ServerCPUReq float64 `json:"server_cpu_ms_per_req"`
-	ServerRSSMB  float64 `json:"server_rss_mb"`
-	ClientCPU    float64 `json:"client_cpu_s"`
-	Load1        float64 `json:"load1"`
-	UsedUp       bool    `json:"unique_used_up,omitempty"`
+	Target         string  `json:"target"`
+	Mix            string  `json:"mix"`
+	Mode           string  `json:"mode"` // closed or open@RATE
+	Clients        int     `json:"clients"`
+	Requests       int     `json:"requests"`
+	ReqPerSec      float64 `json:"req_per_s"`
+	P50MS          float64 `json:"p50_ms"`
+	P90MS          float64 `json:"p90_ms"`
+	P99MS          float64 `json:"p99_ms"`
+	MaxMS          float64 `json:"max_ms"`
+	Errors         int     `json:"errors"`
+	ErrorDetail    string  `json:"error_detail"`
+	HitRate        float64 `json:"cache_hit_rate"`        // -1: the server exports no cache counter
+	ServerCPUMS    float64 `json:"server_cpu_ms"`         // the server's CPU time (user + system) over the run
+	ServerCPUReqMS float64 `json:"server_cpu_per_req_ms"` // ServerCPUMS per request
+	ServerRSSMB    float64 `json:"server_rss_mb"`
+	ClientCPUMS    float64 `json:"client_cpu_ms"`
+	Load1          float64 `json:"load1"`
+	UsedUp         bool    `json:"unique_used_up,omitempty"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -404,14 +404,14 @@ func measure(ctx context.Context, stderr io.Writer, c *config, srv *server, targ
 		P50MS:     ms(percentile(o.Latencies, .50)), P90MS: ms(percentile(o.Latencies, .90)),
 		P99MS: ms(percentile(o.Latencies, .99)), MaxMS: ms(percentile(o.Latencies, 1)),
 		Errors: o.errors(), ErrorDetail: o.statusText(), HitRate: -1,
-		ServerCPU:   metricSum(after, "process_cpu_seconds_total", nil) - metricSum(before, "process_cpu_seconds_total", nil),
+		ServerCPUMS: 1000 * (metricSum(after, "process_cpu_seconds_total", nil) - metricSum(before, "process_cpu_seconds_total", nil)),
 		ServerRSSMB: metricSum(after, "process_resident_memory_bytes", nil) / (1 << 20),
-		ClientCPU:   clientCPU.Seconds(), Load1: load1(), UsedUp: o.UsedUp}
+		ClientCPUMS: float64(clientCPU.Microseconds()) / 1000, Load1: load1(), UsedUp: o.UsedUp}
 	if c.rate > 0 {
 		r.Mode = fmt.Sprintf("open@%g/s", c.rate)
 	}
 	if o.Requests > 0 {
-		r.ServerCPUReq = r.ServerCPU * 1000 / float64(o.Requests)
+		r.ServerCPUReqMS = r.ServerCPUMS / float64(o.Requests)
 	}
 	r.HitRate = hitRate(before, after, target)
 	return r, nil
@@ -479,7 +479,7 @@ func printRow(w io.Writer, r *report) {
 	}
 	fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.0f | %.2f | %.2f | %.2f | %.1f | %s | %s | %.1f | %.3f | %.0f | %.1f | %.1f |\n",
 		r.Target, r.Mix, r.Mode, r.Clients, r.Requests, r.ReqPerSec, r.P50MS, r.P90MS, r.P99MS, r.MaxMS,
-		errs, hits, r.ServerCPU, r.ServerCPUReq, r.ServerRSSMB, r.ClientCPU, r.Load1)
+		errs, hits, r.ServerCPUMS/1000, r.ServerCPUReqMS, r.ServerRSSMB, r.ClientCPUMS/1000, r.Load1)
 }
 
 // selfCPU is the CPU time (user + system) this process used so far.

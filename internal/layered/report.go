@@ -1,6 +1,7 @@
 package layered
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -46,8 +47,42 @@ type RoundReport struct {
 	DupStore int `json:"dup_store"`
 	New      int `json:"new"`
 	// Evicted counts cache-list evictions so far.
-	Evicted int64         `json:"evicted"`
-	Elapsed time.Duration `json:"elapsed_ns"`
+	Evicted int64 `json:"evicted"`
+	// Elapsed is the round's wall time; JSON "elapsed_ms" (milliseconds,
+	// the style of every JSON spider writes). Files written before that
+	// had "elapsed_ns", which is still read.
+	Elapsed time.Duration `json:"-"`
+}
+
+// roundReportFields is RoundReport without its JSON methods.
+type roundReportFields RoundReport
+
+// MarshalJSON writes the report with Elapsed as "elapsed_ms".
+func (r RoundReport) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		roundReportFields
+		ElapsedMS float64 `json:"elapsed_ms"`
+	}{roundReportFields(r), float64(r.Elapsed.Microseconds()) / 1000})
+}
+
+// UnmarshalJSON reads a report with "elapsed_ms", or "elapsed_ns" (files
+// written before the JSON style of issue 20).
+func (r *RoundReport) UnmarshalJSON(b []byte) error {
+	v := struct {
+		*roundReportFields
+		ElapsedMS *float64 `json:"elapsed_ms"`
+		ElapsedNS *int64   `json:"elapsed_ns"`
+	}{roundReportFields: (*roundReportFields)(r)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch {
+	case v.ElapsedMS != nil:
+		r.Elapsed = time.Duration(*v.ElapsedMS * float64(time.Millisecond))
+	case v.ElapsedNS != nil:
+		r.Elapsed = time.Duration(*v.ElapsedNS)
+	}
+	return nil
 }
 
 // Print writes the reports as a table, then the totals.

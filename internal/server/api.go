@@ -189,18 +189,6 @@ func normalise(res *SearchResult) *SearchResult {
 	return res
 }
 
-// searchAnswer is the body of /api/search.
-type searchAnswer struct {
-	Query  string   `json:"query"`
-	Offset int      `json:"offset"`
-	Limit  int      `json:"limit"`
-	Total  int      `json:"total"`
-	TookMS float64  `json:"took_ms"`
-	Cached bool     `json:"cached"`
-	Terms  []string `json:"terms"`
-	Hits   []Hit    `json:"hits"`
-}
-
 const noIndexMsg = "no search index here: build it with spider index --data DIR, then restart spider serve"
 
 func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
@@ -231,8 +219,7 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answer := func(res *SearchResult) ([]byte, error) {
-		return encodeJSON(searchAnswer{Query: req.Query, Offset: req.Offset, Limit: req.Limit, Total: res.Total,
-			TookMS: float64(res.Took.Microseconds()) / 1000, Cached: res.Cached, Terms: res.Terms, Hits: res.Hits})
+		return encodeJSON(NewSearchAnswer(req, res))
 	}
 	body, err := answer(res)
 	if err != nil {

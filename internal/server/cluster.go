@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -71,11 +70,8 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		if ms := m["elapsed_ms"]; ms > 0 {
 			st.PagesPerSec = float64(m["fetched"]) / (float64(ms) / 1000)
 		}
-		st.Queue = &Queue{Queued: m["queued"], InFlight: m["in_flight"], Hosts: m["hosts"], SRQ: mw.SRQ, NRQ: mw.NRQ, TRQ: mw.FreeTRQ}
-		st.Nodes = []Node{}
-		for _, w := range mw.Workers {
-			st.Nodes = append(st.Nodes, Node{ID: "worker-" + strconv.Itoa(w.ID), Role: "worker", InFlight: w.InFlight, LastBeatMS: w.LastBeat.Milliseconds()})
-		}
+		st.Queue = masterWorkerQueue(mw)
+		st.Nodes = workerNodes(mw)
 	} else {
 		ps, err := p2p.ReadStatus(ctx, v.rdb, v.crawl, v.buckets)
 		if err != nil {
@@ -90,16 +86,12 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		default:
 			st.State = "running"
 		}
-		st.Nodes = []Node{}
-		q := &Queue{}
+		st.Nodes = peerNodes(ps)
 		st.PagesPerSec = 0
 		for _, n := range ps.Nodes {
-			st.Nodes = append(st.Nodes, Node{ID: n.ID, Role: "peer", Weight: n.Weight, Buckets: n.Buckets,
-				PagesPerSec: n.PagesPerSec, Queue: n.Queue, Inbox: n.Inbox, Idle: n.Idle})
 			st.PagesPerSec += n.PagesPerSec
-			q.Queued += n.Queue
 		}
-		st.Queue = q
+		st.Queue = peerQueue(ps)
 	}
 	st.Series = v.sample(st.PagesPerSec)
 	return st, nil

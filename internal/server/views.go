@@ -169,6 +169,7 @@ type Node struct {
 	Buckets     int     `json:"buckets"`
 	PagesPerSec float64 `json:"pages_per_s"`
 	Queue       int64   `json:"queue"`
+	Fetched     int64   `json:"fetched"` // peer: URLs it completed
 	Inbox       int64   `json:"inbox"`
 	InFlight    int64   `json:"in_flight"`
 	LastBeatMS  int64   `json:"last_beat_ms"`

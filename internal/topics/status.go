@@ -19,11 +19,13 @@ const StatusFile = "topics/status.json"
 // that ran without --topics.
 var ErrNoStatus = errors.New("no topics status: the crawl did not run with --topics")
 
-// Status is a snapshot of the scheduler for spider stats and status.
+// Status is a snapshot of the scheduler for spider stats and status, and
+// the JSON of the status file (snake_case keys, durations in keys ending
+// _ms, RFC 3339 times: the style of every JSON spider prints).
 type Status struct {
 	Updated     time.Time    `json:"updated"`
 	Epoch       int64        `json:"epoch"`
-	Period      string       `json:"period"`
+	PeriodMS    int64        `json:"period_ms"` // the scheduling period`
 	PeriodStart time.Time    `json:"period_start"`
 	Running     string       `json:"running"`
 	Switches    int64        `json:"switches"`
@@ -61,7 +63,7 @@ type TaskStatus struct {
 func (s *Scheduler) Status(now time.Time) Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Updated: now, Epoch: s.epoch, Period: time.Duration(s.cfg.Period).String(), PeriodStart: s.periodStart,
+	st := Status{Updated: now, Epoch: s.epoch, PeriodMS: time.Duration(s.cfg.Period).Milliseconds(), PeriodStart: s.periodStart,
 		Switches: s.switches, Preemptions: s.preemptions}
 	if s.running != nil {
 		st.Running = s.running.Name
@@ -115,8 +117,18 @@ func ReadStatus(dataDir string) (Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("cannot read topics status: %w", err)
 	}
+	// A file written before the JSON style of issue 20 has "period" as a
+	// Go duration string ("1m0s") instead of "period_ms".
+	var old struct {
+		Period string `json:"period"`
+	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("cannot decode topics status %s (rerun the crawl to rewrite it): %w", filepath.Join(dataDir, StatusFile), err)
+	}
+	if st.PeriodMS == 0 && json.Unmarshal(b, &old) == nil && old.Period != "" {
+		if d, err := time.ParseDuration(old.Period); err == nil {
+			st.PeriodMS = d.Milliseconds()
+		}
 	}
 	return st, nil
 }
@@ -124,7 +136,7 @@ func ReadStatus(dataDir string) (Status, error) {
 // Print writes the status as a table: one line per task.
 func (st Status) Print(w io.Writer) {
 	fmt.Fprintf(w, "topics: epoch %d, period %s, running %s, %d switches, %d pre-emptions (as of %s)\n",
-		st.Epoch, st.Period, st.Running, st.Switches, st.Preemptions, st.Updated.Format(time.RFC3339))
+		st.Epoch, ms(st.PeriodMS), st.Running, st.Switches, st.Preemptions, st.Updated.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  task\tprio\tG\tstate\tslice ST/SR\tqueued\tpages\trelevant\tyield\tperiod\tpre-empted\trecrawls")
 	for _, t := range st.Tasks {

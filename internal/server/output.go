@@ -1,0 +1,169 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/topics"
+)
+
+// The JSON spider prints, in the API's answers and in the command line's
+// --json outputs, follows one style (issue 20), and where the two show the
+// same thing they share the types of this file, so they cannot drift:
+//
+//   - keys are snake_case, set by explicit tags on output-only structs;
+//   - a duration is a number of milliseconds in a key ending in _ms;
+//   - a time is an RFC 3339 string (time.Time);
+//   - an absent list is [] rather than null where a client iterates it.
+//
+// openapi.json declares every one of them under components/schemas (its
+// description names the command that prints each), and the tests check
+// real outputs against those declarations.
+
+// SearchAnswer is the body of GET /api/search and what spider search --json
+// prints.
+type SearchAnswer struct {
+	Query  string   `json:"query"`
+	Offset int      `json:"offset"`
+	Limit  int      `json:"limit"`
+	Total  int      `json:"total"`
+	TookMS float64  `json:"took_ms"` // time in the index, to the microsecond; 0 for a cached answer
+	Cached bool     `json:"cached"`  // the answer came from the server's result cache
+	Terms  []string `json:"terms"`   // the query's terms after analysis
+	Hits   []Hit    `json:"hits"`
+}
+
+// NewSearchAnswer is the answer to req that res (a Searcher's result for
+// it) gives; nil slices of res become empty ones.
+func NewSearchAnswer(req SearchRequest, res *SearchResult) SearchAnswer {
+	res = normalise(res)
+	return SearchAnswer{Query: req.Query, Offset: req.Offset, Limit: req.Limit, Total: res.Total,
+		TookMS: float64(res.Took.Microseconds()) / 1000, Cached: res.Cached, Terms: res.Terms, Hits: res.Hits}
+}
+
+// CrawlStats is what spider stats --json prints: the crawl stored in a data
+// directory, from its records (crawl.Stats), with the topic scheduler's
+// status for a crawl run with --topics. Rows and Outcomes are maps from a
+// result row or an outcome class to its count; their keys are data, not
+// field names.
+type CrawlStats struct {
+	URLs       int64            `json:"urls"`       // distinct URLs completed
+	Rows       map[string]int64 `json:"rows"`       // result rows of the crawl summary's table
+	Outcomes   map[string]int64 `json:"outcomes"`   // exact outcome classes
+	TopHosts   []Count          `json:"top_hosts"`  // the busiest hosts: name and completed URLs
+	Bytes      int64            `json:"bytes"`      // body bytes stored
+	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
+	Corrupt    int              `json:"corrupt"`    // record lines that could not be read
+	Rerecorded int64            `json:"rerecorded"` // URLs with more than one record (fetched again after a kill)
+	// Failures are the failed URLs by outcome class, the largest class
+	// first, each with its first examples and a hint.
+	Failures []crawl.FailureClass `json:"failures"`
+	Topics   *topics.Status       `json:"topics,omitempty"`
+}
+
+// NewCrawlStats is the CrawlStats of s; ts may be nil (no topics).
+func NewCrawlStats(s *crawl.Summary, ts *topics.Status) CrawlStats {
+	out := CrawlStats{URLs: s.URLs, Rows: s.Rows, Outcomes: s.Outcomes, TopHosts: make([]Count, 0, len(s.TopHosts)),
+		Bytes: s.Bytes, Duplicates: s.Duplicates, Corrupt: s.Corrupt, Rerecorded: s.Rerecorded, Failures: s.Failures, Topics: ts}
+	if out.Rows == nil {
+		out.Rows = map[string]int64{}
+	}
+	if out.Outcomes == nil {
+		out.Outcomes = map[string]int64{}
+	}
+	if out.Failures == nil {
+		out.Failures = []crawl.FailureClass{}
+	}
+	for _, h := range s.TopHosts {
+		out.TopHosts = append(out.TopHosts, Count{Name: h.Host, Count: h.Pages})
+	}
+	return out
+}
+
+// ClusterStatus is what spider status --redis URL --json prints: a
+// distributed crawl as read from Redis. Its queue and nodes are built by
+// the functions that build /api/crawl's for the same crawl (RedisView).
+type ClusterStatus struct {
+	Crawl string `json:"crawl"`
+	// Source is "master-worker" or "peer-to-peer", as in CrawlStatus.
+	Source string `json:"source"`
+	Done   bool   `json:"done"`
+	// Epoch is the peers' membership epoch, or the master's epoch.
+	Epoch int64  `json:"epoch"`
+	Queue *Queue `json:"queue"`
+	Nodes []Node `json:"nodes"`
+	// Master is the master's last published counters (master–worker);
+	// a key ending in _ms holds milliseconds.
+	Master map[string]int64 `json:"master,omitempty"`
+	// Sent counts the URLs sent from one peer (outer key) to another
+	// (inner key) (peer-to-peer).
+	Sent map[string]map[string]int64 `json:"sent,omitempty"`
+	// Spread is how far the peers' loads are from their weights' shares
+	// (peer-to-peer).
+	Spread *p2p.LoadSpread `json:"spread,omitempty"`
+}
+
+// MasterWorkerStatus is the ClusterStatus of a master–worker crawl.
+func MasterWorkerStatus(mw *masterworker.Status) ClusterStatus {
+	return ClusterStatus{Crawl: mw.Crawl, Source: "master-worker", Done: mw.Done, Epoch: mw.Master["epoch"],
+		Queue: masterWorkerQueue(mw), Nodes: workerNodes(mw), Master: mw.Master}
+}
+
+// PeerStatus is the ClusterStatus of a peer-to-peer crawl.
+func PeerStatus(ps *p2p.Status) ClusterStatus {
+	spread := ps.Spread
+	sent := ps.Sent
+	if sent == nil {
+		sent = map[string]map[string]int64{}
+	}
+	return ClusterStatus{Crawl: ps.Crawl, Source: "peer-to-peer", Done: ps.Done, Epoch: ps.Epoch,
+		Queue: peerQueue(ps), Nodes: peerNodes(ps), Sent: sent, Spread: &spread}
+}
+
+// masterWorkerQueue is the queue depths a master publishes, with the
+// lists' lengths.
+func masterWorkerQueue(mw *masterworker.Status) *Queue {
+	m := mw.Master
+	return &Queue{Queued: m["queued"], InFlight: m["in_flight"], Hosts: m["hosts"], SRQ: mw.SRQ, NRQ: mw.NRQ, TRQ: mw.FreeTRQ}
+}
+
+// workerNodes is one Node per worker of a master–worker crawl.
+func workerNodes(mw *masterworker.Status) []Node {
+	nodes := make([]Node, 0, len(mw.Workers))
+	for _, w := range mw.Workers {
+		nodes = append(nodes, Node{ID: "worker-" + strconv.Itoa(w.ID), Role: "worker", InFlight: w.InFlight, LastBeatMS: w.LastBeat.Milliseconds()})
+	}
+	return nodes
+}
+
+// peerQueue sums the peers' queues.
+func peerQueue(ps *p2p.Status) *Queue {
+	q := &Queue{}
+	for _, n := range ps.Nodes {
+		q.Queued += n.Queue
+	}
+	return q
+}
+
+// peerNodes is one Node per live peer.
+func peerNodes(ps *p2p.Status) []Node {
+	nodes := make([]Node, 0, len(ps.Nodes))
+	for _, n := range ps.Nodes {
+		nodes = append(nodes, Node{ID: n.ID, Role: "peer", Weight: n.Weight, Buckets: n.Buckets,
+			PagesPerSec: n.PagesPerSec, Queue: n.Queue, Fetched: n.Fetched, Inbox: n.Inbox, Idle: n.Idle})
+	}
+	return nodes
+}
+
+// OpenAPIDocument returns openapi.json: the API's description, and under
+// components/schemas the schemas of every JSON spider prints or writes for
+// users (tests check real outputs against them, see openapitest).
+func OpenAPIDocument() []byte {
+	b, err := assets.ReadFile("openapi.json")
+	if err != nil {
+		panic("openapi.json is not embedded: " + err.Error())
+	}
+	return b
+}
