@@ -198,7 +198,7 @@ func (before FileState) Changed(dir string) ([]string, error) {
 		}
 	}
 	for rel := range now.Dirs {
-		if !before.Dirs[rel] && !appending(filepath.Join(rel, store.IndexFileName)) && !crawlDir(rel) {
+		if !before.Dirs[rel] && !crawlDir(rel) {
 			diffs = append(diffs, rel+"/: directory created")
 		}
 	}

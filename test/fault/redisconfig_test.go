@@ -52,11 +52,12 @@ func TestRedisConfigAttack(t *testing.T) {
 			t.Fatalf("run %d: %v\nmaster:\n%s", run, err, tail(master.p.Output(), 1500))
 		}
 		row.Faults++
-		args := []string{"worker", "--redis", rs.URL(), "--crawl", name, "--data", filepath.Join(t.TempDir(), "w"), "--concurrency", "4"}
+		wdata := filepath.Join(t.TempDir(), "w")
+		args := []string{"worker", "--redis", rs.URL(), "--crawl", name, "--data", wdata, "--concurrency", "4"}
 		if ownResolve {
 			args = append(args, "--resolve-file", w.resolve)
 		}
-		worker := &node{name: "worker without --allow-private", data: args[6], args: args}
+		worker := &node{name: "worker without --allow-private", data: wdata, args: args}
 		worker.start(t)
 		waitNodes(t, run, &row, []*node{master, worker}, 3*time.Minute)
 		noPanic(t, "the worker", worker.p.Output())
