@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/store"
 )
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,8 +22,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%w: export takes no arguments, got %q", errUsage, fs.Args())
 	}
 	// Refuse a directory without a crawl before creating the output file.
-	if _, err := os.Stat(filepath.Join(*data, store.RecordsFileName)); err != nil {
-		return fmt.Errorf("cannot export %s: it holds no crawl (run spider crawl --data %s first): %w", *data, *data, err)
+	if err := crawl.CheckCrawlDir(*data); err != nil {
+		return fmt.Errorf("cannot export: %w", err)
 	}
 	w := stdout
 	var f *os.File

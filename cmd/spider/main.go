@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/store"
 )
 
@@ -91,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
-		case errors.Is(err, errUsage):
+		case errors.Is(err, errUsage), errors.Is(err, crawl.ErrNoCrawl):
 			fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
 			return 2
 		case errors.As(err, new(resourceError)), errors.Is(err, store.ErrLocked):
@@ -113,7 +114,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // Exit codes (the same for every subcommand): 0 success; 1 the work ran but
-// failed; 2 usage error (errUsage); 3 a resource problem: the data directory
+// failed; 2 usage error (errUsage, and a --data directory that holds no
+// crawl: crawl.ErrNoCrawl); 3 a resource problem: the data directory
 // is locked by another process (store.ErrLocked) or Redis cannot be reached
 // (resourceError); 130 interrupted.
 var errUsage = errors.New("usage error")

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/graph"
 	"github.com/spider-crawler/spider/internal/rank"
 )
@@ -111,6 +112,9 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 type computer func(ctx context.Context, g *graph.Graph, opt rank.Options) (rank.Result, error)
 
 func runRankCompute(ctx context.Context, o *rankOptions, stdout, stderr io.Writer) error {
+	if err := crawl.CheckCrawlDir(o.data); err != nil {
+		return fmt.Errorf("cannot rank: %w", err)
+	}
 	set, built, err := graph.Load(ctx, o.data, o.rebuild, o.logger)
 	if err != nil {
 		return err

@@ -127,7 +127,7 @@ func TestRankRejectsBadInput(t *testing.T) {
 		{[]string{"--data", data, "--personalize-file", filepath.Join(data, "nope")}, 1, "cannot open --personalize-file"},
 		{[]string{"--worker"}, 2, "--worker needs --redis"},
 		{[]string{"--worker", "--redis", "redis://127.0.0.1:1", "--data", data}, 2, "belong to the master"},
-		{[]string{"--data", t.TempDir()}, 1, "run spider crawl"},
+		{[]string{"--data", t.TempDir()}, 2, "run spider crawl"}, // a directory without a crawl: a wrong --data
 		{[]string{"--data", data, "extra"}, 2, "no arguments"},
 	} {
 		// runRank's error carries the message (main prints it and maps

@@ -69,9 +69,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return usageError(stderr, "give --data DIR (a crawl's data directory) or --redis URL (a distributed crawl)")
 	}
-	if *data != "" {
+	if *data != "" && rf.url == "" {
+		// A typo must not serve an empty site; with --redis, --data may
+		// hold only the index of a distributed build.
+		if err := needCrawlOrIndex(*data); err != nil {
+			return fmt.Errorf("cannot serve: %w", err)
+		}
+	} else if *data != "" {
 		if fi, err := os.Stat(*data); err != nil || !fi.IsDir() {
-			return fmt.Errorf("cannot serve %s: it is not a directory; crawl into it first (spider crawl --data %s URL)", *data, *data)
+			return fmt.Errorf("cannot serve %s: it is not a directory; build the index into it first (spider index --data %s --redis URL --writer): %w", *data, *data, crawl.ErrNoCrawl)
 		}
 	}
 	if *preload != "background" && *preload != "wait" && *preload != "off" {

@@ -30,6 +30,11 @@ func TestServeRejectsBadInput(t *testing.T) {
 	shared := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(shared, []byte("0123456789abcdef0123456789abcdef\n"), 0o644)
 	data := t.TempDir()
+	// A crawl's directory (an empty crawl), so that the cases below reach
+	// the check they name.
+	if err := os.WriteFile(filepath.Join(data, store.RecordsFileName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -38,7 +43,8 @@ func TestServeRejectsBadInput(t *testing.T) {
 	}{
 		{"nothing to serve", []string{"serve"}, 2, "--data DIR"},
 		{"argument", []string{"serve", "--data", data, "extra"}, 2, "unexpected argument"},
-		{"missing dir", []string{"serve", "--data", filepath.Join(data, "nope")}, 1, "not a directory"},
+		{"missing dir", []string{"serve", "--data", filepath.Join(data, "nope")}, 2, "nope does not exist"},
+		{"dir without a crawl", []string{"serve", "--data", t.TempDir()}, 2, "holds no crawl"},
 		{"empty token file", []string{"serve", "--data", data, "--token-file", empty}, 1, "is empty"},
 		{"short token", []string{"serve", "--data", data, "--token-file", short, "--addr", "127.0.0.1:0"}, 1, "at least 16"},
 		{"token readable by others", []string{"serve", "--data", data, "--token-file", shared}, 1, "chmod 600"},

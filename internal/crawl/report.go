@@ -68,10 +68,11 @@ func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, du
 	return corrupt, dups, nil
 }
 
-// Stats summarises the crawl stored in dataDir.
+// Stats summarises the crawl stored in dataDir; a directory without a
+// crawl is an error wrapping ErrNoCrawl (CheckCrawlDir).
 func Stats(dataDir string) (*Summary, error) {
-	if _, err := os.Stat(filepath.Join(dataDir, "records.jsonl")); err != nil {
-		return nil, fmt.Errorf("%s holds no crawl (no records.jsonl): run spider crawl --data %s first: %w", dataDir, dataDir, err)
+	if err := CheckCrawlDir(dataDir); err != nil {
+		return nil, err
 	}
 	s := &Summary{Rows: map[string]int64{}, Outcomes: map[string]int64{}, Hosts: map[string]int64{}}
 	fps := map[string]bool{}
