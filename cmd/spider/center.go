@@ -220,7 +220,7 @@ func printCenterStatus(ctx context.Context, rdb redis.UniversalClient, cfg *prot
 		return err
 	}
 	s := centerStatus{Crawl: cfg.Crawl, Network: net, Done: st.Done, Counters: st.Stats, Hosts: map[string]any{}, Errors: map[string]string{},
-		Pools: map[string]int64{"task_URL": st.TaskURL, "local_reduce_pool": st.LocalPool, "dist_reduce_pool": st.DistPool,
+		Pools: map[string]int64{"task_url": st.TaskURL, "local_reduce_pool": st.LocalPool, "dist_reduce_pool": st.DistPool,
 			"inbox": st.Inbox, "outbox": st.Outbox, "claims": st.Claims}}
 	for id := range st.Registered {
 		s.Registered = append(s.Registered, id)
@@ -240,8 +240,8 @@ func printCenterStatus(ctx context.Context, rdb redis.UniversalClient, cfg *prot
 			s.Errors[id] = err.Error()
 			continue
 		}
-		s.Hosts[id] = map[string]int64{"task_pool": hs.TaskPool, "processing": hs.Processing, "URL_pool": hs.URLPool,
-			"finish_URL": hs.Finished, "inbox": hs.Inbox, "outbox": hs.Outbox, "tasks_done": hs.Stats["tasks_done"]}
+		s.Hosts[id] = map[string]int64{"task_pool": hs.TaskPool, "processing": hs.Processing, "url_pool": hs.URLPool,
+			"finish_url": hs.Finished, "inbox": hs.Inbox, "outbox": hs.Outbox, "tasks_done": hs.Stats["tasks_done"]}
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)

@@ -44,6 +44,9 @@ keep. It refuses to run while a crawl holds the directory (exit 3).`, stderr)
 	rep, err := fsck.Run(ctx, *data, fsck.Options{Repair: *repair, Logger: log})
 	if rep != nil {
 		if *asJSON {
+			if rep.Findings == nil {
+				rep.Findings = []fsck.Finding{} // [], not null, for a clean directory
+			}
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
 			if jerr := enc.Encode(rep); jerr != nil {

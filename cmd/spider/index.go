@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/index"
+	"github.com/spider-crawler/spider/internal/server"
 )
 
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -171,8 +172,8 @@ site:host, ( grouping ).`, stderr)
 		return err
 	}
 	defer ix.Close()
-	res, err := ix.Search(ctx, index.Request{Query: query, Offset: (*page - 1) * *limit, Limit: *limit,
-		RankWeight: *weight, Explain: *explain})
+	req := index.Request{Query: query, Offset: (*page - 1) * *limit, Limit: *limit, RankWeight: *weight, Explain: *explain}
+	res, err := ix.Search(ctx, req)
 	if err != nil {
 		if errors.Is(err, index.ErrQuery) {
 			return fmt.Errorf("%w: %v", errUsage, err)
@@ -180,9 +181,11 @@ site:host, ( grouping ).`, stderr)
 		return err
 	}
 	if *asJSON {
+		// The answer of /api/search, so the two cannot drift.
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(server.NewSearchAnswer(server.SearchRequest{Query: req.Query, Offset: req.Offset, Limit: req.Limit,
+			RankWeight: req.RankWeight, Explain: req.Explain}, searchResultOf(res)))
 	}
 	printResult(stdout, query, *page, *limit, res)
 	return nil

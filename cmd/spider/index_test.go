@@ -67,7 +67,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(page2, "results 4–") {
 		t.Errorf("page 2: %s", page2)
 	}
-	if code, out, _ := runCLI(t, "search", "--data", data, "--json", en[0]); code != 0 || !strings.Contains(out, `"Hits"`) {
+	if code, out, _ := runCLI(t, "search", "--data", data, "--json", en[0]); code != 0 || !strings.Contains(out, `"hits"`) || !strings.Contains(out, `"took_ms"`) {
 		t.Errorf("json: %s", out)
 	}
 }

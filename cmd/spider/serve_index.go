@@ -88,6 +88,11 @@ func (s *indexSearcher) Search(ctx context.Context, req server.SearchRequest) (*
 	if err != nil {
 		return nil, fmt.Errorf("cannot search %s: %w", s.dir, err)
 	}
+	return searchResultOf(res), nil
+}
+
+// searchResultOf is res as the server (and spider search --json) shows it.
+func searchResultOf(res *index.Result) *server.SearchResult {
 	out := &server.SearchResult{Total: res.Total, Took: res.Took, Terms: res.Terms, Hits: make([]server.Hit, len(res.Hits))}
 	for i, h := range res.Hits {
 		frags := make([]server.Fragment, len(h.Snippet))
@@ -96,7 +101,7 @@ func (s *indexSearcher) Search(ctx context.Context, req server.SearchRequest) (*
 		}
 		out.Hits[i] = server.Hit{URL: h.URL, Title: h.Title, Snippet: frags, Score: h.Score, BM25: h.BM25, PageRank: h.PageRank, Explain: h.Explain}
 	}
-	return out, nil
+	return out
 }
 
 // Stats implements server.Searcher; zero before the index exists.

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/server"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -30,16 +31,13 @@ func runStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return terr
 	}
 	if *asJSON {
+		var tp *topics.Status
+		if terr == nil {
+			tp = &ts
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if terr == nil {
-			// The summary's fields, plus "topics" for a crawl with topics.
-			return enc.Encode(struct {
-				*crawl.Summary
-				Topics topics.Status `json:"topics"`
-			}{s, ts})
-		}
-		return enc.Encode(s)
+		return enc.Encode(server.NewCrawlStats(s, tp))
 	}
 	s.Print(stdout)
 	if terr == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/server"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -44,7 +45,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return enc.Encode(server.MasterWorkerStatus(st))
 	}
 	state := "running"
 	if st.Done {
@@ -75,7 +76,7 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return enc.Encode(server.PeerStatus(st))
 	}
 	state := "running"
 	if st.Done {
