@@ -217,9 +217,9 @@ func build(corpus, dir string, workers int, out io.Writer) error {
 		}
 	}
 	return json.NewEncoder(out).Encode(map[string]any{"engine": "spider", "pages": len(docs), "text_mb": float64(bytesIn) / 1e6,
-		"seconds": secs, "analyse_seconds": analysed.Seconds(), "pages_per_s": float64(len(docs)) / secs,
+		"build_ms": 1000 * secs, "analyse_ms": msOf(analysed), "pages_per_s": float64(len(docs)) / secs,
 		"text_mb_per_s": float64(bytesIn) / 1e6 / secs, "index_bytes": size, "workers": workers,
-		"dictionary_load_seconds": a.LoadTime().Seconds(), "dictionary_loaded": a.Loaded()})
+		"dictionary_load_ms": msOf(a.LoadTime()), "dictionary_loaded": a.Loaded()})
 }
 
 func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive bool, out io.Writer) error {
@@ -238,7 +238,7 @@ func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive 
 	warm := time.Since(warmStart)
 	type timed struct {
 		Query string  `json:"q"`
-		MS    float64 `json:"ms"`
+		MS    float64 `json:"wall_ms"`
 		CPU   float64 `json:"cpu_ms"`
 		Hits  int     `json:"hits"`
 	}
@@ -267,12 +267,16 @@ func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive 
 	slices.Sort(cpus)
 	res := map[string]any{"engine": "spider", "queries": len(lat), "p50_ms": pct(0.5),
 		"cpu_p50_ms": cpus[len(cpus)/2], "cpu_p99_ms": cpus[int(0.99*float64(len(cpus)-1))], "cpu_max_ms": cpus[len(cpus)-1],
-		"p99_ms": pct(0.99), "max_ms": lat[len(lat)-1].MS, "total_hits": hits, "warm_seconds": warm.Seconds(), "exhaustive": exhaustive}
+		"p99_ms": pct(0.99), "max_ms": lat[len(lat)-1].MS, "total_hits": hits, "warm_ms": msOf(warm), "exhaustive": exhaustive}
 	if slow > 0 {
 		res["slowest"] = lat[max(len(lat)-slow, 0):]
 	}
 	return json.NewEncoder(out).Encode(res)
 }
+
+// msOf is d in milliseconds, to the microsecond: every duration this tool
+// prints is a number in a key ending _ms (the JSON style of issue 20).
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // processCPU is the CPU time (user + system) the process has used so far:
 // on the loaded benchmark machine a query's CPU time is far steadier than

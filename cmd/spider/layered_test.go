@@ -58,6 +58,13 @@ func TestCrawlLayered(t *testing.T) {
 	if err := json.Unmarshal(b, &reps); err != nil || len(reps) != 3 {
 		t.Fatalf("report.json: %v, %d rounds", err, len(reps))
 	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range raw { // elapsed_ms, snake_case keys: the JSON style of issue 20
+		checkJSON(t, "layered/report.json", "LayeredRoundReport", string(r))
+	}
 	for _, u := range truth.NoiseURLs {
 		if srv.Log().Count(u) > 0 {
 			t.Errorf("noise URL %s was fetched", u)

@@ -145,7 +145,7 @@ func build(args []string, stdout io.Writer) error {
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(map[string]any{"engine": "bleve", "pages": pages, "text_mb": float64(bytesIn) / 1e6,
-		"seconds": secs, "pages_per_s": float64(pages) / secs, "text_mb_per_s": float64(bytesIn) / 1e6 / secs, "index_bytes": size})
+		"build_ms": 1000 * secs, "pages_per_s": float64(pages) / secs, "text_mb_per_s": float64(bytesIn) / 1e6 / secs, "index_bytes": size})
 }
 
 func dirSize(dir string) (int64, error) {
