@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/index"
 	"github.com/spider-crawler/spider/internal/server"
 )
@@ -57,6 +58,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: --workers must be 0 (automatic) or positive", errUsage)
 	}
 
+	if !*writer {
+		// Before index.Build or the mapper creates DIR/index.
+		if err := crawl.CheckCrawlDir(*data); err != nil {
+			return fmt.Errorf("cannot index: %w", err)
+		}
+	}
 	if *mapper {
 		rdb, err := rf.open(ctx)
 		if err != nil {
@@ -166,6 +173,9 @@ site:host, ( grouping ).`, stderr)
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	query := strings.Join(fs.Args(), " ")
+	if err := needCrawlOrIndex(*data); err != nil {
+		return fmt.Errorf("cannot search: %w", err)
+	}
 	// One query: no background warm-up of the skip indexes.
 	ix, err := index.Open(filepath.Join(*data, index.DirName), index.Options{Logger: log, ReloadInterval: -1, NoWarm: true})
 	if err != nil {

@@ -77,6 +77,10 @@ func TestSearchRejectsBadInput(t *testing.T) {
 	if code, _, errOut := runCLI(t, "index", "--data", data); code != 0 {
 		t.Fatal(errOut)
 	}
+	noIndex := t.TempDir() // a crawl (empty) without an index
+	if err := os.WriteFile(filepath.Join(noIndex, "records.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -87,7 +91,8 @@ func TestSearchRejectsBadInput(t *testing.T) {
 		{[]string{"--data", data, "the"}, "no searchable words"},
 		{[]string{"--data", data, "--limit", "0", "x"}, "--limit"},
 		{[]string{"--data", data, "--page", "0", "x"}, "--page"},
-		{[]string{"--data", t.TempDir(), "x"}, "spider index --data"},
+		{[]string{"--data", noIndex, "x"}, "spider index --data"},
+		{[]string{"--data", t.TempDir(), "x"}, "run spider crawl --data"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/server"
@@ -27,6 +28,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *data != "" {
+		if err := crawl.CheckCrawlDir(*data); err != nil {
+			return fmt.Errorf("cannot show the status: %w", err)
+		}
 		return printTopicStatus(*data, *asJSON, stdout)
 	}
 	rdb, err := rf.open(ctx)
