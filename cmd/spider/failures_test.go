@@ -19,6 +19,17 @@ import (
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
+// emptyCrawlDir returns a directory holding an empty crawl (an empty
+// records.jsonl), which spider serve and the other readers accept.
+func emptyCrawlDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "records.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // closedPort returns a loopback address on which nothing listens (a
 // listener's port, closed again): a connection to it is refused.
 func closedPort(t *testing.T) string {

@@ -144,7 +144,7 @@ func TestServeAllowedHosts(t *testing.T) {
 	if code, _, errOut := runCLI(t, "serve", "--data", t.TempDir(), "--allowed-hosts", "bad host"); code != 2 || !strings.Contains(errOut, "--allowed-hosts") {
 		t.Fatalf("a bad --allowed-hosts: exit %d\n%s", code, errOut)
 	}
-	p := startCommand(t, runServe, "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--preload", "off",
+	p := startCommand(t, runServe, "--data", emptyCrawlDir(t), "--addr", "127.0.0.1:0", "--preload", "off",
 		"--allowed-hosts", "search.example.org,*.intra.example", "--log-level", "error")
 	for host, want := range map[string]int{
 		strings.TrimPrefix(p.base, "http://"): 200,

@@ -358,7 +358,7 @@ func titleWord(t *testing.T, dir string) string {
 // TestServeProfilerAndCaches: --pprof serves Go's profiler on its own
 // listener only, and the cache counters are on /metrics.
 func TestServeProfilerAndCaches(t *testing.T) {
-	srv := startCommand(t, runServe, "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--pprof", "127.0.0.1:0", "--preload", "off", "--cache-size", "100", "--cache-ttl", "5s")
+	srv := startCommand(t, runServe, "--data", emptyCrawlDir(t), "--addr", "127.0.0.1:0", "--pprof", "127.0.0.1:0", "--preload", "off", "--cache-size", "100", "--cache-ttl", "5s")
 	m := regexp.MustCompile(`pprof on (http://[^/ ]+)/`).FindStringSubmatch(srv.out.String())
 	if m == nil {
 		t.Fatalf("no pprof address printed:\n%s", srv.out.String())
