@@ -210,7 +210,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			verb = "interrupted after"
 		}
 		rate := float64(p.Fetched) / max(p.Elapsed.Seconds(), 1e-9)
-		fmt.Fprintf(stdout, "%s %d URLs in %s (%.1f/s) into %s\n", verb, p.Fetched, p.Elapsed.Round(time.Millisecond), rate, cfg.Data)
+		urlsWord := "URLs"
+		if p.Fetched == 1 {
+			urlsWord = "URL"
+		}
+		fmt.Fprintf(stdout, "%s %d %s in %s (%.1f/s) into %s\n", verb, p.Fetched, urlsWord, p.Elapsed.Round(time.Millisecond), rate, cfg.Data)
 		s.Print(stdout)
 	}
 	if interrupted {
