@@ -276,18 +276,24 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	if cerr := node.Close(); runErr == nil {
 		runErr = cerr
 	}
-	if runErr != nil || quiet {
+	// Interrupted (Ctrl-C): this node's summary so far, then runErr (exit 130).
+	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if runErr != nil && !interrupted || quiet {
 		return runErr
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "node %s: crawled %d URLs in %s (%.1f/s) into %s\n", opt.NodeID, node.Fetched(),
+	verb := "crawled"
+	if interrupted {
+		verb = "interrupted after"
+	}
+	fmt.Fprintf(stdout, "node %s: %s %d URLs in %s (%.1f/s) into %s\n", opt.NodeID, verb, node.Fetched(),
 		el.Round(time.Millisecond), float64(node.Fetched())/max(el.Seconds(), 1e-9), cfg.Data)
 	s, err := crawl.Stats(cfg.Data)
 	if err != nil {
-		return nil // this node fetched nothing
+		return runErr // this node fetched nothing
 	}
 	s.Print(stdout)
-	return nil
+	return runErr
 }
 
 // progressLoop redraws one status line until done is closed.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -330,5 +331,64 @@ func TestReadOnlyCommandsTypoDir(t *testing.T) {
 	cmd.Wait()
 	if after := treeOf(t, data); after != before {
 		t.Errorf("serve changed the crawl's directory:\nbefore:\n%safter:\n%s", before, after)
+	}
+}
+
+// TestPeerInterruptPrintsSummary: SIGINT to a peer of a distributed crawl
+// (`spider crawl --redis`, the real binary, signalled once its records show
+// progress) prints the node's summary so far and exits 130.
+func TestPeerInterruptPrintsSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a Redis server and a crawl")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 8, Hosts: 4, PagesPerHost: 400, Latency: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	data := t.TempDir()
+	args := []string{"crawl", "--redis", rs.URL(), "--crawl", "int", "--node-id", "n0", "--buckets", "16", "--data", data,
+		"--allow-private", "--delay", "10ms", "--scope", "any", "--max-depth", "-1"}
+	for _, r := range srv.Resolve() {
+		args = append(args, "--resolve", r)
+	}
+	cmd := exec.Command(bin, append(args, srv.SeedURLs(2)...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	const progress = 5
+	for deadline := time.Now().Add(time.Minute); countRecords(data) < progress; {
+		select {
+		case err := <-done:
+			t.Fatalf("the peer ended (%v) before %d records\n%s", err, progress, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d records after a minute (%d)", progress, countRecords(data))
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the peer did not stop within a minute of SIGINT")
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"node n0: interrupted after", "result", "total"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary so far lacks %q:\nstdout:\n%s\nstderr:\n%s", want, stdout.String(), stderr.String())
+		}
 	}
 }
