@@ -87,8 +87,10 @@ func (m *Master) Progress() crawl.Progress { return m.sched.Progress() }
 // errDone ends the master's loops when the crawl is over.
 var errDone = errors.New("crawl done")
 
-// Run schedules the crawl until the frontier is drained (or MaxPages is
-// reached), then marks it done so the workers exit. A master started again
+// Run schedules the crawl until the frontier is drained (or MaxPages URLs
+// are completed: each task out holds a slot of the scheduler's budget, so
+// no task beyond the limit is handed out), then marks it done so the
+// workers exit. A master started again
 // on the same state resumes: a new epoch makes workers drop tasks of the
 // previous run, and whatever that run had out is pending again.
 func (m *Master) Run(ctx context.Context) error {
@@ -168,6 +170,11 @@ func (m *Master) dispatch(ctx context.Context) error {
 		lease, err := m.sched.Next(ctx)
 		if errors.Is(err, frontier.ErrDrained) {
 			return m.finished(ctx)
+		}
+		if errors.Is(err, crawl.ErrLimitReached) {
+			// Every URL of the budget is completed (each task out held
+			// one of its slots): what is still queued stays pending.
+			return m.drainThenDone(ctx)
 		}
 		if err != nil {
 			return err
