@@ -392,3 +392,19 @@ func TestPeerInterruptPrintsSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestBadSeedCreatesNothing: a seed that is not an http(s) URL is a usage
+// error (exit 2) naming the seed, found before the data directory is made.
+func TestBadSeedCreatesNothing(t *testing.T) {
+	for _, seeds := range [][]string{{"ftp://a.test/"}, {"http://a.test/", "ht!tp://bad"}, {"a.test/no-scheme"}} {
+		data := filepath.Join(t.TempDir(), "data")
+		code, _, errOut := runCLI(t, append([]string{"crawl", "--data", data}, seeds...)...)
+		bad := seeds[len(seeds)-1]
+		if code != 2 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, "not a usable http(s) URL") {
+			t.Errorf("seeds %v: exit %d, want 2 naming %q:\n%s", seeds, code, bad, errOut)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("seeds %v: the data directory was created (%v)", seeds, err)
+		}
+	}
+}
