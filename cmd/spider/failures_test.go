@@ -62,16 +62,31 @@ func pagesSite(t *testing.T) *httptest.Server {
 
 // TestCrawlEverySeedFailed: a crawl whose every seed failed exits 1 and
 // says so on stderr, with the class, the failed URL and the class's hint;
-// the summary on stdout lists the failure too. A .invalid host never
-// resolves (RFC 6761), so the DNS case needs no network.
+// the summary on stdout lists the failure too, for the classes the issue
+// names (DNS, refused, TLS, robots). A .invalid host never resolves
+// (RFC 6761), so the DNS case needs no network.
 func TestCrawlEverySeedFailed(t *testing.T) {
 	refused := "http://" + closedPort(t) + "/"
+	// A server whose certificate no one signed that spider trusts.
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	// A server whose robots.txt disallows everything.
+	robotsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nDisallow: /\n")
+			return
+		}
+		fmt.Fprint(w, "<html><body>not to be fetched</body></html>")
+	}))
+	defer robotsSrv.Close()
 	cases := []struct {
 		name, seed, class, hint string
 		extra                   []string
 	}{
 		{"dns", "http://no-such-host.invalid/", "dns: 1 URL", "check the name or your network", nil},
 		{"refused", refused, "refused: 1 URL", "nothing listens on that host and port", []string{"--allow-private"}},
+		{"tls", tlsSrv.URL + "/", "tls: 1 URL", "certificate", []string{"--allow-private"}},
+		{"robots", robotsSrv.URL + "/page", "robots: 1 URL", "robots.txt disallows", []string{"--allow-private"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
