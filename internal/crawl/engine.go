@@ -254,12 +254,14 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 		if recrawl {
 			return lease, nil // a hub revisit: not pending in the State
 		}
+		// The slot is taken before Current, which a State may count as
+		// the start of a fetch (p2p's buckets, until Complete).
+		if err := s.reserve(ctx, lease); err != nil {
+			s.done(lease, frontier.DoneInfo{Unused: true})
+			return nil, err
+		}
 		cur, err := s.st.Current(ctx, lease.Request)
 		if err == nil && cur {
-			if err := s.reserve(ctx, lease); err != nil {
-				s.done(lease, frontier.DoneInfo{Unused: true})
-				return nil, err
-			}
 			return lease, nil
 		}
 		// A copy left behind when its URL was lowered to a smaller depth

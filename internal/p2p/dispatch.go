@@ -27,7 +27,8 @@ func (k qkeys) sent() string             { return k.prefix + "sent" }     // "fr
 func (k qkeys) received() string         { return k.prefix + "received" } // node → URLs
 func (k qkeys) idle() string             { return k.prefix + "idle" }     // node → idle report
 func (k qkeys) done() string             { return k.prefix + "done" }
-func (k qkeys) fetched() string          { return k.prefix + "fetched" } // node → URLs completed
+func (k qkeys) used() string             { return k.prefix + "budget:used" } // URLs completed, all nodes and runs
+func (k qkeys) held() string             { return k.prefix + "budget:held" } // --max-pages slots in flight → expiry (ms)
 
 // Batch is the JSON message between nodes (SPEC §3: URLs exchanged as JSON,
 // batched and sent on a timer).

@@ -131,6 +131,7 @@ type Node struct {
 	keys    cluster.Keys
 	fetcher *crawl.Fetcher
 	sched   *crawl.Scheduler
+	budget  *budget // --max-pages over all nodes
 	bs      *buckets
 	disp    *dispatcher
 	mem     *cluster.Membership
@@ -172,9 +173,24 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 	if err != nil {
 		return nil, err
 	}
+	n.budget = newBudget(rdb, n.k, opt.NodeID, cfg.MaxPages, slotTTL(cfg), n.log)
+	n.sched.SetBudget(n.budget)
 	n.mem = cluster.NewMembership(rdb, keys, cluster.MembershipConfig{Heartbeat: opt.Heartbeat, TTL: opt.MemberTTL, Logger: n.log})
 	return n, nil
 }
+
+// slotTTL is how long a --max-pages slot stays reserved: longer than any
+// fetch can take (a robots.txt fetch and the page, each bounded by the
+// fetch time-out, and the host's delay between them), so that only a dead
+// node's slots expire.
+func slotTTL(cfg crawl.Config) time.Duration {
+	return 2*time.Duration(cfg.Timeout) + 2*max(time.Duration(cfg.Delay), time.Duration(cfg.MaxCrawlDelay)) + 30*time.Second
+}
+
+// doneByLimit is the value of the done key when --max-pages ended the
+// crawl: a node started again with a larger limit (or none) clears it and
+// the crawl goes on.
+const doneByLimit = "max-pages"
 
 // route is the node the current table gives a bucket to ("" before the
 // first member list).
@@ -226,6 +242,12 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("cannot join the crawl: %w", err)
 	}
 	defer n.mem.Close()
+	if v, err := n.rdb.Get(ctx, n.k.done()).Result(); err == nil && v == doneByLimit && !n.budget.Spent() {
+		if err := n.rdb.Del(ctx, n.k.done()).Err(); err != nil {
+			return fmt.Errorf("cannot resume the crawl stopped by --max-pages: %w", err)
+		}
+		n.log.Info("resuming a crawl that --max-pages stopped", "max_pages", n.cfg.MaxPages)
+	}
 	var err error
 	n.coord, err = cluster.NewCoordinator(n.rdb, n.mem, cluster.CoordinatorConfig{
 		Buckets: n.opt.Buckets, Leases: cluster.LeasesConfig{TTL: n.opt.LeaseTTL, Logger: n.log},
@@ -447,6 +469,9 @@ return 1`)
 func (n *Node) work(ctx context.Context) error {
 	for {
 		lease, err := n.sched.Next(ctx)
+		if errors.Is(err, crawl.ErrLimitReached) {
+			return nil // the crawl is marked done by terminate
+		}
 		if errors.Is(err, frontier.ErrDrained) {
 			select {
 			case <-ctx.Done():
@@ -496,9 +521,11 @@ func (n *Node) terminate(ctx context.Context) error {
 			return nil
 		}
 		n.adoptOrphans(ctx)
-		if n.cfg.MaxPages > 0 && n.pageLimitReached(ctx) {
+		if n.budget.Spent() {
+			// Slots are counted after their URLs' completions: none is in
+			// flight on any node.
 			n.log.Info("the crawl reached --max-pages", "max_pages", n.cfg.MaxPages)
-			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
+			return n.rdb.Set(ctx, n.k.done(), doneByLimit, 0).Err()
 		}
 		n.tableMu.RLock()
 		epoch, want := n.epoch, 0
@@ -534,24 +561,6 @@ func (n *Node) terminate(ctx context.Context) error {
 		}
 		last = snap
 	}
-}
-
-// pageLimitReached publishes this node's completed URLs and reports whether
-// all nodes together reached MaxPages (a crawl-wide limit).
-func (n *Node) pageLimitReached(ctx context.Context) bool {
-	if err := n.rdb.HSet(ctx, n.k.fetched(), n.opt.NodeID, n.fetched.Load()).Err(); err != nil {
-		return false
-	}
-	all, err := n.rdb.HGetAll(ctx, n.k.fetched()).Result()
-	if err != nil {
-		return false
-	}
-	var total int64
-	for _, v := range all {
-		x, _ := strconv.ParseInt(v, 10, 64)
-		total += x
-	}
-	return total >= n.cfg.MaxPages
 }
 
 // adoptOrphans moves the inboxes (and processing lists) of nodes that are
