@@ -399,8 +399,14 @@ func Open(dir string, opt Options) (st *Store, err error) {
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      opt.LockTimeout,
-		NoSync:       !opt.SyncCommits,
+		Timeout: opt.LockTimeout,
+		NoSync:  !opt.SyncCommits,
+		// Without SyncCommits, nothing but a checkpoint fsyncs the state:
+		// bbolt's default fsync when it grows the file would make the
+		// state durable ahead of the page files and records it completes
+		// (a power loss before the first checkpoint then left a state
+		// that completed URLs whose records were lost).
+		NoGrowSync:   !opt.SyncCommits,
 		FreelistType: bolt.FreelistMapType,
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
