@@ -148,7 +148,7 @@ func listDataFiles(dir string) ([]int64, error) {
 	for i := range lens {
 		size, ok := sizes[i]
 		if !ok {
-			return nil, fmt.Errorf("cannot open page files: %s is missing but %d data files exist: %w", DataFileName(i), len(sizes), ErrCorrupt)
+			return nil, fmt.Errorf("cannot open page files: %s is missing but %d data files exist; %s: %w", DataFileName(i), len(sizes), fsckHint(dir), ErrCorrupt)
 		}
 		lens[i] = size
 	}
@@ -172,7 +172,7 @@ func (p *PageFiles) recover(truncateCorrupt bool) error {
 		p.dirDirty = true // created below
 	}
 	if errors.Is(err, fs.ErrNotExist) && dataBytes > 0 {
-		return fmt.Errorf("cannot open page files: %s is missing while data files hold %d bytes; restore it or move the data files away: %w", IndexFileName, dataBytes, ErrCorrupt)
+		return fmt.Errorf("cannot open page files: %s is missing while data files hold %d bytes; restore it, or %s: %w", filepath.Join(p.dir, IndexFileName), dataBytes, fsckHint(p.dir), ErrCorrupt)
 	}
 	if p.readOnly {
 		p.index, err = os.Open(indexPath)
@@ -227,8 +227,8 @@ func (p *PageFiles) recover(truncateCorrupt bool) error {
 				break
 			}
 			if !truncateCorrupt {
-				return fmt.Errorf("cannot open page files: %s line %d (offset %d): %w; set TruncateCorrupt to cut it and every later page: %w",
-					IndexFileName, no+1, off, perr, ErrCorrupt)
+				return fmt.Errorf("cannot open page files: %s line %d (offset %d): %w; %s: %w",
+					filepath.Join(p.dir, IndexFileName), no+1, off, perr, fsckHint(p.dir), ErrCorrupt)
 			}
 			cut, cutWhy = off, "malformed index line (TruncateCorrupt): "+perr.Error()
 			break
@@ -674,4 +674,11 @@ func (p *PageFiles) ReadRecord(rec Record) (Page, error) {
 		return Page{}, fmt.Errorf("cannot read page %d for %s: it was stored for %s: %w", rec.PageNo, want, pg.URL, ErrMismatch)
 	}
 	return pg, nil
+}
+
+// fsckHint tells what to do about damage found in the page store in
+// pagesDir (a crawl's DATA/pages): spider fsck checks the data directory and
+// its --repair cuts the damage, queueing the lost pages' URLs again.
+func fsckHint(pagesDir string) string {
+	return fmt.Sprintf("run spider fsck --data %s (--repair cuts the damage and queues the lost pages' URLs again)", filepath.Dir(pagesDir))
 }
