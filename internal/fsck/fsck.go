@@ -539,7 +539,13 @@ func repairState(c *checked, spec *state.RebuildSpec, rep *Report, act func(stri
 	}
 	stateDir := filepath.Join(c.dir, StateDir)
 	path := filepath.Join(stateDir, state.DBFile)
+	// Page numbers are never issued twice: the next crawl skips the
+	// numbers of pages cut here (store.PageFiles.SkipTo), so a copy of an
+	// old record elsewhere can never name another URL's page.
 	spec.PageNext, spec.RecordsEnd = int64(len(c.pages.Pages)), c.recordsSize
+	if c.in != nil && c.in.PageNext > spec.PageNext {
+		spec.PageNext = c.in.PageNext
+	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("cannot create %s: %w", stateDir, err)
 	}
