@@ -168,7 +168,8 @@ func TestLiveReaders(t *testing.T) {
 		for _, rc := range readers {
 			select {
 			case <-crawlNode.p.Done():
-				t.Fatalf("run %d: the crawl ended before %q ran (%d of %d commands ran against it): make the web slower", run, rc.name, ran, len(readers))
+				t.Fatalf("run %d: the crawl ended before %q ran (%d of %d commands ran against it; exit %v): make the web slower\nits output begins:\n%s",
+					run, rc.name, ran, len(readers), crawlNode.p.Err(), brief(crawlNode.p.Output()))
 			default:
 			}
 			// On the slow disk, start the command while a page's index line is pending.
@@ -220,7 +221,7 @@ func TestLiveReaders(t *testing.T) {
 		t.Logf("run %d: %d commands ran at %d+ records", run, ran, at)
 		if err := crawlNode.p.Wait(3 * time.Minute); err != nil {
 			row.Failed++
-			t.Errorf("run %d: the crawl: %v", run, err)
+			t.Errorf("run %d: the crawl: %v\nits output begins:\n%s", run, err, brief(crawlNode.p.Output()))
 		}
 		if lz != nil {
 			if err := lz.unmount(); err != nil {

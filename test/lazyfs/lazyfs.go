@@ -326,6 +326,7 @@ type node struct {
 }
 
 var (
+	_ fs.NodeLookuper  = (*node)(nil)
 	_ fs.NodeOpener    = (*node)(nil)
 	_ fs.NodeCreater   = (*node)(nil)
 	_ fs.NodeGetattrer = (*node)(nil)
@@ -356,6 +357,29 @@ func (n *node) wrap(inner fs.FileHandle, name string) (fs.FileHandle, syscall.Er
 		return nil, errno
 	}
 	return &handle{inner: inner, fd: fd, f: f, lfs: n.lfs}, 0
+}
+
+// Lookup answers the entry with the lazy content's size: the kernel takes a looked-up
+// entry's size as the file's, and a smaller one (the backing file's) would cut the page
+// cache under a process that maps the file (SIGBUS) or appends to it.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if n.lfs.crashed.Load() {
+		return nil, syscall.EIO
+	}
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != 0 {
+		return ch, errno
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(n.backingPath(name), &st) == nil {
+		if f := n.lfs.lookupIno(st.Ino); f != nil {
+			f.mu.Lock()
+			out.Attr.Size = uint64(len(f.data))
+			out.Attr.Blocks = (out.Attr.Size + 511) / 512
+			f.mu.Unlock()
+		}
+	}
+	return ch, 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {

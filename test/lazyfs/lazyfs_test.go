@@ -225,3 +225,4 @@ func TestSlowWrite(t *testing.T) {
 		}
 	}
 }
+
