@@ -225,4 +225,3 @@ func TestSlowWrite(t *testing.T) {
 		}
 	}
 }
-
