@@ -466,6 +466,7 @@ func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart ti
 			return v, fmt.Errorf("cannot store page %s: %w", rec.URL, err)
 		}
 		rec.PageNo = no
+		rec.BodyCRC = store.BodyChecksum(res.body)
 		v.PageNext = no + 1
 	}
 	if res.exchange != nil && f.warc != nil {

@@ -34,6 +34,7 @@ type Record struct {
 	Charset     string    `json:"charset,omitempty"`
 	Title       string    `json:"title,omitempty"`
 	PageNo      int64     `json:"page_no"`
+	BodyCRC     string    `json:"body_crc32c,omitempty"` // store.BodyChecksum of the page body
 }
 
 // Indexable reports whether the record's page is indexed: status 200, an
@@ -209,7 +210,7 @@ func (p *pageReader) readRecord(rec Record) ([]byte, error) {
 	if p.pf == nil {
 		return nil, fmt.Errorf("page %d of %s is not in the page files (there are none): %w", rec.PageNo, rec.URL, store.ErrNotFound)
 	}
-	pg, err := p.pf.ReadRecord(store.Record{URL: rec.URL, FinalURL: rec.FinalURL, PageNo: rec.PageNo})
+	pg, err := p.pf.ReadRecord(store.Record{URL: rec.URL, FinalURL: rec.FinalURL, PageNo: rec.PageNo, BodyCRC: rec.BodyCRC})
 	if err != nil {
 		return nil, err
 	}

@@ -407,6 +407,7 @@ func (m *redisMapper) ingest(t Task, p *payload) error {
 	for i, r := range p.Records {
 		if r.PageNo >= 0 && i < len(p.Bodies) && p.Bodies[i] != nil {
 			no, err := pages.Append(r.FinalURL, r.FetchedAt, p.Bodies[i])
+			r.BodyCRC = store.BodyChecksum(p.Bodies[i])
 			if err != nil {
 				pages.Close()
 				recs.Close()

@@ -29,9 +29,10 @@ var (
 	ErrReadOnly = errors.New("store is open read-only")
 	// ErrMismatch is returned by PageFiles.ReadRecord when the page a
 	// record points at was stored under another URL (page numbers reused
-	// after a loss, or a lost page's placeholder): that body is never the
-	// record's content.
-	ErrMismatch = errors.New("page belongs to another URL")
+	// after a loss, or a lost page's placeholder), or when its body fails
+	// the record's checksum (Record.BodyCRC: the bytes were damaged on
+	// disk): that body is never the record's content.
+	ErrMismatch = errors.New("page does not match its record")
 	// ErrLocked is wrapped by LockDir when another process holds the data
 	// directory; the error text names that process.
 	ErrLocked = errors.New("data directory is locked")

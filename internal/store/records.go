@@ -38,6 +38,7 @@ type Record struct {
 	PageNo      int64     `json:"page_no"`                // page number in PageFiles; -1 if no body stored
 	Duplicate   string    `json:"duplicate,omitempty"`    // URL whose content was identical, if any
 	Fingerprint string    `json:"fingerprint,omitempty"`  // hex content fingerprint of the page text, if any
+	BodyCRC     string    `json:"body_crc32c,omitempty"`  // BodyChecksum of the stored body, when PageNo >= 0 (records before issue 19 lack it)
 	Attempts    int       `json:"attempts,omitempty"`     // fetch attempts made (retries + 1)
 	IP          string    `json:"ip,omitempty"`           // server IP address
 	DurationMS  int64     `json:"duration_ms"`            // fetch time in milliseconds

@@ -262,6 +262,8 @@ func fastDecodeRecord(line []byte, rec *Record) bool {
 			sp = &rec.Duplicate
 		case "fingerprint":
 			sp = &rec.Fingerprint
+		case "body_crc32c":
+			sp = &rec.BodyCRC
 		case "ip":
 			sp = &rec.IP
 		case "error":

@@ -29,6 +29,7 @@ func testRecord(i int) Record {
 		OutLinks:    []string{testURL(i + 1), testURL(i + 2)},
 		Size:        1000 + i,
 		PageNo:      int64(i),
+		BodyCRC:     BodyChecksum([]byte(testURL(i))),
 		Duplicate:   "",
 		IP:          "192.0.2.1",
 		DurationMS:  int64(i),
