@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -179,16 +180,20 @@ func Export(ctx context.Context, dataDir, format string, w io.Writer) error {
 // files: it writes one WARC file into a temporary directory and copies it
 // to w (a .warc.gz is a series of gzip members, so it streams as is). The
 // page files and records are opened read-only (safe beside a running
-// crawl). A record whose page is lost or belongs to another URL
-// (store.ErrMismatch, store.ErrNotFound) is left out, never exported with
-// another page's body; after the export, the error names how many were
-// left out and spider fsck.
+// crawl: the records are read to their end before the page files are
+// opened, and a crawl appends a page before its record, so every page a
+// record names is there). A record whose page is lost or belongs to
+// another URL (store.ErrMismatch, store.ErrNotFound), or that cannot be
+// written as WARC (a damaged URL: warc.ErrBadExchange), is left out, never
+// exported with another page's body; after the export, the error names
+// how many were left out and spider fsck.
 func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
-	pages, err := store.OpenPageFiles(filepath.Join(dataDir, "pages"), store.Options{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer pages.Close()
+	var pages *store.PageFiles
+	defer func() {
+		if pages != nil {
+			pages.Close()
+		}
+	}()
 	var missing int
 	var firstMissing error
 	tmp, err := os.MkdirTemp("", "spider-export-")
@@ -203,6 +208,12 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 	_, _, err = latestRecords(dataDir, func(r store.Record) error {
 		if r.PageNo < 0 {
 			return nil
+		}
+		if pages == nil { // latestRecords has read every record by now
+			var err error
+			if pages, err = store.OpenPageFiles(filepath.Join(dataDir, "pages"), store.Options{ReadOnly: true}); err != nil {
+				return err
+			}
 		}
 		p, err := pages.ReadRecord(r)
 		if errors.Is(err, store.ErrMismatch) || errors.Is(err, store.ErrNotFound) {
@@ -225,10 +236,20 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 		if host, _, err := net.SplitHostPort(ip); err == nil {
 			ip = host
 		}
-		return ww.WriteExchange(ctx, warc.Exchange{
-			URL: r.FinalURL, Method: "GET", Status: r.Status, Proto: "HTTP/1.1", ResponseHeader: h,
+		if _, err := netip.ParseAddr(ip); err != nil {
+			ip = "" // a damaged address is left out, not the page
+		}
+		err = ww.WriteExchange(ctx, warc.Exchange{
+			URL: r.PageURL(), Method: "GET", Status: r.Status, Proto: "HTTP/1.1", ResponseHeader: h,
 			Body: p.Body, IP: ip, Fetched: r.FetchedAt, OutLinks: r.OutLinks,
 		})
+		if errors.Is(err, warc.ErrBadExchange) {
+			if missing++; firstMissing == nil {
+				firstMissing = err
+			}
+			return nil
+		}
+		return err
 	})
 	if cerr := ww.Close(); err == nil {
 		err = cerr
@@ -245,7 +266,7 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 		return fmt.Errorf("cannot write the WARC export: %w", err)
 	}
 	if missing > 0 {
-		return fmt.Errorf("the WARC export left out %d records whose page is missing from %s or belongs to another URL (first: %w); %s",
+		return fmt.Errorf("the WARC export left out %d damaged records (a page missing from %s or not matching its record, or a URL that is not absolute; first: %w); %s",
 			missing, filepath.Join(dataDir, "pages"), firstMissing, store.FsckAdvice(dataDir))
 	}
 	return nil

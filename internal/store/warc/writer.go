@@ -30,6 +30,11 @@ const DefaultFileSize = 1 << 30
 // ErrClosed is returned by Writer methods called after Close.
 var ErrClosed = errors.New("warc writer is closed")
 
+// ErrBadExchange is wrapped by WriteExchange when the exchange itself
+// cannot be written (its URL is not absolute or holds white space, its IP
+// is not an address): nothing was written, and the writer stays usable.
+var ErrBadExchange = errors.New("exchange cannot be written as WARC")
+
 // Options configures NewWriter. The zero value is ready to use.
 type Options struct {
 	// FileSize is the size cap of one .warc.gz file in bytes. A new file is
@@ -210,14 +215,14 @@ func (w *Writer) WriteExchange(ctx context.Context, ex Exchange) error {
 // encodeExchange builds the three gzip members of ex.
 func (w *Writer) encodeExchange(ex *Exchange) ([]byte, error) {
 	if strings.ContainsAny(ex.URL, " \t\r\n") {
-		return nil, fmt.Errorf("url holds white space")
+		return nil, fmt.Errorf("url holds white space: %w", ErrBadExchange)
 	}
 	u, err := url.Parse(ex.URL)
 	if err != nil {
-		return nil, fmt.Errorf("cannot parse url: %w", err)
+		return nil, fmt.Errorf("cannot parse url: %w: %w", err, ErrBadExchange)
 	}
 	if !u.IsAbs() || u.Host == "" {
-		return nil, fmt.Errorf("url is not absolute")
+		return nil, fmt.Errorf("url is not absolute: %w", ErrBadExchange)
 	}
 	var ip string
 	if ex.IP != "" {
@@ -225,7 +230,7 @@ func (w *Writer) encodeExchange(ex *Exchange) ([]byte, error) {
 		if err != nil {
 			ap, aperr := netip.ParseAddrPort(ex.IP)
 			if aperr != nil {
-				return nil, fmt.Errorf("ip %q is not an IP address", ex.IP)
+				return nil, fmt.Errorf("ip %q is not an IP address: %w", ex.IP, ErrBadExchange)
 			}
 			addr = ap.Addr()
 		}
