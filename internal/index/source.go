@@ -73,8 +73,8 @@ func ScanRecords(dataDir string, from, to int64, fn func(rec Record, end int64) 
 	}
 	size := info.Size()
 	if size < from {
-		return from, fmt.Errorf("cannot index %s: it has %d bytes but %d were indexed, so the crawl was restarted; rebuild the index with --rebuild: %w",
-			path, size, from, ErrRecordsShrank)
+		return from, fmt.Errorf("cannot index %s: it has %d bytes but %d were indexed: if the crawl was started over, rebuild the index with spider index --rebuild; if the file was damaged, %s first: %w",
+			path, size, from, store.FsckAdvice(dataDir), ErrRecordsShrank)
 	}
 	if to >= 0 && to < size {
 		size = to

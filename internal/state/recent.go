@@ -398,9 +398,10 @@ func readRecentLayout(tx *bolt.Tx) (recentLayout, bool, error) {
 	return l, true, nil
 }
 
-// damagedRecent wraps err, an inconsistency of the recent bucket.
+// damagedRecent wraps err, an inconsistency of the recent bucket, and
+// ErrDamaged (Open wraps it again, naming the file).
 func damagedRecent(err error) error {
-	return fmt.Errorf("recent bucket is damaged (restore the data directory from a backup, or crawl into a new one): %w", err)
+	return fmt.Errorf("the state's recent bucket is damaged (%w): run spider fsck --data DIR --repair on the crawl's data directory, which rebuilds the state from records.jsonl: %w", err, ErrDamaged)
 }
 
 // decodeMerged reads meta "_merged": the frozen generation's name (8
