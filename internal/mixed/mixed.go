@@ -6,8 +6,10 @@
 // protocol (internal/protocol) de-duplicates them across the host's network and the
 // other networks before they come back, to some host, as tasks.
 //
-// A host stops when its center reports the whole system done, at MaxPages URLs fetched
-// by this host (the limit is per host in this topology), or when its context ends. Stopped
+// A host stops when its center reports the whole system done, when MaxPages URLs are
+// completed over all hosts of all networks (crawl.Budget in the first network's center's
+// Redis, rbudget: a slot is reserved before each fetch, so no host starts one beyond the
+// limit), or when its context ends. Stopped
 // any way, its unfinished tasks stay in its Redis (task_pool:processing is re-queued by
 // the next start); with Options.Leave it hands them back to its center instead, submits
 // the URLs it discovered but had not yet submitted, delivers its last frames and leaves
@@ -25,9 +27,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawl/rbudget"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/protocol"
 	"github.com/spider-crawler/spider/internal/urls"
@@ -48,6 +52,44 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil uses a private registry.
 	Registerer prometheus.Registerer
+	// Budget is the Redis that keeps the crawl-wide --max-pages budget (Crawl.MaxPages
+	// > 0): every host of the system must use the same one. Nil: the first network's
+	// center's Redis, Host.Center when this host is in that network, else dialled from
+	// Host.Config.Networks[0].CenterRedis.
+	Budget redis.UniversalClient
+}
+
+// budgetKeys are the --max-pages budget's keys of the crawl named crawl.
+func budgetKeys(crawl string) rbudget.Keys {
+	p := "spider:proto:" + crawl + ":{budget}:"
+	return rbudget.Keys{Used: p + "used", Held: p + "held"}
+}
+
+// openBudget returns the crawl-wide budget of a limited crawl (nil without a limit) and
+// the function that closes what it dialled.
+func openBudget(opt Options, cfg crawl.Config) (*rbudget.Budget, func(), error) {
+	if cfg.MaxPages <= 0 {
+		return nil, func() {}, nil
+	}
+	pc := opt.Host.Config
+	if pc == nil || len(pc.Networks) == 0 {
+		return nil, nil, errors.New("cannot keep --max-pages: the protocol configuration lists no network")
+	}
+	rdb, closeFn := opt.Budget, func() {}
+	if rdb == nil && opt.Host.Network == pc.Networks[0].Name {
+		rdb = opt.Host.Center
+	}
+	if rdb == nil {
+		ro, err := redis.ParseURL(pc.Networks[0].CenterRedis)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot keep --max-pages in the first network's center (%s): its Redis URL %q does not parse: %w",
+				pc.Networks[0].Name, pc.Networks[0].CenterRedis, err)
+		}
+		c := redis.NewClient(ro)
+		rdb, closeFn = c, func() { c.Close() }
+	}
+	return rbudget.New(rdb, budgetKeys(pc.Crawl), protocol.HostAddr(opt.Host.Network, opt.Host.ID), cfg.MaxPages,
+		rbudget.SlotTTL(cfg), opt.Logger), closeFn, nil
 }
 
 // Result is what one host did.
@@ -96,6 +138,17 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	} else if err != nil {
 		return Result{}, err
 	}
+	bud, closeBudget, err := openBudget(opt, cfg)
+	if err != nil {
+		host.Close()
+		return Result{}, err
+	}
+	defer closeBudget()
+	if bud != nil && bud.Spent() {
+		host.Close()
+		opt.Logger.Info("page limit already reached", "max_pages", cfg.MaxPages)
+		return Result{Elapsed: time.Since(start)}, nil
+	}
 	seeds, _ := fetcher.SeedRequests() // bad seeds were reported by NewFetcher's caller
 	tasks := make([]protocol.Task, 0, len(seeds))
 	for _, s := range seeds {
@@ -116,7 +169,7 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	}
 	defer fr.Close()
 
-	l := &loop{cfg: cfg, host: host, fetcher: fetcher, fr: fr, log: opt.Logger, taken: map[string]protocol.Taken{}}
+	l := &loop{cfg: cfg, host: host, fetcher: fetcher, fr: fr, log: opt.Logger, budget: bud, taken: map[string]protocol.Taken{}}
 	wctx, stop := context.WithCancel(ctx)
 	l.stop = stop
 	g, gctx := errgroup.WithContext(wctx)
@@ -153,6 +206,7 @@ type loop struct {
 	fr      *frontier.Frontier
 	log     *slog.Logger
 	stop    context.CancelFunc
+	budget  *rbudget.Budget // nil without MaxPages
 
 	mu    sync.Mutex
 	taken map[string]protocol.Taken // URL → its task_pool:processing entry
@@ -224,6 +278,10 @@ func (l *loop) watch(ctx context.Context) error {
 			l.stop()
 			return nil
 		}
+		if l.budget != nil && l.budget.Spent() {
+			l.stopAtLimit()
+			return nil
+		}
 	}
 }
 
@@ -239,11 +297,27 @@ func (l *loop) work(ctx context.Context) error {
 			return nil // stopping
 		}
 		req := lease.Request
+		if l.budget != nil {
+			// A slot of the crawl-wide budget before the fetch starts: no host
+			// fetches beyond the limit; the task stays in processing.
+			if err := l.budget.Reserve(ctx); err != nil {
+				l.fr.Done(lease, frontier.DoneInfo{Unused: true})
+				if errors.Is(err, crawl.ErrLimitReached) {
+					l.stopAtLimit()
+					return nil
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
 		v, err := l.fetcher.Visit(ctx, req, lease.Start)
 		if err != nil || ctx.Err() != nil {
 			// Visit stores nothing once ctx has ended: the task stays in processing for
 			// the next start (or is handed back by Leave: at most the fetches in flight
 			// are repeated).
+			l.release()
 			l.fr.Done(lease, frontier.DoneInfo{})
 			return err
 		}
@@ -251,6 +325,7 @@ func (l *loop) work(ctx context.Context) error {
 			l.fr.SetKeyDelay(req.Key, v.CrawlDelay)
 		}
 		if v.Retry {
+			l.release()
 			l.fr.Done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
 			continue
 		}
@@ -262,6 +337,7 @@ func (l *loop) work(ctx context.Context) error {
 			found = append(found, protocol.Task{URL: d.URL, Depth: d.Depth, Hops: d.Redirects})
 		}
 		if err := l.host.Complete(ctx, t, found); err != nil {
+			l.release()
 			l.fr.Done(lease, frontier.DoneInfo{})
 			if ctx.Err() != nil {
 				return nil
@@ -271,13 +347,27 @@ func (l *loop) work(ctx context.Context) error {
 		l.mu.Lock()
 		delete(l.taken, req.URL)
 		l.mu.Unlock()
-		l.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
-		if n := l.fetched.Add(1); l.cfg.MaxPages > 0 && n >= l.cfg.MaxPages {
-			l.limit.Store(true)
-			l.stop()
-			return nil
+		if l.budget != nil {
+			l.budget.Commit() // after the completion: once spent, nothing is in flight
 		}
+		l.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
+		l.fetched.Add(1)
 	}
+}
+
+// release gives back the budget slot of a fetch that completed nothing.
+func (l *loop) release() {
+	if l.budget != nil {
+		l.budget.Release()
+	}
+}
+
+// stopAtLimit ends this host's run: the crawl-wide budget is spent.
+func (l *loop) stopAtLimit() {
+	if !l.limit.Swap(true) {
+		l.log.Info("the crawl reached --max-pages", "max_pages", l.cfg.MaxPages)
+	}
+	l.stop()
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

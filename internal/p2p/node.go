@@ -45,6 +45,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawl/rbudget"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
 	"github.com/spider-crawler/spider/internal/rstate"
@@ -131,7 +132,7 @@ type Node struct {
 	keys    cluster.Keys
 	fetcher *crawl.Fetcher
 	sched   *crawl.Scheduler
-	budget  *budget // --max-pages over all nodes
+	budget  *rbudget.Budget // --max-pages over all nodes
 	bs      *buckets
 	disp    *dispatcher
 	mem     *cluster.Membership
@@ -173,18 +174,10 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 	if err != nil {
 		return nil, err
 	}
-	n.budget = newBudget(rdb, n.k, opt.NodeID, cfg.MaxPages, slotTTL(cfg), n.log)
+	n.budget = rbudget.New(rdb, rbudget.Keys{Used: n.k.used(), Held: n.k.held()}, opt.NodeID, cfg.MaxPages, rbudget.SlotTTL(cfg), n.log)
 	n.sched.SetBudget(n.budget)
 	n.mem = cluster.NewMembership(rdb, keys, cluster.MembershipConfig{Heartbeat: opt.Heartbeat, TTL: opt.MemberTTL, Logger: n.log})
 	return n, nil
-}
-
-// slotTTL is how long a --max-pages slot stays reserved: longer than any
-// fetch can take (a robots.txt fetch and the page, each bounded by the
-// fetch time-out, and the host's delay between them), so that only a dead
-// node's slots expire.
-func slotTTL(cfg crawl.Config) time.Duration {
-	return 2*time.Duration(cfg.Timeout) + 2*max(time.Duration(cfg.Delay), time.Duration(cfg.MaxCrawlDelay)) + 30*time.Second
 }
 
 // doneByLimit is the value of the done key when --max-pages ended the

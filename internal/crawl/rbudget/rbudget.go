@@ -1,4 +1,7 @@
-package p2p
+// Package rbudget is crawl.Budget (--max-pages) kept in Redis, for crawls
+// that several processes schedule: the peer-to-peer nodes, the hosts of
+// the mixed topology.
+package rbudget
 
 import (
 	"context"
@@ -16,42 +19,59 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl"
 )
 
-// budget is --max-pages over all the nodes of a peer-to-peer crawl
-// (crawl.Budget), in the crawl's Redis under the queues' hash tag:
+// Budget is --max-pages over all the processes of a crawl (crawl.Budget)
+// in two keys of one Redis, which must share a hash tag:
 //
-//   - budget:used counts the URLs completed, over all nodes and runs;
-//   - budget:held is a sorted set of the slots reserved by fetches in
+//   - Keys.Used counts the URLs completed, over all processes and runs;
+//   - Keys.Held is a sorted set of the slots reserved by fetches in
 //     flight, each scored by its expiry on Redis server time.
 //
 // Reserve takes a slot only while used + held < limit, atomically (a Lua
-// script), so the nodes together never start a fetch beyond the limit. A
-// node commits a slot after the URL's completion reached its bucket's
-// state, so once used reaches the limit no URL is in flight anywhere and
-// the crawl can be marked done. A slot of a node that died is reclaimed
-// when it expires (slotTTL, longer than any fetch): if such a node died
-// between completing a URL and counting it, the crawl may end one URL
-// beyond the limit. Without a limit the budget only counts (Commit), so a
-// crawl resumed with --max-pages knows what earlier runs completed.
-type budget struct {
+// script), so the processes together never start a fetch beyond the
+// limit. A process commits a slot after the URL's completion reached the
+// crawl's state, so once used reaches the limit no URL is in flight
+// anywhere and the crawl can be marked done. A slot of a process that died
+// is reclaimed when it expires (the TTL, longer than any fetch): if such a
+// process died between completing a URL and counting it, the crawl may end
+// one URL beyond the limit. Without a limit the budget only counts
+// (Commit), so a crawl resumed with --max-pages knows what earlier runs
+// completed.
+type Budget struct {
 	rdb   redis.UniversalClient
-	k     qkeys
+	k     Keys
 	limit int64 // 0: count only
 	ttl   time.Duration
 	log   *slog.Logger
 
-	run   string // this node's slots: run + sequence number
+	run   string // this process's slots: run + sequence number
 	seq   atomic.Uint64
 	spent atomic.Bool
 
 	mu   sync.Mutex
-	held []string // slots this node holds
+	held []string // slots this process holds
 }
 
-var _ crawl.Budget = (*budget)(nil)
+var _ crawl.Budget = (*Budget)(nil)
 
-func newBudget(rdb redis.UniversalClient, k qkeys, node string, limit int64, ttl time.Duration, log *slog.Logger) *budget {
-	return &budget{rdb: rdb, k: k, limit: limit, ttl: ttl, log: log,
+// Keys name a budget's two keys; they must share a hash tag.
+type Keys struct{ Used, Held string }
+
+// New returns the budget of limit URLs (0: count only) in k of rdb for the
+// process named node; a reserved slot expires after ttl. log may be nil.
+func New(rdb redis.UniversalClient, k Keys, node string, limit int64, ttl time.Duration, log *slog.Logger) *Budget {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Budget{rdb: rdb, k: k, limit: limit, ttl: ttl, log: log,
 		run: node + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"}
+}
+
+// SlotTTL is a slot's life for a crawl of cfg: longer than any fetch can
+// take (a robots.txt fetch and the page, each bounded by the fetch
+// time-out, and the host's delay between them), so that only a dead
+// process's slots expire.
+func SlotTTL(cfg crawl.Config) time.Duration {
+	return 2*time.Duration(cfg.Timeout) + 2*max(time.Duration(cfg.Delay), time.Duration(cfg.MaxCrawlDelay)) + 30*time.Second
 }
 
 // reserveScript: KEYS used, held; ARGV limit, slot, ttl ms. Returns 1
@@ -79,7 +99,7 @@ return 1`)
 const reserveWait = 50 * time.Millisecond
 
 // Reserve implements crawl.Budget.
-func (b *budget) Reserve(ctx context.Context) error {
+func (b *Budget) Reserve(ctx context.Context) error {
 	if b.limit <= 0 {
 		return nil
 	}
@@ -90,7 +110,7 @@ func (b *budget) Reserve(ctx context.Context) error {
 		slot := b.run + strconv.FormatUint(b.seq.Add(1), 10)
 		var got int64
 		err := cluster.Retry(ctx, func() (err error) {
-			got, err = reserveScript.Run(ctx, b.rdb, []string{b.k.used(), b.k.held()},
+			got, err = reserveScript.Run(ctx, b.rdb, []string{b.k.Used, b.k.Held},
 				b.limit, slot, b.ttl.Milliseconds()).Int64()
 			return err
 		})
@@ -116,14 +136,14 @@ func (b *budget) Reserve(ctx context.Context) error {
 }
 
 // Release implements crawl.Budget.
-func (b *budget) Release() { b.end(false) }
+func (b *Budget) Release() { b.end(false) }
 
 // Commit implements crawl.Budget.
-func (b *budget) Commit() { b.end(true) }
+func (b *Budget) Commit() { b.end(true) }
 
-// end gives back one of this node's slots (they are alike), counting a
+// end gives back one of this process's slots (they are alike), counting a
 // completed URL with commit. A slot that cannot be given back expires.
-func (b *budget) end(commit bool) {
+func (b *Budget) end(commit bool) {
 	slot := ""
 	if b.limit > 0 {
 		b.mu.Lock()
@@ -142,7 +162,7 @@ func (b *budget) end(commit bool) {
 		c = "1"
 	}
 	err := cluster.Retry(ctx, func() error {
-		return endScript.Run(ctx, b.rdb, []string{b.k.used(), b.k.held()}, slot, c).Err()
+		return endScript.Run(ctx, b.rdb, []string{b.k.Used, b.k.Held}, slot, c).Err()
 	})
 	if err != nil {
 		b.log.Warn("cannot count a completed URL or give back its --max-pages slot; the slot expires", "slot", slot, "commit", commit, "err", err)
@@ -150,15 +170,15 @@ func (b *budget) end(commit bool) {
 }
 
 // Spent implements crawl.Budget: the limit's URLs are completed over all
-// nodes.
-func (b *budget) Spent() bool {
+// processes.
+func (b *Budget) Spent() bool {
 	if b.limit <= 0 {
 		return false
 	}
 	if b.spent.Load() {
 		return true
 	}
-	used, err := b.used(context.Background())
+	used, err := b.Used(context.Background())
 	if err == nil && used >= b.limit {
 		b.spent.Store(true)
 		return true
@@ -166,9 +186,9 @@ func (b *budget) Spent() bool {
 	return false
 }
 
-// used reads the URLs completed over all nodes and runs.
-func (b *budget) used(ctx context.Context) (int64, error) {
-	n, err := b.rdb.Get(ctx, b.k.used()).Int64()
+// Used reads the URLs completed over all processes and runs.
+func (b *Budget) Used(ctx context.Context) (int64, error) {
+	n, err := b.rdb.Get(ctx, b.k.Used).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
