@@ -284,6 +284,9 @@ func (c *Crawler) load(ctx context.Context) error {
 
 func (c *Crawler) save() error { return writeJSON(filepath.Join(c.root, ManifestFile), c.man) }
 
+// errLimitReached stops the rounds at a pass: --max-pages URLs are fetched.
+var errLimitReached = errors.New("the page limit (--max-pages) is reached")
+
 // coordinate runs the rounds (S200–S600) with mp running the map tasks.
 func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 	if err := c.load(ctx); err != nil {
@@ -301,7 +304,12 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 		}
 		switch c.man.Phase {
 		case "fetch":
-			if err := c.fetchPass(ctx, mp, main); err != nil {
+			err := c.fetchPass(ctx, mp, main)
+			if errors.Is(err, errLimitReached) {
+				c.log.Info("page limit reached, stopping", "max_pages", c.cfg.MaxPages, "round", c.man.Round, "pass", c.man.Pass)
+				return c.save()
+			}
+			if err != nil {
 				return err
 			}
 		case "reduce":
@@ -336,10 +344,33 @@ func (c *Crawler) fetchPass(ctx context.Context, mp mapper, main *mainStore) err
 	if err != nil {
 		return err
 	}
+	// --max-pages: a pass fetches every URL of its input, so one that
+	// would go beyond the limit is cut first. Its rest is queued ahead of
+	// the next pass's input (written before the cut, so no crash loses
+	// it), and the crawl stops at that pass: run again with a larger
+	// limit (or none), it goes on from there.
+	var rest []frontier.Request
 	if c.cfg.MaxPages > 0 {
-		left := c.cfg.MaxPages - int64(main.recordsAdded(c.man))
+		left := c.cfg.MaxPages - main.recordsAdded()
+		if left <= 0 {
+			return errLimitReached
+		}
 		if left < int64(len(in)) {
-			in = in[:max(left, 0)]
+			in, rest = in[:left], in[left:]
+			if err := writeInput(passFile(c.root, r, p+1), rest); err != nil {
+				return err
+			}
+			if err := writeInput(passFile(c.root, r, p), in); err != nil {
+				return err
+			}
+		}
+	}
+	if len(rest) == 0 {
+		// A cut made before a crash: its rest waits in the next pass's file.
+		if prev, err := readInput(passFile(c.root, r, p+1), r); err == nil {
+			rest = prev
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
 	}
 	tasks := c.split(r, p, in)
@@ -348,8 +379,11 @@ func (c *Crawler) fetchPass(ctx context.Context, mp mapper, main *mainStore) err
 	if err != nil {
 		return err
 	}
-	var next []frontier.Request
+	next := slices.Clip(rest)
 	queued := map[string]bool{}
+	for _, q := range rest {
+		queued[q.URL] = true
+	}
 	var done []string // fetched in this pass, redirect targets included
 	for _, res := range results {
 		for _, pl := range res.Pages {
@@ -586,7 +620,7 @@ type mainStore struct {
 	pages *store.PageFiles
 	recs  *store.Records
 	log   *slog.Logger
-	added int
+	added int // record lines in records.jsonl: one per URL fetched (more after a crash)
 }
 
 func openMainStore(dir string, log *slog.Logger) (*mainStore, error) {
@@ -599,22 +633,28 @@ func openMainStore(dir string, log *slog.Logger) (*mainStore, error) {
 		pages.Close()
 		return nil, err
 	}
-	return &mainStore{pages: pages, recs: recs, log: log}, nil
+	added := 0
+	err = store.EachRecordLine(dir, func(_ int, l store.RecordLine) error {
+		if l.Err == nil {
+			added++
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		recs.Close()
+		pages.Close()
+		return nil, err
+	}
+	return &mainStore{pages: pages, recs: recs, log: log, added: added}, nil
 }
 
 func (m *mainStore) close() error {
 	return errors.Join(m.recs.Sync(), m.pages.Sync(), m.recs.Close(), m.pages.Close())
 }
 
-// recordsAdded is the number of fetches of all finished rounds plus those
-// merged in this process (for --max-pages).
-func (m *mainStore) recordsAdded(man manifest) int {
-	n := m.added
-	for _, r := range man.Reports {
-		n += r.Fetched
-	}
-	return n
-}
+// recordsAdded is the number of URLs fetched by all runs, as records
+// merged into records.jsonl (for --max-pages).
+func (m *mainStore) recordsAdded() int64 { return int64(m.added) }
 
 // merge is S600 for one task: its records (the last one of each URL) and
 // page bodies are appended to the main store with new page numbers, then
