@@ -35,7 +35,7 @@ func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 	localFlags(fs, c)
 	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, fmt.Sprintf("largest link depth fetched; seeds are 0; -1 = unlimited (range -1 to %d)", crawl.MaxMaxDepth))
 	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts); the same pages as by levels: a page found later by a shorter path passes the smaller depth on to its links (also with --redis and spider master)")
-	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop after this many URLs completed in total; 0 = no limit (range: 0 or more)")
+	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop at exactly this many URLs recorded in records.jsonl (any outcome; retries do not count), over all nodes and resumed runs; the rest stays pending; 0 = no limit (range: 0 or more)")
 	fs.StringVar(&c.Scope, "scope", c.Scope, "stay inside: host, domain, seeds, regexp or any")
 	fs.StringVar(&c.ScopeRegexp, "scope-regexp", c.ScopeRegexp, "URL pattern for --scope regexp")
 	fs.IntVar(&c.PerHost, "per-host", c.PerHost, fmt.Sprintf("most connections to one host at once (range 1 to %d)", crawl.MaxPerHost))

@@ -98,8 +98,11 @@ type Config struct {
 	// crawl always does under a depth limit, loose or not, since its
 	// nodes' levels overlap.
 	LooseDepth bool `yaml:"loose_depth"`
-	// MaxPages stops the crawl after this many fetch attempts have completed
-	// (over all runs of a resumed crawl); 0 means no limit.
+	// MaxPages stops the crawl at exactly this many completed URLs, each
+	// one record in records.jsonl whatever its outcome (a retry is not a
+	// completion), over all nodes and all runs of a resumed crawl: no
+	// fetch beyond the limit starts (Budget) and the rest stays pending;
+	// 0 means no limit.
 	MaxPages int64 `yaml:"max_pages"`
 	// Scope keeps the crawl inside: "host" (the seeds' host:port), "domain"
 	// (the seeds' registrable domains), "seeds" (any seed host, the default),
