@@ -385,6 +385,12 @@ func Open(dir string, opt Options) (st *Store, err error) {
 		if err := checkBoltSize(path, info.Size()); err != nil {
 			return nil, damaged(dir, err)
 		}
+		// Every page bbolt will read is checked first (one read of the
+		// file): bbolt asserts on a damaged page with a panic, and in its
+		// own goroutines no recover can turn that into an error.
+		if err := CheckFile(dir); err != nil {
+			return nil, damaged(dir, err)
+		}
 	}
 	// A damaged page can make bbolt fault on its memory map or panic while
 	// Open reads the state: both become ErrDamaged.
@@ -551,7 +557,8 @@ func (s *Store) init() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("cannot load crawl state: %w", err)
+		// What the file holds does not decode: the state is damaged.
+		return damaged(s.dir, err)
 	}
 	// The counts are maintained in the same transactions as the data;
 	// repair them if they ever disagree with the buckets.
