@@ -672,7 +672,8 @@ func (p *PageFiles) ReadRecord(rec Record) (Page, error) {
 		return Page{}, err
 	}
 	if want := rec.PageURL(); pg.URL != want {
-		return Page{}, fmt.Errorf("cannot read page %d for %s: it was stored for %s: %w", rec.PageNo, want, pg.URL, ErrMismatch)
+		return Page{}, fmt.Errorf("cannot read page %d for %s: it was stored for %s (%s or %s is damaged, or the page was lost and its number issued again): %w",
+			rec.PageNo, want, pg.URL, filepath.Join(filepath.Dir(p.dir), RecordsFileName), p.dir, ErrMismatch)
 	}
 	if rec.BodyCRC != "" {
 		if got := BodyChecksum(pg.Body); got != rec.BodyCRC {
