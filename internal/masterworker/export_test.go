@@ -61,3 +61,17 @@ func WaitSRQ(t *testing.T, rdb redis.UniversalClient, crawl string, n int64) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// WaitNotDone waits until the crawl's done flag is cleared: a master (re)started
+// on a crawl that ended has prepared its run, so a worker started now does not
+// take the previous run's flag for this one's and leave at once.
+func WaitNotDone(t *testing.T, rdb redis.UniversalClient, crawl string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for rdb.Exists(context.Background(), newKeys(crawl).done()).Val() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the master did not clear the done flag of the previous run")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -45,6 +45,7 @@ func TestMaxPagesExact(t *testing.T) {
 				m := f.masterOn(t, name, masterworker.RetryState(st))
 				g, gctx := errgroup.WithContext(ctx)
 				g.Go(func() error { return m.Run(gctx) })
+				masterworker.WaitNotDone(t, f.rdb, name)
 				for range 2 {
 					w, dir := f.worker(t, name, conc)
 					dirs = append(dirs, dir)
