@@ -13,8 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -80,23 +78,12 @@ func CheckPageFiles(dir string, loc *time.Location) (*PageCheck, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot check page files: %w", err)
 	}
-	sizes := map[int]int64{}
+	sizes, err := dataFileSizes(entries)
+	if err != nil {
+		return nil, fmt.Errorf("cannot check page files: %w", err)
+	}
 	maxNo := -1
-	for _, e := range entries {
-		name := e.Name()
-		digits, ok := strings.CutPrefix(name, DataFilePrefix)
-		if !ok || len(digits) < 6 || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
-			continue
-		}
-		n, err := strconv.Atoi(digits)
-		if err != nil || DataFileName(n) != name {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, fmt.Errorf("cannot check page files: %w", err)
-		}
-		sizes[n] = info.Size()
+	for n := range sizes {
 		maxNo = max(maxNo, n)
 	}
 	// lens: the usable data files, up to the first gap.

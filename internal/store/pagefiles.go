@@ -122,12 +122,10 @@ func OpenPageFiles(dir string, opt Options) (*PageFiles, error) {
 	return p, nil
 }
 
-// listDataFiles returns the lengths of data files 0…n-1 in dir.
-func listDataFiles(dir string) ([]int64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("cannot list page directory: %w", err)
-	}
+// dataFileSizes returns the size of every data file among a page
+// directory's entries, by its number
+// (names that only look like data files are ignored).
+func dataFileSizes(entries []os.DirEntry) (map[int]int64, error) {
 	sizes := map[int]int64{}
 	for _, e := range entries {
 		name := e.Name()
@@ -144,6 +142,19 @@ func listDataFiles(dir string) ([]int64, error) {
 			return nil, fmt.Errorf("cannot stat %s: %w", name, err)
 		}
 		sizes[n] = info.Size()
+	}
+	return sizes, nil
+}
+
+// listDataFiles returns the lengths of data files 0…n-1 in dir.
+func listDataFiles(dir string) ([]int64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list page directory: %w", err)
+	}
+	sizes, err := dataFileSizes(entries)
+	if err != nil {
+		return nil, err
 	}
 	lens := make([]int64, len(sizes))
 	for i := range lens {
