@@ -132,8 +132,11 @@ func TestLeaseAcquireMany(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	keys := mustKeys(t, "l2")
-	a := mustLeases(t, srv.Client(), keys, "a", LeasesConfig{TTL: testTTL})
-	b := mustLeases(t, srv.Client(), keys, "b", LeasesConfig{TTL: testTTL})
+	// A longer TTL than testTTL: a renewal round of 600 leases must fit in TTL/3 also on
+	// a loaded machine under -race (with 900 ms, a starved round lost all 600).
+	const ttl = 3 * time.Second
+	a := mustLeases(t, srv.Client(), keys, "a", LeasesConfig{TTL: ttl})
+	b := mustLeases(t, srv.Client(), keys, "b", LeasesConfig{TTL: ttl})
 	all := make([]int, 1000)
 	for i := range all {
 		all[i] = i
@@ -150,7 +153,7 @@ func TestLeaseAcquireMany(t *testing.T) {
 		t.Fatalf("order: busy[0]=%d got[0]=%d", busy[0].Bucket, got[0].Bucket)
 	}
 	// All 1000 leases survive several renewal rounds (time is the subject).
-	time.Sleep(2 * testTTL)
+	time.Sleep(2 * ttl)
 	if len(a.Held()) != 600 || len(b.Held()) != 400 {
 		t.Fatalf("held after renewals: a %d, b %d", len(a.Held()), len(b.Held()))
 	}

@@ -25,27 +25,36 @@ func TestLooseDepthMatchesTruth(t *testing.T) {
 	}
 	for _, mode := range []string{"exact", "bloom"} {
 		t.Run(mode, func(t *testing.T) {
-			srv.Log().Reset()
-			cfg := crawlConfig(t, srv, rules)
-			cfg.LooseDepth = true
-			cfg.Seen = mode
-			// Generous time-outs: a loaded machine under -race must not turn
-			// slow answers into time-outs.
-			cfg.FirstByteTimeout, cfg.Timeout = crawl.Duration(30*time.Second), crawl.Duration(60*time.Second)
-			runCrawl(t, cfg)
-			checkTruth(t, srv, cfg.Data, truth)
-			deeper := 0
-			for u, r := range records(t, cfg.Data) {
-				if d, ok := truth.Depth[u]; ok && r.Depth > d {
-					deeper++
+			// A crawl whose timing happened to fetch every page along its
+			// shortest path first exercises no relinking (a loaded machine
+			// can make one); it is checked all the same and the crawl made
+			// again, up to 3 times: the test fails if none relinked.
+			for attempt := 1; ; attempt++ {
+				srv.Log().Reset()
+				cfg := crawlConfig(t, srv, rules)
+				cfg.LooseDepth = true
+				cfg.Seen = mode
+				// Generous time-outs: a loaded machine under -race must not turn
+				// slow answers into time-outs.
+				cfg.FirstByteTimeout, cfg.Timeout = crawl.Duration(30*time.Second), crawl.Duration(60*time.Second)
+				runCrawl(t, cfg)
+				checkTruth(t, srv, cfg.Data, truth)
+				deeper := 0
+				for u, r := range records(t, cfg.Data) {
+					if d, ok := truth.Depth[u]; ok && r.Depth > d {
+						deeper++
+					}
 				}
-			}
-			// Pages fetched before their short path was known keep the
-			// depth they were fetched at in their record; the test web is
-			// meant to make some.
-			t.Logf("%d URLs fetched as the truth says; %d first fetched at a larger depth than the shortest", len(truth.MustFetch), deeper)
-			if deeper == 0 {
-				t.Error("no page was fetched before its shortest path was known: the relinking this test is about was not exercised")
+				// Pages fetched before their short path was known keep the
+				// depth they were fetched at in their record; the test web is
+				// meant to make some.
+				t.Logf("attempt %d: %d URLs fetched as the truth says; %d first fetched at a larger depth than the shortest", attempt, len(truth.MustFetch), deeper)
+				if deeper > 0 {
+					break
+				}
+				if attempt == 3 {
+					t.Fatal("in 3 crawls no page was fetched before its shortest path was known: the relinking this test is about was not exercised")
+				}
 			}
 		})
 	}
