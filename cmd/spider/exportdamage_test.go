@@ -102,7 +102,7 @@ func TestWARCExportSkipsBadRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, errOut := responses()
-	if got != clean-2 || !strings.Contains(errOut, "left out 2 records") || !strings.Contains(errOut, "fsck") {
+	if got != clean-2 || !strings.Contains(errOut, "left out 2 damaged records") || !strings.Contains(errOut, "fsck") {
 		t.Errorf("export with two mismatched records: %d responses (clean %d), stderr %q; want the other pages exported and the 2 counted", got, clean, errOut)
 	}
 	code, out, _ := runCLI(t, "fsck", "--data", data)
