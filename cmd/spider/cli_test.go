@@ -30,9 +30,20 @@ func TestHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "crawl") || !strings.Contains(out, "robots") {
 		t.Fatalf("help: code %d\n%s", code, out)
 	}
-	code, _, errOut := runCLI(t, "crawl", "-h")
-	if code != 0 || !strings.Contains(errOut, "--max-depth") && !strings.Contains(errOut, "-max-depth") {
-		t.Fatalf("crawl -h: code %d\n%s", code, errOut)
+	// Asked-for help is output: stdout, exit 0, the same for "help CMD".
+	for _, args := range [][]string{{"crawl", "-h"}, {"crawl", "--help"}, {"help", "crawl"}, {"crawl", "http://a.test/", "-h"}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 || !strings.Contains(out, "-max-depth") || errOut != "" {
+			t.Fatalf("%v: code %d, stdout %d bytes, stderr %q", args, code, len(out), errOut)
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		if code, out, _ := runCLI(t, args...); code != 0 || !strings.HasPrefix(out, "spider ") {
+			t.Fatalf("%v: code %d, %q", args, code, out)
+		}
+	}
+	if code, _, errOut := runCLI(t, "help", "nope"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("help nope: code %d, %s", code, errOut)
 	}
 	if code, _, errOut := runCLI(t, "nope"); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Fatalf("unknown command: code %d, %s", code, errOut)

@@ -103,7 +103,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address while crawling, e.g. 127.0.0.1:6060; keep it private")
 	var allowedHosts []string
 	fs.Var(listFlag{&allowedHosts}, "allowed-hosts", "with --addr: host names the server answers to besides its listening address (see spider serve -h)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	cfg := *cfgp

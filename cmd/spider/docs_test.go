@@ -310,7 +310,7 @@ func docDeclaredFlags(t *testing.T, dir string, into map[string]bool) {
 // a spider command (as its -h prints them) nor websim, a benchmark program
 // or a script declares (issue 20: docs name only flags that exist).
 func TestDocFlags(t *testing.T) {
-	known := map[string]bool{"help": true}
+	known := map[string]bool{"help": true, "version": true} // spider --help, spider --version (main.go)
 	for _, c := range commands {
 		if c.name == "version" {
 			continue
@@ -367,7 +367,7 @@ var docNameRE = regexp.MustCompile(`\b(?:docs/|bench/)?[A-Za-z][A-Za-z0-9_-]*\.m
 // error message) names a flag that no spider command has, or a Markdown
 // document that does not exist.
 func TestMessageFlags(t *testing.T) {
-	known := map[string]bool{"help": true}
+	known := map[string]bool{"help": true, "version": true} // spider --help, spider --version (main.go)
 	for _, c := range commands {
 		if c.name == "version" {
 			continue

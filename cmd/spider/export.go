@@ -15,7 +15,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	data := fs.String("data", "spider-data", "data directory of a crawl")
 	format := fs.String("format", "jsonl", "jsonl (one record per URL) or warc (WARC 1.1, gzip members)")
 	out := fs.String("out", "-", "output file; - is standard output")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -52,6 +52,47 @@ func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseArgs parses args into fs with flags allowed anywhere on the line, as
+// users of wget and curl expect: "spider crawl URL --max-depth 2" is
+// "spider crawl --max-depth 2 URL". The arguments that are not flags (or
+// a flag's value) keep their order in fs.Args(); everything after "--" is
+// an argument even if it starts with "-". The flag package stops at the
+// first argument, so parseArgs parses again after each one.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			positional = append(positional, rest...) // "--" ended the flags
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	// fs.Args() becomes the arguments: flags already set keep their values.
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// wantsHelp reports whether args (a subcommand's) ask for its help before
+// any "--": the help then goes to standard output.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
 // findConfigFlag returns the value of --config/-config in args, before the
 // flags are parsed (the file's values become the flags' defaults).
 func findConfigFlag(args []string) string {

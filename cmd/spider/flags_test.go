@@ -1,9 +1,12 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -119,7 +122,7 @@ func TestFlagRanges(t *testing.T) {
 // TestFlagRangesInHelp: every range-checked flag states its range (or its
 // accepted values) in its help text.
 func TestFlagRangesInHelp(t *testing.T) {
-	_, _, help := runCLI(t, "crawl", "-h")
+	_, help, _ := runCLI(t, "crawl", "-h")
 	for _, f := range []string{"max-depth", "concurrency", "per-host", "delay", "max-crawl-delay", "retry-delay", "connect-timeout",
 		"first-byte-timeout", "timeout", "max-body-bytes", "max-redirects", "max-retries", "fp-rate", "expected-urls", "memory-budget", "max-rate"} {
 		i := strings.Index(help, "\n  -"+f+" ")
@@ -163,5 +166,39 @@ func TestServeAllowedHosts(t *testing.T) {
 		if resp.StatusCode != want && !(want == 200 && resp.StatusCode == 503) {
 			t.Errorf("Host %q: status %d, want %d", host, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestParseArgsInterspersed: flags may follow the arguments (as with wget
+// and curl); "--" ends the flags; arguments keep their order.
+func TestParseArgsInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		depth int
+		quiet bool
+		rest  []string
+	}{
+		{[]string{"--max-depth", "2", "http://a/"}, 2, false, []string{"http://a/"}},
+		{[]string{"http://a/", "--max-depth", "2"}, 2, false, []string{"http://a/"}},
+		{[]string{"http://a/", "--quiet", "http://b/", "-max-depth=3"}, 3, true, []string{"http://a/", "http://b/"}},
+		{[]string{"http://a/", "--", "--max-depth", "4"}, 5, false, []string{"http://a/", "--max-depth", "4"}},
+		{[]string{"--quiet", "--", "-x"}, 5, true, []string{"-x"}},
+		{nil, 5, false, nil},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		depth := fs.Int("max-depth", 5, "")
+		quiet := fs.Bool("quiet", false, "")
+		if err := parseArgs(fs, tc.args); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if *depth != tc.depth || *quiet != tc.quiet || !slices.Equal(fs.Args(), tc.rest) {
+			t.Errorf("%q: depth %d quiet %v args %q, want %d %v %q", tc.args, *depth, *quiet, fs.Args(), tc.depth, tc.quiet, tc.rest)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Int("max-depth", 5, "")
+	if err := parseArgs(fs, []string{"http://a/", "--max-depth", "x"}); err == nil {
+		t.Error("a bad value after the arguments was accepted")
 	}
 }

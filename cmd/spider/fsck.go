@@ -31,7 +31,7 @@ keep. It refuses to run while a crawl holds the directory (exit 3).`, stderr)
 	repair := fs.Bool("repair", false, "repair what is found (stop every spider process using DIR first)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

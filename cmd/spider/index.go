@@ -35,7 +35,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	var rf redisFlags
 	rf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -156,7 +156,7 @@ site:host, ( grouping ).`, stderr)
 	explain := fs.Bool("explain", false, "show how each score was computed")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

@@ -57,7 +57,9 @@ Commands:
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, `
-Run "spider <command> -h" for a command's flags. Example:
+Run "spider help <command>" (or "spider <command> -h") for a command's flags;
+flags may come before or after the arguments. "spider --version" prints the
+version. Example:
   spider crawl --max-depth 2 https://example.org/
 `)
 }
@@ -76,9 +78,19 @@ type quietRedisLog struct{}
 func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		usage(stdout)
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
+	if args[0] == "help" { // "spider help CMD" is "spider CMD -h"
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
+		}
+		args = []string{args[1], "-h"}
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
@@ -86,7 +98,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := signalContext()
 		defer stop()
-		err := c.run(ctx, args[1:], stdout, stderr)
+		errw := stderr
+		if wantsHelp(args[1:]) {
+			errw = stdout // asked-for help is output, not an error
+		}
+		err := c.run(ctx, args[1:], stdout, errw)
 		switch {
 		case err == nil:
 			return 0

@@ -34,7 +34,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued (range 100ms to 1h)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no summary")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	cfg := *cfgp
@@ -158,7 +158,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	local.Data = "spider-data"
 	localFlags(fs, &local)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -66,7 +66,7 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 	fs.DurationVar(&o.lease, "lease", rank.DefaultLease, "map/reduce master: a task not answered within this is given to another worker")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	o.rf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -15,7 +15,7 @@ func runRobots(_ context.Context, args []string, stdout, stderr io.Writer) error
 	agent := fs.String("agent", "spider", "user agent (its product token selects the group)")
 	target := fs.String("url", "", "URL to check")
 	explain := fs.Bool("explain", false, "also print the rule that decided")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *file == "" || *target == "" {

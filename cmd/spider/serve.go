@@ -55,7 +55,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(listFlag{&allowedHosts}, "allowed-hosts", "host names the server answers to besides its listening address (and localhost on loopback): comma-separated, *.suffix allowed, repeatable; other Host headers get 421 (DNS rebinding protection)")
 	var rf redisFlags
 	rf.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	allowedHosts, herr := splitHosts(allowedHosts)

@@ -16,7 +16,7 @@ func runStats(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("stats", "stats [--data DIR] [--json]", stderr)
 	data := fs.String("data", "spider-data", "data directory of a crawl")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -24,7 +24,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print JSON")
 	buckets := fs.Int("buckets", 4096, "peer-to-peer crawls: the nodes' --buckets")
 	data := fs.String("data", "", "a local crawl's data directory: show its topic scheduler (crawls run with --topics; live while it runs)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *data != "" {
