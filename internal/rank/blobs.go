@@ -78,6 +78,11 @@ func encodePart(p *part) []byte {
 	return seal(b)
 }
 
+// MaxGraphNodes bounds the node count of a graph part a rank worker
+// accepts from Redis (2^28 pages: 2.3 GiB of accumulators), so that whoever
+// can write the crawl's Redis keys cannot make a worker allocate 36 GiB.
+const MaxGraphNodes = 1 << 28
+
 func decodePart(b []byte) (*part, error) {
 	body, err := open(b, "RKP1")
 	if err != nil {
@@ -90,6 +95,11 @@ func decodePart(b []byte) (*part, error) {
 	n, lo, hi, m := u(0), u(1), u(2), u(3)
 	if lo > hi || hi > n {
 		return nil, fmt.Errorf("%w: part range [%d,%d) of %d nodes", errBlob, lo, hi, n)
+	}
+	if n > MaxGraphNodes {
+		// A worker allocates its accumulators by the node count before any
+		// value arrives: a blob from Redis must not size them at will.
+		return nil, fmt.Errorf("%w: part claims %d nodes, more than the %d a worker accepts", errBlob, n, MaxGraphNodes)
 	}
 	if uint64(len(body)) != 16+4*(hi-lo+1)+4*m {
 		return nil, fmt.Errorf("%w: part of %d bytes does not match its header", errBlob, len(body))

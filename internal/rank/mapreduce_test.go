@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,6 +261,13 @@ func TestBlobsRoundTrip(t *testing.T) {
 	b[10] ^= 1
 	if _, err := decodePart(b); !errors.Is(err, errBlob) {
 		t.Fatalf("flipped part: %v", err)
+	}
+	// A well-formed part (checksum and all, as anyone who can write the
+	// Redis key can make) that claims 2^32-1 nodes is refused before a
+	// worker sizes its accumulators by it (36 GiB).
+	huge := &part{n: 1<<32 - 1, lo: 0, hi: 2, off: []uint32{0, 1, 1}, tgt: []uint32{7}}
+	if _, err := decodePart(encodePart(huge)); !errors.Is(err, errBlob) || !strings.Contains(err.Error(), "accepts") {
+		t.Fatalf("part of 2^32-1 nodes: %v, want it refused", err)
 	}
 	for _, s := range []string{"", "a:b:c", "r:1", "r:-1:0", ":1:2"} {
 		if _, err := parseTask(s); err == nil {
