@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"reflect"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
