@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"runtime/debug"
 )
 
 // bbolt's on-disk layout, as far as walkBolt needs it (go.etcd.io/bbolt
@@ -42,11 +42,16 @@ type boltMeta struct {
 // its file through a memory map without such checks, and tx.Check runs in
 // a goroutine of its own, where a fault on a damaged file kills the
 // process; Inspect therefore runs tx.Check only on a file walkBolt passed.
+// The file is mapped, not read into memory (Open checks it every time, and
+// a state of 10 M URLs is hundreds of MB); a fault on the mapping (a file
+// cut while being walked) becomes a panic that walkBolt turns into an error.
 func walkBoltFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, unmap, err := mapBoltFile(path)
 	if err != nil {
 		return err
 	}
+	defer unmap()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return walkBolt(data)
 }
 
