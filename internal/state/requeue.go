@@ -157,61 +157,21 @@ func Inspect(dir string, timeout time.Duration) (in *Inspection, err error) {
 
 // checkBoltSize validates the meta pages of a bbolt file and that the file
 // is as long as the newest valid meta page says (a truncated file makes
-// bbolt fault on its memory map).
+// bbolt fault on its memory map): newestMeta on the mapped file, without
+// walking the pages (CheckFile does that too). size is the file's size
+// when the caller looked; the mapping is what is checked.
 func checkBoltSize(path string, size int64) error {
-	f, err := os.Open(path)
+	data, unmap, err := mapBoltFile(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	// page header: id 8, flags 2, count 2, overflow 4; then the meta:
-	// magic 4, version 4, pageSize 4, flags 4, root 16, freelist 8, pgid 8,
-	// txid 8, checksum 8.
-	const hdr, metaLen = 16, 64
-	read := func(off int64) (pageSize uint32, pgid, txid uint64, ok bool) {
-		b := make([]byte, hdr+metaLen)
-		if _, err := f.ReadAt(b, off); err != nil {
-			return 0, 0, 0, false
-		}
-		m := b[hdr:]
-		if binary.LittleEndian.Uint32(m[0:]) != 0xED0CDAED || binary.LittleEndian.Uint32(m[4:]) != 2 {
-			return 0, 0, 0, false
-		}
-		h := fnv64a(m[:56])
-		if h != binary.LittleEndian.Uint64(m[56:]) {
-			return 0, 0, 0, false
-		}
-		return binary.LittleEndian.Uint32(m[8:]), binary.LittleEndian.Uint64(m[40:]), binary.LittleEndian.Uint64(m[48:]), true
+	defer unmap()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if int64(len(data)) != size {
+		return fmt.Errorf("file changed size while being checked (%d, then %d bytes)", size, len(data))
 	}
-	ps, pg0, tx0, ok0 := read(0)
-	if !ok0 {
-		// The first meta page is damaged; the second is at the page size,
-		// which only the first says: try the usual sizes.
-		for _, try := range []uint32{4096, 8192, 16384, 65536} {
-			if p, _, _, ok := read(int64(try)); ok && p == try {
-				ps = try
-				break
-			}
-		}
-		if ps == 0 {
-			return errors.New("neither bbolt meta page is valid (not a state file, or both are damaged)")
-		}
-	}
-	ps1, pg1, tx1, ok1 := read(int64(ps))
-	if ok1 && ps1 != ps {
-		ok1 = false
-	}
-	pgid := pg0
-	switch {
-	case ok0 && ok1 && tx1 > tx0, !ok0 && ok1:
-		pgid = pg1
-	case !ok0 && !ok1:
-		return errors.New("neither bbolt meta page is valid")
-	}
-	if need := int64(pgid) * int64(ps); size < need {
-		return fmt.Errorf("file is %d bytes but its meta page says %d pages of %d bytes (%d bytes): truncated", size, pgid, ps, need)
-	}
-	return nil
+	_, err = newestMeta(data)
+	return err
 }
 
 // fnv64a is the FNV-1a hash bbolt checksums its meta pages with.

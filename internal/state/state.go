@@ -382,12 +382,10 @@ func Open(dir string, opt Options) (st *Store, err error) {
 	}
 	path := filepath.Join(dir, DBFile)
 	if info, err := os.Stat(path); err == nil && info.Size() > 0 {
-		if err := checkBoltSize(path, info.Size()); err != nil {
-			return nil, damaged(dir, err)
-		}
-		// Every page bbolt will read is checked first (one read of the
-		// file): bbolt asserts on a damaged page with a panic, and in its
-		// own goroutines no recover can turn that into an error.
+		// Every page bbolt will read is checked first (one pass over the
+		// mapped file, the meta pages and the file's length included):
+		// bbolt asserts on a damaged page with a panic, and in its own
+		// goroutines no recover can turn that into an error.
 		if err := CheckFile(dir); err != nil {
 			return nil, damaged(dir, err)
 		}
