@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -207,33 +208,39 @@ func TestRankMapReduceKill(t *testing.T) {
 		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		return cmd, &out, done
 	}
-	victim, _, vdone := start("rank", "--worker", "--redis", rs.URL(), "--crawl", "k")
 	_, mout, mdone := start("rank", "--data", data, "--redis", rs.URL(), "--crawl", "k", "--lease", "1s", "--parts", "64", "--top", "0", "--log-level", "debug")
 	rdb := rs.Client()
-	// Kill the victim while it holds a task, so that the master must re-queue it: poll
-	// the leases (every millisecond) until there is one, stop the victim (SIGSTOP) and
-	// look again; a lease still there is the stopped victim's unanswered task. The
-	// deadline fails the test.
+	// Kill a worker while it holds a task, so that the master must re-queue it:
+	// start the only worker, poll the leases (every millisecond) until there is
+	// one, kill the worker, and wait until Redis has dropped its connections
+	// (so that every command it had sent is carried out: a result it sent just
+	// before the kill removes its lease). A lease still there then is the dead
+	// worker's task; if there is none, it finished its task in time, and the
+	// next worker is the victim. The deadline fails the test.
 	leases := func() int64 { return rdb.ZCard(context.Background(), "{spider:k}:rank:leases").Val() }
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker never held a task at a stop; master:\n%s", mout)
-		}
-		if leases() == 0 {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		if err := victim.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatalf("cannot stop the victim: %v", err)
-		}
-		if leases() > 0 {
-			break
-		}
-		victim.Process.Signal(syscall.SIGCONT)
+	connected := func(pid int) bool {
+		list := rdb.ClientList(context.Background()).Val()
+		return strings.Contains(list, fmt.Sprintf(":%d ", pid))
 	}
-	victim.Process.Signal(syscall.SIGKILL)
-	<-vdone
+	deadline := time.Now().Add(60 * time.Second)
+	for caught := false; !caught; {
+		victim, _, vdone := start("rank", "--worker", "--redis", rs.URL(), "--crawl", "k")
+		for leases() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no worker ever held a task; master:\n%s", mout)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		victim.Process.Signal(syscall.SIGKILL)
+		<-vdone
+		for connected(victim.Process.Pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Redis still lists the connection of killed worker %d", victim.Process.Pid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		caught = leases() > 0
+	}
 	_, wout, wdone := start("rank", "--worker", "--redis", rs.URL(), "--crawl", "k")
 	select {
 	case err := <-mdone:

@@ -44,6 +44,9 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		if opt.TLSConfig, err = r.tls(opt.TLSConfig); err != nil {
 			return nil, err
 		}
+		if opt.ClientName == "" {
+			opt.ClientName = clientName()
+		}
 		rdb = redis.NewClusterClient(opt)
 	} else {
 		opt, err := redis.ParseURL(r.url)
@@ -52,6 +55,9 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		}
 		if opt.TLSConfig, err = r.tls(opt.TLSConfig); err != nil {
 			return nil, err
+		}
+		if opt.ClientName == "" {
+			opt.ClientName = clientName()
 		}
 		rdb = redis.NewClient(opt)
 	}
@@ -62,6 +68,24 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		return nil, resourceError{fmt.Errorf("cannot reach Redis at %s (is redis-server running? is the password right?): %s", redact(r.url), redactErr(err, r.url))}
 	}
 	return rdb, nil
+}
+
+// clientName is the name every connection of this process gives itself
+// (CLIENT SETNAME), so that an operator's CLIENT LIST tells which spider
+// process on which host holds a connection: "spider:HOST:PID". A
+// client_name in the --redis URL wins.
+func clientName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	host = strings.Map(func(r rune) rune {
+		if r <= ' ' || r > '~' {
+			return '_'
+		}
+		return r
+	}, host)
+	return fmt.Sprintf("spider:%s:%d", host, os.Getpid())
 }
 
 // tls adds the --redis-ca authority to a rediss:// URL's TLS settings.
