@@ -33,24 +33,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
-// State is the crawl's durable state as the scheduling role uses it: the
-// embedded back-end is package state (bbolt), the distributed one package
-// rstate (Redis). Both pass the same contract tests (state/statetest).
-type State interface {
-	Discover(ctx context.Context, reqs []frontier.Request) ([]frontier.Request, error)
-	Complete(ctx context.Context, r frontier.Request, o state.Outcome, discovered []frontier.Request) (state.Result, error)
-	UpdatePending(ctx context.Context, r frontier.Request) error
-	Current(ctx context.Context, r frontier.Request) (bool, error)
-	LoadPending(ctx context.Context, fn func(frontier.Request) error) error
-	Counters(ctx context.Context) (map[string]int64, error)
-	Sync() error
-	Close() error
-}
+// State is the crawl's durable state as the scheduling role uses it, with
+// the contract written at crawlstate.State: the embedded back-end is
+// package state (bbolt), the distributed one package rstate (Redis). Both
+// pass the same contract tests (state/statetest).
+type State = crawlstate.State
 
 var _ State = (*state.Store)(nil)
 
@@ -615,7 +608,7 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	if rl, ok := s.st.(relinker); ok && rl.Relinks() && len(v.Beyond) > 0 {
 		discovered = append(slices.Clip(discovered), v.Beyond...)
 	}
-	out, err := s.st.Complete(ctx, req, state.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
+	out, err := s.st.Complete(ctx, req, crawlstate.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
 		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd}, discovered)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})

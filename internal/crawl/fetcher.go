@@ -64,7 +64,7 @@ type Visit struct {
 	// PageNext and RecordsEnd locate what Visit stored in the fetcher's
 	// data directory: the page number after the URL's page (0: none
 	// stored) and the records file's size after its record (0: none).
-	// The embedded state keeps their maxima (state.Outcome); they stay
+	// The embedded state keeps their maxima (crawlstate.Outcome); they stay
 	// in the process.
 	PageNext   int64 `json:"-"`
 	RecordsEnd int64 `json:"-"`

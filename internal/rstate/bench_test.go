@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/rstate"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // benchURL is a URL of realistic length (about 55 bytes).
@@ -94,7 +94,7 @@ func BenchmarkComplete(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					i := int(next.Add(1)) - 1
-					if _, err := s.Complete(context.Background(), pending[i], state.Outcome{Class: "200", Fingerprint: uint64(i + 1), Stored: true}, links(known, i)); err != nil {
+					if _, err := s.Complete(context.Background(), pending[i], crawlstate.Outcome{Class: "200", Fingerprint: uint64(i + 1), Stored: true}, links(known, i)); err != nil {
 						b.Error(err)
 						return
 					}
@@ -162,7 +162,7 @@ func BenchmarkMemory(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-						if _, err := s.Complete(ctx, acc[i], state.Outcome{Class: "200"}, nil); err != nil {
+						if _, err := s.Complete(ctx, acc[i], crawlstate.Outcome{Class: "200"}, nil); err != nil {
 							b.Error(err)
 							return
 						}

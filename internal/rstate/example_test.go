@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/rstate"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // A node that holds the lease of bucket 12 opens its state fenced by the
@@ -32,7 +32,7 @@ func ExampleOpen() {
 	if err != nil || len(seeds) == 0 {
 		return
 	}
-	res, err := st.Complete(ctx, seeds[0], state.Outcome{Class: "200", Stored: true},
+	res, err := st.Complete(ctx, seeds[0], crawlstate.Outcome{Class: "200", Stored: true},
 		[]frontier.Request{{URL: "https://example.com/about", Key: "example.com:443", Depth: 1}})
 	if err == nil {
 		fmt.Println("new links:", len(res.New))

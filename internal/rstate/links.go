@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // The kept-links record of a fetched URL (the links hash, Options.Relink):
@@ -158,29 +158,29 @@ func (s *Store) relinkArg() string {
 // DiscoverRelink). Without Relink, keep is ignored and relink empty. The
 // errors and the idempotence are Complete's; under OneCall a retry gets
 // the first run's result.
-func (s *Store) CompleteRelink(ctx context.Context, r frontier.Request, o state.Outcome, keep, local []frontier.Request) (res state.Result, relink []frontier.Request, err error) {
+func (s *Store) CompleteRelink(ctx context.Context, r frontier.Request, o crawlstate.Outcome, keep, local []frontier.Request) (res crawlstate.Result, relink []frontier.Request, err error) {
 	return s.complete(ctx, s.callKeysFor(ctx), r, o, keep, s.admit(local))
 }
 
 // complete runs the complete script with the given KEYS.
-func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request, o state.Outcome, keep, local []frontier.Request) (state.Result, []frontier.Request, error) {
+func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request, o crawlstate.Outcome, keep, local []frontier.Request) (crawlstate.Result, []frontier.Request, error) {
 	if err := s.usable(ctx); err != nil {
-		return state.Result{}, nil, err
+		return crawlstate.Result{}, nil, err
 	}
 	if o.Class == "" {
-		return state.Result{}, nil, fmt.Errorf("cannot complete %q: empty outcome class", r.URL)
+		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: empty outcome class", r.URL)
 	}
 	if err := checkRequests(local); err != nil {
-		return state.Result{}, nil, err
+		return crawlstate.Result{}, nil, err
 	}
 	var kept []byte
 	if s.opt.Relink {
 		if err := checkRequests(keep); err != nil {
-			return state.Result{}, nil, err
+			return crawlstate.Result{}, nil, err
 		}
 		var err error
 		if kept, err = keptRequests(keep); err != nil {
-			return state.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+			return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 		}
 	}
 	owner := o.URL
@@ -203,27 +203,27 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	v, err := completeScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		if redis.HasErrorPrefix(err, "MISMATCH") {
-			return state.Result{}, nil, fmt.Errorf("cannot complete %q: pending record %d holds another URL: the request's Seq does not match its URL (is it from another bucket?)", r.URL, r.Seq)
+			return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: pending record %d holds another URL: the request's Seq does not match its URL (is it from another bucket?)", r.URL, r.Seq)
 		}
-		return state.Result{}, nil, s.fail(fmt.Sprintf("cannot complete %q", r.URL), err)
+		return crawlstate.Result{}, nil, s.fail(fmt.Sprintf("cannot complete %q", r.URL), err)
 	}
 	if len(v) < 4 {
-		return state.Result{}, nil, fmt.Errorf("cannot complete %q: short script reply", r.URL)
+		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: short script reply", r.URL)
 	}
 	if done, _ := v[0].(int64); done == 0 {
-		return state.Result{}, nil, nil
+		return crawlstate.Result{}, nil, nil
 	}
-	var res state.Result
+	var res crawlstate.Result
 	res.DuplicateOf, _ = v[1].(string)
 	var relink []frontier.Request
 	if rec, _ := v[3].(string); rec != "" {
 		if relink, err = s.relinked(rec); err != nil {
-			return state.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+			return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 		}
 	}
 	news, more, err := s.accepted(local, v[2], v[4:])
 	if err != nil {
-		return state.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 	}
 	res.New = news
 	return res, append(relink, more...), nil

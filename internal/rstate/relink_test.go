@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/rstate"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // page is a request for http://<name>.test/ at depth (priority = depth).
@@ -37,11 +37,11 @@ func relinkSetup(t *testing.T, st *rstate.Store) {
 	if err != nil || len(seeds) != 2 {
 		t.Fatalf("seeds: %v, %v", seeds, err)
 	}
-	res, err := st.Complete(ctx, seeds[0], state.Outcome{Class: "200"}, []frontier.Request{page("a", 1)})
+	res, err := st.Complete(ctx, seeds[0], crawlstate.Outcome{Class: "200"}, []frontier.Request{page("a", 1)})
 	if err != nil || len(res.New) != 1 {
 		t.Fatalf("complete s: %+v, %v", res, err)
 	}
-	res, err = st.Complete(ctx, res.New[0], state.Outcome{Class: "200"}, []frontier.Request{page("b", 2), page("c", 3)})
+	res, err = st.Complete(ctx, res.New[0], crawlstate.Outcome{Class: "200"}, []frontier.Request{page("b", 2), page("c", 3)})
 	if err != nil || len(res.New) != 1 || res.New[0].URL != page("b", 0).URL {
 		t.Fatalf("complete a: %+v, %v; want b only (c is beyond MaxDepth)", res, err)
 	}
@@ -127,8 +127,8 @@ func TestDiscoverRelinkReturnsLinks(t *testing.T) {
 			if got, err := st.Discover(ctx, []frontier.Request{page("b", 1)}); err != nil || len(got) != 1 || got[0].Depth != 1 {
 				t.Fatalf("lowering b: %v, %v", got, err)
 			}
-			var res state.Result
-			res, relink, err = st.CompleteRelink(ctx, old, state.Outcome{Class: "200"},
+			var res crawlstate.Result
+			res, relink, err = st.CompleteRelink(ctx, old, crawlstate.Outcome{Class: "200"},
 				[]frontier.Request{page("x", 3), page("y", 3), page("z", 4)}, []frontier.Request{page("x", 3)})
 			want = map[string]int{page("x", 0).URL: 2, page("y", 0).URL: 2}
 			if err != nil || len(res.New) != 0 || fmt.Sprint(depthsOf(relink)) != fmt.Sprint(want) {
@@ -169,11 +169,11 @@ func TestNoRelinkKeepsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := st.Complete(ctx, seeds[0], state.Outcome{Class: "200"}, []frontier.Request{page("a", 1)})
+	res, err := st.Complete(ctx, seeds[0], crawlstate.Outcome{Class: "200"}, []frontier.Request{page("a", 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Complete(ctx, res.New[0], state.Outcome{Class: "200"}, []frontier.Request{page("b", 7)}); err != nil {
+	if _, err := st.Complete(ctx, res.New[0], crawlstate.Outcome{Class: "200"}, []frontier.Request{page("b", 7)}); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.Client().HLen(ctx, st.Prefix()+"links").Val(); n != 0 {
@@ -211,7 +211,7 @@ func BenchmarkRelinkMemory(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-							if _, err := s.Complete(ctx, pending[i], state.Outcome{Class: "200"}, links(known, i)); err != nil {
+							if _, err := s.Complete(ctx, pending[i], crawlstate.Outcome{Class: "200"}, links(known, i)); err != nil {
 								b.Error(err)
 								return
 							}

@@ -17,15 +17,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // Seen modes (Options.SeenMode), the same names as internal/state's.
 const (
-	SeenExact = state.SeenExact
-	SeenBloom = state.SeenBloom
+	SeenExact = crawlstate.SeenExact
+	SeenBloom = crawlstate.SeenBloom
 )
 
 // Defaults of Options fields left at their zero value.
@@ -33,7 +33,7 @@ const (
 	// DefaultExpectedURLs sizes one bucket's Bloom filter (3.6 MB at the
 	// default rate). A crawl of N URLs over B buckets wants about N/B.
 	DefaultExpectedURLs = 1_000_000
-	DefaultFPRate       = state.DefaultFPRate
+	DefaultFPRate       = crawlstate.DefaultFPRate
 	DefaultBucket       = "b0"
 )
 
@@ -543,20 +543,20 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 // if a discovered request has no URL, if pending[r.Seq] holds another URL
 // than r.URL, with ErrFenced when the bucket's lease is lost, or on a Redis
 // error (then nothing was recorded, except as noted at Discover).
-func (s *Store) Complete(ctx context.Context, r frontier.Request, o state.Outcome, discovered []frontier.Request) (state.Result, error) {
+func (s *Store) Complete(ctx context.Context, r frontier.Request, o crawlstate.Outcome, discovered []frontier.Request) (crawlstate.Result, error) {
 	res, relink, err := s.CompleteRelink(ctx, r, o, discovered, discovered)
 	if err != nil {
-		return state.Result{}, err
+		return crawlstate.Result{}, err
 	}
 	if res.New, err = s.settle(ctx, relink, res.New); err != nil {
-		return state.Result{}, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+		return crawlstate.Result{}, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 	}
 	return res, nil
 }
 
 // UpdatePending overwrites the pending record of r (found by r.Seq) with r,
 // e.g. to persist a bumped Attempt so that a retry count survives a
-// restart. It returns an error wrapping state.ErrNotPending if r.Seq is not
+// restart. It returns an error wrapping crawlstate.ErrNotPending if r.Seq is not
 // pending, an error if the pending record holds a different URL, and
 // ErrFenced when the bucket's lease is lost. It is idempotent.
 func (s *Store) UpdatePending(ctx context.Context, r frontier.Request) error {
@@ -575,7 +575,7 @@ func (s *Store) UpdatePending(ctx context.Context, r frontier.Request) error {
 		return s.fail(fmt.Sprintf("cannot update pending %q", r.URL), err)
 	}
 	if n == 0 {
-		return fmt.Errorf("cannot update %q (seq %d): %w", r.URL, r.Seq, state.ErrNotPending)
+		return fmt.Errorf("cannot update %q (seq %d): %w", r.URL, r.Seq, crawlstate.ErrNotPending)
 	}
 	return nil
 }

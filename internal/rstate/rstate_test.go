@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/state"
@@ -97,7 +98,7 @@ func TestFence(t *testing.T) {
 			}{
 				{"Discover", func() error { _, err := s.Discover(ctx, statetest.Reqs("http://c/")); return err }},
 				{"Complete", func() error {
-					_, err := s.Complete(ctx, acc[0], state.Outcome{Class: "200", Fingerprint: 9}, statetest.Reqs("http://d/"))
+					_, err := s.Complete(ctx, acc[0], crawlstate.Outcome{Class: "200", Fingerprint: 9}, statetest.Reqs("http://d/"))
 					return err
 				}},
 				{"UpdatePending", func() error { return s.UpdatePending(ctx, u) }},
@@ -127,7 +128,7 @@ func TestFence(t *testing.T) {
 			}
 			// The lease back: writes go through again.
 			must(t, c.Set(ctx, owner, "node1:tok1", 0).Err())
-			if res, err := s.Complete(ctx, acc[0], state.Outcome{Class: "200"}, statetest.Reqs("http://c/")); err != nil || len(res.New) != 1 {
+			if res, err := s.Complete(ctx, acc[0], crawlstate.Outcome{Class: "200"}, statetest.Reqs("http://c/")); err != nil || len(res.New) != 1 {
 				t.Fatalf("Complete with the lease back = %+v, %v", res, err)
 			}
 		})
@@ -166,7 +167,7 @@ func TestRedisRestart(t *testing.T) {
 				acc, err := s.Discover(ctx, statetest.Reqs(urls...))
 				must(t, err)
 				for _, r := range acc[:200] {
-					if _, err := s.Complete(ctx, r, state.Outcome{Class: "200", Stored: true}, statetest.Reqs(r.URL+"/x")); err != nil {
+					if _, err := s.Complete(ctx, r, crawlstate.Outcome{Class: "200", Stored: true}, statetest.Reqs(r.URL+"/x")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -228,7 +229,7 @@ func TestIsolation(t *testing.T) {
 			t.Fatalf("store %d: Discover = %v, %v; want all three from Seq 1", i, got, err)
 		}
 		for j := 0; j <= i; j++ {
-			if _, err := s.Complete(ctx, got[j], state.Outcome{Class: fmt.Sprint("c", i)}, nil); err != nil {
+			if _, err := s.Complete(ctx, got[j], crawlstate.Outcome{Class: fmt.Sprint("c", i)}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -326,7 +327,7 @@ func TestClusterKeySlots(t *testing.T) {
 		stores = append(stores, s)
 		acc, err := s.Discover(ctx, statetest.Reqs("http://k/1", "http://k/2"))
 		must(t, err)
-		if _, err := s.Complete(ctx, acc[0], state.Outcome{Class: "200", Fingerprint: 5, Stored: true}, statetest.Reqs("http://k/3")); err != nil {
+		if _, err := s.Complete(ctx, acc[0], crawlstate.Outcome{Class: "200", Fingerprint: 5, Stored: true}, statetest.Reqs("http://k/3")); err != nil {
 			t.Fatal(err)
 		}
 		u := acc[1]
@@ -555,7 +556,7 @@ func TestDamagedRecord(t *testing.T) {
 	if err := s.LoadPending(ctx, func(frontier.Request) error { return nil }); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("LoadPending = %v, want a damaged-record error", err)
 	}
-	if _, err := s.Complete(ctx, acc[0], state.Outcome{Class: "200"}, statetest.Reqs("http://b/")); err == nil || !strings.Contains(err.Error(), "DAMAGED") {
+	if _, err := s.Complete(ctx, acc[0], crawlstate.Outcome{Class: "200"}, statetest.Reqs("http://b/")); err == nil || !strings.Contains(err.Error(), "DAMAGED") {
 		t.Errorf("Complete = %v, want a damaged-record error", err)
 	}
 	if n, _ := c.Exists(ctx, s.Prefix()+"counters").Result(); n != 0 {

@@ -114,6 +114,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/store"
@@ -121,16 +122,16 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// Seen modes (Options.SeenMode).
+// Seen modes (Options.SeenMode): the contract's (crawlstate).
 const (
-	SeenExact = "exact"
-	SeenBloom = "bloom"
+	SeenExact = crawlstate.SeenExact
+	SeenBloom = crawlstate.SeenBloom
 )
 
 // Defaults of Options fields left at their zero value.
 const (
 	DefaultExpectedURLs = 10_000_000
-	DefaultFPRate       = 1e-6
+	DefaultFPRate       = crawlstate.DefaultFPRate
 	DefaultSyncInterval = 10 * time.Second
 	DefaultBatchDelay   = 500 * time.Microsecond
 	DefaultLockTimeout  = time.Second
@@ -172,9 +173,9 @@ const stateFormat = 2
 // (store.LockDir) wraps, so errors.Is finds either with either.
 var ErrLocked = store.ErrLocked
 
-// ErrNotPending is returned by UpdatePending when the request is not (or no
-// longer) pending.
-var ErrNotPending = errors.New("request is not pending")
+// ErrNotPending is wrapped by UpdatePending when the request is not (or no
+// longer) pending: crawlstate.ErrNotPending.
+var ErrNotPending = crawlstate.ErrNotPending
 
 // Options configures Open. The zero value is usable.
 type Options struct {
@@ -251,41 +252,12 @@ type Options struct {
 	RecentShare int
 }
 
-// Outcome is how a fetch ended, recorded by Complete.
-type Outcome struct {
-	// Class is the counter to increment, e.g. "200", "404", "30x",
-	// "too-many-redirects", "timeout", "robots", "error". Required.
-	Class string
-	// Fingerprint is the page's content fingerprint (dedup.Fingerprint);
-	// 0 means none.
-	Fingerprint uint64
-	// URL is recorded as the owner of Fingerprint; empty means the
-	// request's URL.
-	URL string
-	// Stored reports that the page was written to the page store; it is
-	// counted in PagesStored.
-	Stored bool
-	// PageNext is the page store's next page number once this URL's page
-	// was stored (its page number + 1; 0: none). The state keeps the
-	// largest (PageNext), so that after a loss of pages a crawl continues
-	// numbering after every page a completed URL points at.
-	PageNext int64
-	// RecordsEnd is the size of the records file just after this URL's
-	// record was appended (0: unknown). The state keeps the largest
-	// (RecordsEnd): a records file shorter than that lost records of
-	// completed URLs.
-	RecordsEnd int64
-}
-
-// Result is what Complete returns.
-type Result struct {
-	// New holds the discovered requests that were accepted (not seen
-	// before), with their Seq set, in input order. The caller owns it.
-	New []frontier.Request
-	// DuplicateOf is the URL of an earlier page with the same fingerprint,
-	// or "" when the content is new (or no fingerprint was given).
-	DuplicateOf string
-}
+// Outcome and Result are the contract's (crawlstate): what Complete records
+// and returns.
+type (
+	Outcome = crawlstate.Outcome
+	Result  = crawlstate.Result
+)
 
 // Store is an open crawl state. Its methods are safe for concurrent use;
 // concurrent writes are grouped into shared transactions.

@@ -1,0 +1,132 @@
+// Package crawlstate is the contract between the crawl engine and its
+// durable state: the State interface, what a completion records (Outcome)
+// and returns (Result), and the errors and modes both back-ends share.
+//
+// Two packages implement it and import only it (never each other): state,
+// the embedded back-end on bbolt, and rstate, the distributed one on Redis.
+// The contract tests in state/statetest run one test body against both.
+// Requests travel as frontier.Request, whose binary encoding
+// (frontier.Request.MarshalBinary, frontier.EncodeRequests) both back-ends
+// store.
+package crawlstate
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// State is the crawl's durable state as the scheduling role uses it. Its
+// methods are safe for concurrent use. A URL is, for the state, unseen,
+// pending (accepted, not yet completed, under a sequence number Seq), or
+// completed; a completed URL is never accepted again.
+type State interface {
+	// Discover accepts the requests whose URL was never seen: each is
+	// recorded as seen and pending under a fresh, increasing Seq, atomically
+	// for the whole call. It returns the accepted requests (Seq set, input
+	// order; the caller owns the slice), and among them any still-pending
+	// URL discovered at a smaller depth than before: that one keeps its Seq
+	// and now has the smaller depth (see Current). A URL repeated in reqs,
+	// or discovered by concurrent calls, is accepted exactly once. Requests
+	// need a non-empty URL. On error nothing was recorded, though with
+	// SeenBloom the URLs may be treated as seen until the state is opened
+	// again: treat errors as fatal to the crawl.
+	Discover(ctx context.Context, reqs []frontier.Request) ([]frontier.Request, error)
+
+	// Complete records the end of request r atomically: r stops being
+	// pending, the counter o.Class grows by one, o.Fingerprint is looked up
+	// (Result.DuplicateOf) and recorded, and discovered is accepted as
+	// Discover does (Result.New). If r is no longer pending, Complete does
+	// nothing and returns an empty Result: it is idempotent, so a
+	// completion that may have been lost can be sent again. It fails if
+	// o.Class is empty, if the pending record under r.Seq holds another URL
+	// than r.URL, or on a storage error (then nothing was recorded).
+	Complete(ctx context.Context, r frontier.Request, o Outcome, discovered []frontier.Request) (Result, error)
+
+	// UpdatePending overwrites the pending record of r (found by r.Seq)
+	// with r, e.g. to keep a bumped Attempt across a restart. It returns an
+	// error wrapping ErrNotPending if r.Seq is not pending, and another
+	// error if the pending record holds a different URL.
+	UpdatePending(ctx context.Context, r frontier.Request) error
+
+	// Current reports whether r is the live copy of a pending URL: pending
+	// under r.Seq at r.Depth. A copy whose URL was since lowered to a
+	// smaller depth, or that is no longer pending, is stale: the caller
+	// drops it unfetched.
+	Current(ctx context.Context, r frontier.Request) (bool, error)
+
+	// LoadPending calls fn for every pending request in Seq order (the
+	// order they were accepted), to refill the frontier on resume. It stops
+	// at the first error of fn or of ctx and returns it (wrapped). fn may
+	// call the State.
+	LoadPending(ctx context.Context, fn func(frontier.Request) error) error
+
+	// Counters returns the outcome counters (Outcome.Class → count). The
+	// caller owns the map.
+	Counters(ctx context.Context) (map[string]int64, error)
+
+	// Sync makes everything recorded so far durable before it returns
+	// (a checkpoint: fsync for the embedded back-end; Redis's own
+	// persistence settings decide for the distributed one).
+	Sync() error
+
+	// Close releases the state after making it durable as Sync does.
+	// Calls after the first return the first call's result; other methods
+	// must not be called after Close.
+	Close() error
+}
+
+// Outcome is how a fetch ended, recorded by State.Complete.
+type Outcome struct {
+	// Class is the counter to increment, e.g. "200", "404", "30x",
+	// "too-many-redirects", "timeout", "robots", "error". Required.
+	Class string
+	// Fingerprint is the page's content fingerprint (dedup.Fingerprint);
+	// 0 means none.
+	Fingerprint uint64
+	// URL is recorded as the owner of Fingerprint; empty means the
+	// request's URL.
+	URL string
+	// Stored reports that the page was written to the page store; the
+	// embedded back-end counts it in its PagesStored.
+	Stored bool
+	// PageNext is the page store's next page number once this URL's page
+	// was stored (its page number + 1; 0: none). The embedded back-end
+	// keeps the largest, so that after a loss of pages a crawl continues
+	// numbering after every page a completed URL points at.
+	PageNext int64
+	// RecordsEnd is the size of the records file just after this URL's
+	// record was appended (0: unknown). The embedded back-end keeps the
+	// largest: a records file shorter than that lost records of completed
+	// URLs.
+	RecordsEnd int64
+}
+
+// Result is what State.Complete returns.
+type Result struct {
+	// New holds the discovered requests that were accepted (not seen
+	// before), with their Seq set, in input order. The caller owns it.
+	New []frontier.Request
+	// DuplicateOf is the URL of an earlier page with the same fingerprint,
+	// or "" when the content is new (or no fingerprint was given).
+	DuplicateOf string
+}
+
+// ErrNotPending is wrapped by State.UpdatePending when the request is not
+// (or no longer) pending.
+var ErrNotPending = errors.New("request is not pending")
+
+// Seen modes: how a back-end decides whether a URL was seen.
+const (
+	// SeenExact confirms Bloom filter positives against the stored set:
+	// no URL is lost.
+	SeenExact = "exact"
+	// SeenBloom lets the filter alone decide: a new URL is wrongly taken
+	// as seen with the filter's false-positive rate.
+	SeenBloom = "bloom"
+)
+
+// DefaultFPRate is the Bloom filter's false-positive rate when none is
+// given.
+const DefaultFPRate = 1e-6
