@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"crypto/rand"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -29,7 +31,47 @@ var (
 	ErrNotJoined = errors.New("not joined")
 	// ErrJoined: Join on a membership that is already joined.
 	ErrJoined = errors.New("already joined")
+	// ErrNodeIDInUse is wrapped by Join, and sent on Membership.Taken, when another
+	// live member (fresh heartbeat, another Instance) holds the ID: see IDInUseError.
+	ErrNodeIDInUse = errors.New("node id is in use by a live node")
 )
+
+// DefaultIDHint is IDInUseError's advice when MembershipConfig.IDHint is empty: the
+// words for a peer-to-peer node (spider crawl --redis).
+const DefaultIDHint = "give each node its own --node-id, or leave --node-id unset to use the one kept in the data directory"
+
+// IDInUseError says that a member ID is held by another live process. It matches
+// ErrNodeIDInUse with errors.Is.
+type IDInUseError struct {
+	// ID is the member ID both claim.
+	ID string
+	// Holder is the live member's record (PID and Host say which process it is, if it
+	// published them).
+	Holder Member
+	// LastSeen is how long ago the holder's last heartbeat was (Redis server clock).
+	LastSeen time.Duration
+	// Hint says what to do (MembershipConfig.IDHint).
+	Hint string
+}
+
+func (e *IDInUseError) Error() string {
+	who := "pid ?"
+	if e.Holder.PID > 0 {
+		who = fmt.Sprintf("pid %d", e.Holder.PID)
+	}
+	if e.Holder.Host != "" {
+		who += " on host " + e.Holder.Host
+	}
+	hint := e.Hint
+	if hint == "" {
+		hint = DefaultIDHint
+	}
+	return fmt.Sprintf("node id %q is in use by a live node (%s, last seen %.1fs ago): %s",
+		e.ID, who, max(e.LastSeen, 0).Seconds(), hint)
+}
+
+// Is makes errors.Is(err, ErrNodeIDInUse) hold.
+func (e *IDInUseError) Is(target error) bool { return target == ErrNodeIDInUse }
 
 // Load is what a member publishes about its work (SPEC §4: the coordinating node collects
 // each node's load); it travels with every heartbeat.
@@ -54,6 +96,19 @@ type Member struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// Load is the member's last published load.
 	Load Load `json:"load"`
+	// Instance tells one process (or one data directory's line of processes) from
+	// another claiming the same ID: Join refuses an ID whose live holder has another
+	// non-empty Instance (ErrNodeIDInUse) and takes it over when the Instance is the
+	// same (a node restarted at once on its data directory, see store.NodeToken).
+	// Empty in Join: a random one per Membership. Never shown to users.
+	Instance string `json:"instance,omitempty"`
+	// PID and Host name the member's process for messages (IDInUseError); Join fills
+	// in this process's when zero.
+	PID  int    `json:"pid,omitempty"`
+	Host string `json:"host,omitempty"`
+	// TTLMillis is the member's TTL in milliseconds (set by Join): the time of its last
+	// heartbeat is Deadline less this.
+	TTLMillis int64 `json:"ttl_ms,omitempty"`
 	// Deadline is when the member expires without a new heartbeat (Redis server clock);
 	// set by Members, ignored by Join.
 	Deadline time.Time `json:"-"`
@@ -96,6 +151,9 @@ type MembershipConfig struct {
 	Poll time.Duration
 	// Logger receives heartbeat failures and re-registrations; nil discards.
 	Logger *slog.Logger
+	// IDHint is the advice of an IDInUseError (what the user should change). Default
+	// DefaultIDHint.
+	IDHint string
 }
 
 func (c MembershipConfig) withDefaults() MembershipConfig {
@@ -124,18 +182,27 @@ type Membership struct {
 	keys Keys
 	cfg  MembershipConfig
 
-	mu     sync.Mutex
-	self   Member
-	joined bool
-	stop   context.CancelFunc
-	done   chan struct{}
+	mu       sync.Mutex
+	self     Member
+	instance string // the random Instance used when Join's is empty
+	joined   bool
+	stop     context.CancelFunc
+	done     chan struct{}
+	taken    chan error
 }
 
 // NewMembership returns the membership of the crawl named by keys over rdb (a client or
 // a cluster client). It does no I/O.
 func NewMembership(rdb redis.UniversalClient, keys Keys, cfg MembershipConfig) *Membership {
-	return &Membership{rdb: rdb, keys: keys, cfg: cfg.withDefaults()}
+	return &Membership{rdb: rdb, keys: keys, cfg: cfg.withDefaults(), instance: rand.Text(), taken: make(chan error, 1)}
 }
+
+// Taken delivers, once, the error (an *IDInUseError) of a heartbeat that found this
+// member's ID held by another live process: this process's member had expired (it
+// was stalled or cut off from Redis longer than the TTL) and another process joined
+// with the ID meanwhile. The heartbeat loop stops then, without touching the other's
+// record; the owner of the Membership should stop working under the ID.
+func (m *Membership) Taken() <-chan error { return m.taken }
 
 // Config returns the configuration in use, defaults filled in.
 func (m *Membership) Config() MembershipConfig { return m.cfg }
@@ -146,7 +213,10 @@ func (m *Membership) Keys() Keys { return m.keys }
 // Join registers self (ID and Weight required; Deadline ignored) and starts the heartbeat
 // loop, which runs until Leave or Close. Registering an ID that is already listed with
 // the same weight (a restarted node) does not change the epoch; a new ID or a new weight
-// does. It returns the epoch after the join; ErrJoined if already joined, ErrBadName or
+// does. An ID listed with a live heartbeat (deadline not passed) under another Instance
+// is refused with an *IDInUseError (errors.Is ErrNodeIDInUse) that names the holder's
+// pid and host; one listed under the same Instance, or whose deadline passed, is taken
+// over. It returns the epoch after the join; ErrJoined if already joined, ErrBadName or
 // an error for a weight below 1.
 func (m *Membership) Join(ctx context.Context, self Member) (int64, error) {
 	if err := CheckNodeID(self.ID); err != nil {
@@ -162,6 +232,16 @@ func (m *Membership) Join(ctx context.Context, self Member) (int64, error) {
 	}
 	self.Deadline = time.Time{}
 	self.Meta = cloneMap(self.Meta)
+	if self.Instance == "" {
+		self.Instance = m.instance
+	}
+	if self.PID == 0 {
+		self.PID = os.Getpid()
+	}
+	if self.Host == "" {
+		self.Host, _ = os.Hostname()
+	}
+	self.TTLMillis = m.cfg.TTL.Milliseconds()
 	m.self = self
 	epoch, err := m.join(ctx, self)
 	if err != nil {
@@ -193,11 +273,39 @@ func (m *Membership) join(ctx context.Context, self Member) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot encode member %q: %w", self.ID, err)
 	}
-	epoch, err := joinScript.Run(ctx, m.rdb, m.memberKeys(), self.ID, m.cfg.TTL.Milliseconds(), rec, self.Weight, m.keys.Events()).Int64()
+	res, err := joinScript.Run(ctx, m.rdb, m.memberKeys(), self.ID, m.cfg.TTL.Milliseconds(), rec, self.Weight, m.keys.Events(), self.Instance).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("cannot register member %q of crawl %q: %w", self.ID, m.keys.Crawl(), err)
 	}
-	return epoch, nil
+	if len(res) == 2 && res[0] == "ok" {
+		if e, ok := res[1].(int64); ok {
+			return e, nil
+		}
+	}
+	if ierr := m.inUse(self.ID, res); ierr != nil {
+		return 0, ierr
+	}
+	return 0, fmt.Errorf("cannot register member %q of crawl %q: unexpected reply %v", self.ID, m.keys.Crawl(), res)
+}
+
+// inUse decodes a script's {"taken", record, deadline ms, now ms} reply into an
+// *IDInUseError; nil for any other reply.
+func (m *Membership) inUse(id string, res []any) error {
+	if len(res) != 4 || res[0] != "taken" {
+		return nil
+	}
+	var holder Member
+	s, _ := res[1].(string)
+	_ = json.Unmarshal([]byte(s), &holder) // a record that does not parse still names the ID
+	holder.ID = id
+	deadline, _ := parseScore(res[2])
+	now, _ := parseScore(res[3])
+	holder.Deadline = time.UnixMilli(deadline)
+	ttl := holder.TTLMillis
+	if ttl <= 0 {
+		ttl = m.cfg.TTL.Milliseconds()
+	}
+	return &IDInUseError{ID: id, Holder: holder, LastSeen: time.Duration(now-(deadline-ttl)) * time.Millisecond, Hint: m.cfg.IDHint}
 }
 
 // heartbeatLoop extends the member's deadline every Heartbeat, re-registering it when it
@@ -217,6 +325,14 @@ func (m *Membership) heartbeatLoop(ctx context.Context, done chan struct{}) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
+		case errors.Is(err, ErrNodeIDInUse):
+			// Another process holds the ID now: stop claiming it (see Taken).
+			m.cfg.Logger.Error("membership: another live process took this member's id; stopping its heartbeats", "crawl", m.keys.Crawl(), "member", m.Self().ID, "err", err)
+			select {
+			case m.taken <- err:
+			default:
+			}
+			return
 		case err != nil && !failing:
 			failing = true
 			m.cfg.Logger.Warn("membership heartbeat failed; the member expires if this lasts", "crawl", m.keys.Crawl(), "member", m.Self().ID, "ttl", m.cfg.TTL, "err", err)
@@ -235,11 +351,14 @@ func (m *Membership) heartbeat(ctx context.Context) error {
 	}
 	hctx, cancel := context.WithTimeout(ctx, m.cfg.Heartbeat)
 	defer cancel()
-	ok, err := heartbeatScript.Run(hctx, m.rdb, m.memberKeys(), self.ID, m.cfg.TTL.Milliseconds(), rec).Int64()
+	res, err := heartbeatScript.Run(hctx, m.rdb, m.memberKeys(), self.ID, m.cfg.TTL.Milliseconds(), rec, self.Instance).Slice()
 	if err != nil {
 		return fmt.Errorf("cannot send heartbeat of %q: %w", self.ID, err)
 	}
-	if ok == 1 {
+	if ierr := m.inUse(self.ID, res); ierr != nil {
+		return ierr
+	}
+	if len(res) == 1 && res[0] == "ok" {
 		return nil
 	}
 	epoch, err := m.join(hctx, self)
@@ -330,7 +449,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("cannot leave crawl %q: %w", m.keys.Crawl(), ErrNotJoined)
 	}
-	if err := leaveScript.Run(ctx, m.rdb, m.memberKeys(), id, m.keys.Events()).Err(); err != nil {
+	if err := leaveScript.Run(ctx, m.rdb, m.memberKeys(), id, m.keys.Events(), m.Self().Instance).Err(); err != nil {
 		return fmt.Errorf("cannot remove member %q from crawl %q (it expires after %v): %w", id, m.keys.Crawl(), m.cfg.TTL, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +243,125 @@ func TestMembershipDeadlinesUseServerClock(t *testing.T) {
 	score, _ := rdb.ZScore(ctx, keys.Members(), "n").Result()
 	if int64(score) != v.Members[0].Deadline.UnixMilli() {
 		t.Fatalf("zset score %v, deadline %v", score, v.Members[0].Deadline.UnixMilli())
+	}
+}
+
+// TestMembershipRefusesLiveID: a second process claiming a live member's ID is refused
+// with a message naming the holder and --node-id; the holder stays listed as it was.
+func TestMembershipRefusesLiveID(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	keys := mustKeys(t, "m7")
+	a := NewMembership(srv.Client(), keys, fastMembership)
+	if _, err := a.Join(ctx, Member{ID: "same", Weight: 7, PID: 4242, Host: "hostA"}); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v0, _ := a.Members(ctx)
+	b := NewMembership(srv.Client(), keys, fastMembership)
+	_, err := b.Join(ctx, Member{ID: "same", Weight: 9, PID: 99, Host: "hostB"})
+	if !errors.Is(err, ErrNodeIDInUse) {
+		t.Fatalf("second join with a live id: %v, want ErrNodeIDInUse", err)
+	}
+	var ie *IDInUseError
+	if !errors.As(err, &ie) || ie.Holder.PID != 4242 || ie.Holder.Host != "hostA" || ie.LastSeen < 0 || ie.LastSeen > fastMembership.TTL {
+		t.Fatalf("error %#v: want the holder's pid 4242, host hostA, last seen within the TTL", err)
+	}
+	for _, want := range []string{`node id "same" is in use by a live node (pid 4242 on host hostA, last seen `, "s ago): give each node its own --node-id, or leave --node-id unset"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("message %q lacks %q", err, want)
+		}
+	}
+	// Nothing of b was written, and a's heartbeats go on under its own record.
+	time.Sleep(3 * fastMembership.Heartbeat)
+	v, _ := a.Members(ctx)
+	if len(v.Members) != 1 || v.Members[0].Weight != 7 || v.Members[0].PID != 4242 || v.Epoch != v0.Epoch {
+		t.Fatalf("after the refused join: %+v at epoch %d (was %d)", v.Members, v.Epoch, v0.Epoch)
+	}
+	// The refused membership did not join: leaving it fails and removes nothing.
+	if err := b.Leave(ctx); !errors.Is(err, ErrNotJoined) {
+		t.Fatalf("Leave of the refused membership: %v", err)
+	}
+	// A custom hint replaces the --node-id advice (workers, §0 hosts).
+	cfg := fastMembership
+	cfg.IDHint = "give each host its own --host-id"
+	c := NewMembership(srv.Client(), keys, cfg)
+	if _, err := c.Join(ctx, Member{ID: "same", Weight: 1}); err == nil || !strings.HasSuffix(err.Error(), ": give each host its own --host-id") {
+		t.Fatalf("join with a custom hint: %v", err)
+	}
+}
+
+// TestMembershipTakesBackExpiredOrSameInstance: a node restarted after a crash takes
+// its ID back at once when it brings the same Instance (its data directory's token),
+// and after the old heartbeat's expiry otherwise.
+func TestMembershipTakesBackExpiredOrSameInstance(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	keys := mustKeys(t, "m8")
+	old := NewMembership(srv.Client(), keys, fastMembership)
+	if _, err := old.Join(ctx, Member{ID: "n", Weight: 1, Instance: "dir-token"}); err != nil {
+		t.Fatal(err)
+	}
+	old.Close() // a crash: the heartbeats stop, the record stays until its deadline
+	again := NewMembership(srv.Client(), keys, fastMembership)
+	if _, err := again.Join(ctx, Member{ID: "n", Weight: 1, Instance: "dir-token"}); err != nil {
+		t.Fatalf("restart with the same instance: %v", err)
+	}
+	again.Close()
+	other := NewMembership(srv.Client(), keys, fastMembership)
+	if _, err := other.Join(ctx, Member{ID: "n", Weight: 1}); !errors.Is(err, ErrNodeIDInUse) {
+		t.Fatalf("another instance before the expiry: %v, want ErrNodeIDInUse", err)
+	}
+	// After the deadline (the record may still be listed: nobody read the list) the ID is
+	// free again.
+	time.Sleep(fastMembership.TTL + 2*fastMembership.Heartbeat) // time is the subject: the TTL
+	if _, err := other.Join(ctx, Member{ID: "n", Weight: 1}); err != nil {
+		t.Fatalf("another instance after the expiry: %v", err)
+	}
+	defer other.Close()
+	v, _ := other.Members(ctx)
+	if len(v.Members) != 1 || v.Members[0].Instance == "dir-token" {
+		t.Fatalf("members %+v, want n under the new instance", v.Members)
+	}
+}
+
+// TestMembershipTakenWhileStalled: a member that expired (stalled past its TTL) and
+// whose ID another process joined with meanwhile learns it on its next heartbeat
+// (Taken), stops claiming the ID, and its Leave does not remove the new holder.
+func TestMembershipTakenWhileStalled(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	rdb := srv.Client()
+	keys := mustKeys(t, "m9")
+	a := NewMembership(rdb, keys, fastMembership)
+	if _, err := a.Join(ctx, Member{ID: "n", Weight: 1, Host: "hostA"}); err != nil {
+		t.Fatal(err)
+	}
+	// a's deadline passes as if it stalled: remove its listing (what Members does after
+	// the deadline), then b joins under the same ID before a's next heartbeat.
+	if err := rdb.Del(ctx, keys.Members(), keys.Info()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := NewMembership(rdb, keys, fastMembership)
+	if _, err := b.Join(ctx, Member{ID: "n", Weight: 1, Host: "hostB"}); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	select {
+	case err := <-a.Taken():
+		var ie *IDInUseError
+		if !errors.As(err, &ie) || ie.Holder.Host != "hostB" {
+			t.Fatalf("Taken: %v, want the holder on hostB", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a was not told that its id was taken")
+	}
+	if err := a.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * fastMembership.Heartbeat)
+	v, _ := b.Members(ctx)
+	if len(v.Members) != 1 || v.Members[0].Host != "hostB" {
+		t.Fatalf("members %+v, want n of hostB only", v.Members)
 	}
 }

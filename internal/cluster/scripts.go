@@ -29,9 +29,31 @@ end
 
 // Membership scripts: KEYS = members zset, info hash, epoch.
 
-// joinScript: ARGV = id, ttl ms, record JSON, weight, channel. Registers or refreshes the
-// member; raises the epoch when it was absent or its weight changed. Returns the epoch.
-var joinScript = redis.NewScript(luaClock + `
+// luaTaken defines taken(id, instance): the reply {"taken", record, deadline ms, now ms}
+// when id is listed with a live deadline (not passed) under an Instance other than
+// instance (both non-empty), else nil. A record without an Instance (written by an
+// older spider) never counts as taken. Needs luaClock's now_ms; KEYS = members, info.
+const luaTaken = `
+local function taken(id, instance)
+  if instance == '' then return nil end
+  local score = redis.call('ZSCORE', KEYS[1], id)
+  if not score or tonumber(score) < now_ms then return nil end
+  local old = redis.call('HGET', KEYS[2], id) or ''
+  local ok, rec = pcall(cjson.decode, old)
+  if not ok or type(rec) ~= 'table' or type(rec.instance) ~= 'string' or rec.instance == '' or rec.instance == instance then
+    return nil
+  end
+  return {'taken', old, string.format('%d', tonumber(score)), string.format('%d', now_ms)}
+end
+`
+
+// joinScript: ARGV = id, ttl ms, record JSON, weight, channel, instance. Registers or
+// refreshes the member, unless another instance holds the ID with a live deadline
+// (then the reply of taken, nothing written); raises the epoch when it was absent or its
+// weight changed. Returns {"ok", epoch}.
+var joinScript = redis.NewScript(luaClock + luaTaken + `
+local t = taken(ARGV[1], ARGV[6])
+if t then return t end
 local changed = false
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   changed = true
@@ -47,24 +69,40 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 if changed then
   local e = next_counter(KEYS[3])
   redis.call('PUBLISH', ARGV[5], string.format('%d', e))
-  return e
+  return {'ok', e}
 end
-return tonumber(redis.call('GET', KEYS[3]) or '0')
+return {'ok', tonumber(redis.call('GET', KEYS[3]) or '0')}
 `)
 
-// heartbeatScript: ARGV = id, ttl ms, record JSON. Extends a registered member's deadline
-// and stores its record; returns 0 when the member is not registered (it expired and
-// was removed, or Redis lost it), 1 otherwise.
-var heartbeatScript = redis.NewScript(luaClock + `
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+// heartbeatScript: ARGV = id, ttl ms, record JSON, instance. Extends a registered
+// member's deadline and stores its record; returns {"ok"}, {"absent"} when the member is
+// not registered (it expired and was removed, or Redis lost it), or the reply of taken
+// when another instance holds the ID with a live deadline (nothing written). A listing
+// under another instance whose deadline passed counts as absent: the join script takes
+// it over.
+var heartbeatScript = redis.NewScript(luaClock + luaTaken + `
+local t = taken(ARGV[1], ARGV[4])
+if t then return t end
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {'absent'} end
+local old = redis.call('HGET', KEYS[2], ARGV[1]) or ''
+local ok, rec = pcall(cjson.decode, old)
+if ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and ARGV[4] ~= '' and rec.instance ~= ARGV[4] then
+  return {'absent'}
+end
 redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-return 1
+return {'ok'}
 `)
 
-// leaveScript: ARGV = id, channel. Removes the member; raises the epoch if it was there.
-// Returns 1 if it was registered.
+// leaveScript: ARGV = id, channel, instance. Removes the member, unless it is listed
+// under another (non-empty) instance: a process whose ID was taken over must not remove
+// the new holder. Raises the epoch if it removed it. Returns 1 if it was registered.
 var leaveScript = redis.NewScript(luaClock + `
+local old = redis.call('HGET', KEYS[2], ARGV[1]) or ''
+local ok, rec = pcall(cjson.decode, old)
+if ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and ARGV[3] ~= '' and rec.instance ~= ARGV[3] then
+  return 0
+end
 local n = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 if n == 1 then
