@@ -2,10 +2,10 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"crypto/rand"
 	"log/slog"
 	"os"
 	"slices"
