@@ -448,6 +448,21 @@ func (s *Scheduler) Progress() Progress {
 	}
 }
 
+// HostStates reports the frontier's politeness state of each host
+// (host[:port] as urls.HostPort gives it), in order, for the dashboard.
+// With PerIP the frontier keys politeness by address, not by host name:
+// ok is false and states is nil.
+func (s *Scheduler) HostStates(hosts []string) (states []frontier.KeyState, ok bool) {
+	if s.cfg.PerIP {
+		return nil, false
+	}
+	return s.fr.KeyStates(hosts), true
+}
+
+// Config returns the crawl's effective configuration (defaults filled).
+// The caller must not change its slices.
+func (e *Engine) Config() Config { return e.cfg }
+
 // Run crawls until no URL is pending, MaxPages is reached, or ctx ends. It
 // resumes whatever a previous run in the same data directory left pending.
 // On ctx cancellation it returns ctx's error after the workers stopped; the

@@ -162,6 +162,8 @@ type Lease struct {
 	f    *Frontier
 	ks   *keyState
 	done bool
+	// turnEnded: EndTurn gave the key's slot back; Done only ends the lease.
+	turnEnded bool
 	// prevNext and prevLast are the key's politeness clock before this
 	// lease, put back by Done with DoneInfo.Unused.
 	prevNext, prevLast time.Time
@@ -625,9 +627,56 @@ func (f *Frontier) Done(l *Lease, info DoneInfo) {
 	if f.closed {
 		return
 	}
+	if l.turnEnded {
+		// EndTurn already set the key's clock and freed its slot: only the
+		// lease itself ends (drain, the Strict level barrier).
+		f.leased--
+		f.wakeLocked()
+		return
+	}
+	f.leased--
+	f.endTurnLocked(l, info)
+}
+
+// EndTurn ends the key's turn of a lease while the lease stays outstanding:
+// the key's lease slot is freed and its next start set exactly as Done
+// would (info.Delay, info.Started, info.Unused apply), so Next may hand out
+// the key's next URL once its delay has passed, but the frontier still
+// counts the lease (Stats.Leased; Next does not report ErrDrained, and the
+// Strict level barrier holds) until Done. It is for a holder that has
+// finished talking to the key's server but still has work to do with the
+// answer (parse it, record it, push its links). info.Retry is not allowed
+// here (a retried URL must be re-queued by Done, whose turn it is): EndTurn
+// with Retry logs and ignores the Retry. Done after EndTurn ignores its
+// DoneInfo. EndTurn on a lease already done, whose turn already ended, nil,
+// or from another frontier is ignored (and logged); after Close it is
+// ignored.
+func (f *Frontier) EndTurn(l *Lease, info DoneInfo) {
+	if l == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l.f != f || l.done || l.turnEnded {
+		f.log.Warn("frontier: EndTurn on a lease that is not outstanding", "url", l.Request.URL)
+		return
+	}
+	if f.closed {
+		return
+	}
+	if info.Retry {
+		f.log.Warn("frontier: EndTurn with Retry; the retry is ignored (use Done)", "url", l.Request.URL)
+		info.Retry = false
+	}
+	l.turnEnded = true
+	f.endTurnLocked(l, info)
+}
+
+// endTurnLocked frees l's slot of its key and sets the key's clock (Done,
+// EndTurn).
+func (f *Frontier) endTurnLocked(l *Lease, info DoneInfo) {
 	ks := l.ks
 	ks.leases--
-	f.leased--
 	now := f.cfg.Now()
 	started := l.Start
 	if info.Started.After(started) {
@@ -726,6 +775,31 @@ func (f *Frontier) Stats() Stats {
 		ReadyKeys:  f.ready.countReady(f.cfg.Now()),
 		Paused:     f.paused,
 	}
+}
+
+// KeyState is one key's politeness state, as KeyStates reports it.
+type KeyState struct {
+	// Next is the earliest start of the key's next lease; zero when the
+	// frontier keeps no clock for the key (it may start at once). While a
+	// lease of the key is out with PerKey 1, Done sets the real time.
+	Next   time.Time
+	Leases int // leases of the key outstanding
+	Queued int // URLs of the key in memory
+}
+
+// KeyStates reports the politeness state of each of keys, in order; a key
+// the frontier does not know (nothing queued, leased or waiting) has the
+// zero KeyState. It takes the frontier's lock once for all keys.
+func (f *Frontier) KeyStates(keys []string) []KeyState {
+	out := make([]KeyState, len(keys))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, k := range keys {
+		if ks := f.keys[k]; ks != nil {
+			out[i] = KeyState{Next: ks.nextStart, Leases: ks.leases, Queued: ks.queued}
+		}
+	}
+	return out
 }
 
 // Close wakes every waiting Next (they return ErrClosed), drops the queued

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
 )
@@ -52,7 +53,8 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		}
 	} else {
 		st = &CrawlStatus{Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, Errors: []RecentError{},
-			Rows: []Count{}, Outcomes: []Count{}, TopHosts: []Count{}, Updated: v.now().UTC()}
+			Rows: []Count{}, Outcomes: []Count{}, TopHosts: []Count{}, Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
+			Updated: v.now().UTC()}
 	}
 	mw, err := masterworker.ReadStatus(ctx, v.rdb, v.crawl)
 	if err != nil {

@@ -3,16 +3,20 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/store"
@@ -26,6 +30,12 @@ const (
 	SeriesPoints = 120
 	// RecentErrors is how many recent errors a snapshot lists.
 	RecentErrors = 20
+	// MaxHostRows is how many hosts CrawlStatus.Hosts lists at most (those
+	// with the most pages): a crawl of 100 000 hosts still sends a few
+	// kilobytes a second per open dashboard.
+	MaxHostRows = 50
+	// maxExampleError bounds an example's error text, in runes.
+	maxExampleError = 200
 	// refreshEvery is the least time between two reads of records.jsonl.
 	refreshEvery = 500 * time.Millisecond
 )
@@ -46,7 +56,8 @@ type DirView struct {
 	last    map[string]string // URL → outcome of its last record
 	rows    map[string]int64
 	outs    map[string]int64
-	hosts   map[string]int64
+	hosts   map[string]*hostStat
+	failEx  map[string][]crawl.FailedURL // failure class → its first examples
 	bytes   int64
 	perSec  map[int64]int64 // completions by FetchedAt second
 	first   int64           // first FetchedAt second seen; 0 = none
@@ -70,7 +81,8 @@ func (v *DirView) reset() {
 	v.last = map[string]string{}
 	v.rows = map[string]int64{}
 	v.outs = map[string]int64{}
-	v.hosts = map[string]int64{}
+	v.hosts = map[string]*hostStat{}
+	v.failEx = map[string][]crawl.FailedURL{}
 	v.perSec = map[int64]int64{}
 	v.errs = nil
 }
@@ -83,6 +95,15 @@ type recordLine struct {
 	FetchedAt time.Time `json:"fetched_at"`
 	Size      int       `json:"size"`
 	Error     string    `json:"error"`
+	Duration  int64     `json:"duration_ms"`
+}
+
+// hostStat is what DirView counts per host.
+type hostStat struct {
+	pages   int64 // distinct URLs
+	errors  int64 // of which the last record failed
+	fetches int64 // records (every attempt recorded)
+	msSum   int64 // their duration_ms
 }
 
 // refresh reads the lines appended since the last call. A file that
@@ -133,11 +154,29 @@ func (v *DirView) apply(line []byte) {
 		v.corrupt++
 		return
 	}
+	host := hostOf(r.URL)
+	hs := v.hosts[host]
+	if hs == nil {
+		hs = &hostStat{}
+		v.hosts[host] = hs
+	}
 	if prev, ok := v.last[r.URL]; ok {
 		v.rows[crawl.Row(prev)]--
 		v.outs[prev]--
+		if crawl.Failed(prev) {
+			hs.errors--
+			if prev != r.Outcome {
+				v.dropExample(prev, r.URL)
+			}
+		}
 	} else {
-		v.hosts[hostOf(r.URL)]++
+		hs.pages++
+	}
+	hs.fetches++
+	hs.msSum += max(r.Duration, 0)
+	if crawl.Failed(r.Outcome) {
+		hs.errors++
+		v.addExample(r.Outcome, r.URL, r.Error)
 	}
 	v.last[r.URL] = r.Outcome
 	row := crawl.Row(r.Outcome)
@@ -178,6 +217,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	st := &CrawlStatus{
 		Source: "data-dir", State: "unknown", Pages: int64(len(v.last)), Bytes: v.bytes,
 		Updated: now.UTC(), Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, Errors: []RecentError{},
+		Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
 	}
 	if Locked(v.dir) {
 		st.State = "running"
@@ -195,7 +235,12 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		st.Rows = append(st.Rows, Count{row, v.rows[row]})
 	}
 	st.Outcomes = sortedCounts(v.outs, 0)
-	st.TopHosts = sortedCounts(v.hosts, 10)
+	st.Hosts, st.HostsTotal = v.topHosts(MaxHostRows)
+	st.TopHosts = []Count{}
+	for _, h := range st.Hosts[:min(len(st.Hosts), 10)] {
+		st.TopHosts = append(st.TopHosts, Count{h.Host, h.Pages})
+	}
+	st.Failures = v.failures()
 	n := min(len(v.errs), RecentErrors)
 	for i := len(v.errs) - 1; i >= len(v.errs)-n; i-- {
 		st.Errors = append(st.Errors, v.errs[i]) // newest first
@@ -248,4 +293,124 @@ func sortedCounts(m map[string]int64, n int) []Count {
 		out = out[:n]
 	}
 	return out
+}
+
+// addExample records url as an example of failure class outcome, if the
+// class has fewer than crawl.MaxFailureExamples (a URL recorded again in
+// the same class keeps its place, with its latest error).
+func (v *DirView) addExample(outcome, url, errText string) {
+	ex := v.failEx[outcome]
+	errText = shorten(errText, maxExampleError)
+	for i := range ex {
+		if ex[i].URL == url {
+			ex[i].Error = errText
+			return
+		}
+	}
+	if len(ex) < crawl.MaxFailureExamples {
+		v.failEx[outcome] = append(ex, crawl.FailedURL{URL: url, Error: errText})
+	}
+}
+
+// dropExample removes url from the examples of class outcome: its latest
+// record ended otherwise. A later failure of the class takes its place.
+func (v *DirView) dropExample(outcome, url string) {
+	ex := v.failEx[outcome]
+	for i := range ex {
+		if ex[i].URL == url {
+			v.failEx[outcome] = append(ex[:i:i], ex[i+1:]...)
+			return
+		}
+	}
+}
+
+// failures lists the failure classes with URLs, the largest first (ties
+// by class), as crawl.Summary does.
+func (v *DirView) failures() []crawl.FailureClass {
+	out := []crawl.FailureClass{}
+	for class, n := range v.outs {
+		if n <= 0 || !crawl.Failed(class) {
+			continue
+		}
+		out = append(out, crawl.FailureClass{Class: class, URLs: n, Hint: crawl.Hint(class),
+			Examples: append([]crawl.FailedURL{}, v.failEx[class]...)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].URLs != out[j].URLs {
+			return out[i].URLs > out[j].URLs
+		}
+		return out[i].Class < out[j].Class
+	})
+	return out
+}
+
+// topHosts returns the n hosts with the most pages (ties by name), and
+// how many hosts have pages. It keeps a heap of n, so a snapshot of a
+// crawl of many hosts costs O(hosts · log n) and sends n rows.
+func (v *DirView) topHosts(n int) ([]HostRow, int64) {
+	h := &hostHeap{}
+	var total int64
+	for name, hs := range v.hosts {
+		if hs.pages <= 0 {
+			continue
+		}
+		total++
+		e := hostEntry{name, hs}
+		switch {
+		case h.Len() < n:
+			heap.Push(h, e)
+		case h.less(h.e[0], e):
+			h.e[0] = e
+			heap.Fix(h, 0)
+		}
+	}
+	rows := make([]HostRow, h.Len())
+	for i := len(rows) - 1; i >= 0; i-- {
+		e := heap.Pop(h).(hostEntry)
+		r := HostRow{Host: e.name, Pages: e.hs.pages, Errors: e.hs.errors}
+		if e.hs.fetches > 0 {
+			r.MeanLatencyMS = math.Round(float64(e.hs.msSum)/float64(e.hs.fetches)*10) / 10
+		}
+		rows[i] = r
+	}
+	return rows, total
+}
+
+type hostEntry struct {
+	name string
+	hs   *hostStat
+}
+
+// hostHeap is a min-heap of hosts: the root is the host that ranks last
+// (fewest pages, then the greatest name).
+type hostHeap struct{ e []hostEntry }
+
+// less reports whether a ranks below b.
+func (h *hostHeap) less(a, b hostEntry) bool {
+	if a.hs.pages != b.hs.pages {
+		return a.hs.pages < b.hs.pages
+	}
+	return a.name > b.name
+}
+
+func (h *hostHeap) Len() int           { return len(h.e) }
+func (h *hostHeap) Less(i, j int) bool { return h.less(h.e[i], h.e[j]) }
+func (h *hostHeap) Swap(i, j int)      { h.e[i], h.e[j] = h.e[j], h.e[i] }
+func (h *hostHeap) Push(x any)         { h.e = append(h.e, x.(hostEntry)) }
+func (h *hostHeap) Pop() any {
+	x := h.e[len(h.e)-1]
+	h.e = h.e[:len(h.e)-1]
+	return x
+}
+
+// shorten cuts s to its first line and at most n runes, marking a cut
+// with "…".
+func shorten(s string, n int) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

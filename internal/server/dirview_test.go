@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/store"
 )
 
@@ -154,8 +158,128 @@ func FuzzDirViewApply(f *testing.F) {
 		if rows != int64(len(v.last)) {
 			t.Fatalf("rows sum %d for %d URLs", rows, len(v.last))
 		}
+		var pages int64
+		for h, hs := range v.hosts {
+			pages += hs.pages
+			if hs.errors < 0 || hs.errors > hs.pages || hs.msSum < 0 {
+				t.Fatalf("host %q: %+v", h, *hs)
+			}
+		}
+		if pages != int64(len(v.last)) {
+			t.Fatalf("host pages sum %d for %d URLs", pages, len(v.last))
+		}
 		if _, err := v.Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestDirViewHostsAndFailures: the host table counts each host's pages
+// (distinct URLs), errors (URLs whose last record failed) and mean fetch
+// time; it is bounded to MaxHostRows hosts with the most pages; failures
+// are grouped by class with their first examples, and a URL recorded
+// again with another outcome leaves its old class.
+func TestDirViewHostsAndFailures(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, store.RecordsFileName)
+	t0 := time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)
+	clk := &clock{t0.Add(time.Minute)}
+	v := NewDirView(dir, clk.now)
+	var lines string
+	add := func(r store.Record) {
+		r.FetchedAt = t0
+		lines += recLine(t, r)
+	}
+	// big.test: 3 pages, 10 ms and 30 ms; one 404 later fetched again as 200.
+	add(store.Record{URL: "http://big.test/a", Outcome: "200", Status: 200, DurationMS: 10})
+	add(store.Record{URL: "http://big.test/b", Outcome: "404", Status: 404, DurationMS: 30})
+	add(store.Record{URL: "http://big.test/c", Outcome: "200", Status: 200, DurationMS: 20})
+	add(store.Record{URL: "http://big.test/b", Outcome: "200", Status: 200, DurationMS: 20})
+	// loop.test: redirect chains too long, five of them (three examples kept).
+	for i := range 5 {
+		add(store.Record{URL: fmt.Sprintf("http://loop.test/%d", i), Outcome: crawl.OutcomeTooManyRedirects, DurationMS: 5})
+	}
+	// dns failure with a long multi-line error.
+	add(store.Record{URL: "http://nx.invalid/", Outcome: crawl.OutcomeDNS, Error: "lookup nx.invalid: no such host\nsecond line " + strings.Repeat("x", 500)})
+	// Many small hosts: one page each.
+	for i := range MaxHostRows + 30 {
+		add(store.Record{URL: fmt.Sprintf("http://h%03d.test/", i), Outcome: "200", Status: 200, DurationMS: 1})
+	}
+	appendFile(t, path, lines)
+	b, st := snapshotJSON(t, v)
+
+	if len(st.Hosts) != MaxHostRows || st.HostsTotal != int64(MaxHostRows+30+3) {
+		t.Fatalf("%d host rows of %d hosts, want %d of %d", len(st.Hosts), st.HostsTotal, MaxHostRows, MaxHostRows+33)
+	}
+	want := []HostRow{
+		{Host: "loop.test", Pages: 5, Errors: 5, MeanLatencyMS: 5},
+		{Host: "big.test", Pages: 3, Errors: 0, MeanLatencyMS: 20},
+		{Host: "h000.test", Pages: 1, MeanLatencyMS: 1},
+	}
+	for i, w := range want {
+		if st.Hosts[i] != w {
+			t.Errorf("host row %d: %+v, want %+v", i, st.Hosts[i], w)
+		}
+	}
+	if last := st.Hosts[MaxHostRows-1].Host; last != "h047.test" {
+		t.Errorf("last host row %q, want h047.test (ties by name)", last)
+	}
+	if len(st.TopHosts) != 10 || st.TopHosts[0] != (Count{"loop.test", 5}) {
+		t.Errorf("top_hosts %+v", st.TopHosts)
+	}
+	classes := map[string]crawl.FailureClass{}
+	for _, fc := range st.Failures {
+		classes[fc.Class] = fc
+	}
+	if len(st.Failures) != 2 || st.Failures[0].Class != crawl.OutcomeTooManyRedirects {
+		t.Fatalf("failures %+v, want too many redirects then dns (the 404 was fetched again)", st.Failures)
+	}
+	redir := classes[crawl.OutcomeTooManyRedirects]
+	if redir.URLs != 5 || len(redir.Examples) != crawl.MaxFailureExamples || redir.Examples[0].URL != "http://loop.test/0" || redir.Hint != crawl.Hint(crawl.OutcomeTooManyRedirects) {
+		t.Errorf("too many redirects: %+v", redir)
+	}
+	dns := classes[crawl.OutcomeDNS]
+	if len(dns.Examples) != 1 || strings.ContainsAny(dns.Examples[0].Error, "\r\n") || utf8.RuneCountInString(dns.Examples[0].Error) > maxExampleError ||
+		!strings.HasPrefix(dns.Examples[0].Error, "lookup nx.invalid: no such host") {
+		t.Errorf("dns example error not cut to one short line: %+v", dns.Examples)
+	}
+	if bytes.Contains(b, []byte(": null")) && !bytes.Contains(b, []byte(`"config": null`)) {
+		t.Errorf("a null other than config:\n%s", b)
+	}
+
+	// A failed URL that later succeeds leaves its class; the next failure
+	// of the class takes its place among the examples.
+	appendFile(t, path, recLine(t, store.Record{URL: "http://loop.test/1", Outcome: "200", Status: 200, FetchedAt: t0})+
+		recLine(t, store.Record{URL: "http://loop.test/0", Outcome: "200", Status: 200, FetchedAt: t0})+
+		recLine(t, store.Record{URL: "http://loop.test/9", Outcome: crawl.OutcomeTooManyRedirects, FetchedAt: t0}))
+	clk.t = clk.t.Add(time.Second)
+	_, st = snapshotJSON(t, v)
+	redir = st.Failures[0]
+	var ex []string
+	for _, e := range redir.Examples {
+		ex = append(ex, e.URL)
+	}
+	if redir.URLs != 4 || strings.Join(ex, " ") != "http://loop.test/2 http://loop.test/9" {
+		t.Errorf("after two URLs of the class succeeded: %d URLs, examples %q", redir.URLs, ex)
+	}
+	if h := st.Hosts[0]; h.Host != "loop.test" || h.Pages != 6 || h.Errors != 4 {
+		t.Errorf("loop.test after re-records: %+v", h)
+	}
+}
+
+// BenchmarkDirViewSnapshot100kHosts: a snapshot of a crawl of 100 000
+// hosts (the host table is bounded, so the answer stays small).
+func BenchmarkDirViewSnapshot100kHosts(b *testing.B) {
+	v := NewDirView(b.TempDir(), nil)
+	for i := range 100_000 {
+		v.apply(fmt.Appendf(nil, `{"url":"http://h%d.test/","outcome":"200","duration_ms":%d}`, i, i%100))
+	}
+	v.read = time.Now().Add(time.Hour) // no refresh
+	b.ResetTimer()
+	for b.Loop() {
+		st, err := v.Snapshot(context.Background())
+		if err != nil || len(st.Hosts) != MaxHostRows {
+			b.Fatal(err, len(st.Hosts))
+		}
+	}
 }

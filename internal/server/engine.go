@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/frontier"
 )
 
 // Engine is what the server uses of a crawl running in this process.
@@ -19,6 +20,11 @@ type Engine interface {
 	Resume() error
 	Stop()
 	AddSeeds(ctx context.Context, urls []string) (int, error)
+	// HostStates reports the politeness state of each host (host[:port]),
+	// in order; ok is false when politeness is not kept per host (--per-ip).
+	HostStates(hosts []string) (states []frontier.KeyState, ok bool)
+	// Config is the crawl's effective configuration.
+	Config() crawl.Config
 }
 
 var _ Engine = (*crawl.Engine)(nil)
@@ -29,6 +35,7 @@ var _ Engine = (*crawl.Engine)(nil)
 type EngineView struct {
 	eng      Engine
 	dir      *DirView
+	now      func() time.Time
 	finished atomic.Bool
 }
 
@@ -40,7 +47,10 @@ var (
 // NewEngineView views eng, which writes its records into dataDir; now
 // may be nil (time.Now).
 func NewEngineView(eng Engine, dataDir string, now func() time.Time) *EngineView {
-	return &EngineView{eng: eng, dir: NewDirView(dataDir, now)}
+	if now == nil {
+		now = time.Now
+	}
+	return &EngineView{eng: eng, dir: NewDirView(dataDir, now), now: now}
 }
 
 // Finished marks the engine's Run as returned: the state becomes
@@ -55,6 +65,7 @@ func (v *EngineView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	}
 	st.Source = "in-process"
 	st.Control = !v.finished.Load()
+	st.Config = NewCrawlConfig(v.eng.Config())
 	st.State = v.eng.RunState()
 	if v.finished.Load() {
 		st.State = "finished"
@@ -62,7 +73,31 @@ func (v *EngineView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	}
 	p := v.eng.Progress()
 	st.Queue = &Queue{Queued: int64(p.Queued), InFlight: int64(p.InFlight), Hosts: int64(p.Hosts)}
+	v.hostClock(st)
 	return st, nil
+}
+
+// hostClock fills the politeness fields of st.Hosts from the engine's
+// frontier: the time to each host's next allowed start, rounded up to the
+// millisecond, 0 when it may start now.
+func (v *EngineView) hostClock(st *CrawlStatus) {
+	names := make([]string, len(st.Hosts))
+	for i, h := range st.Hosts {
+		names[i] = h.Host
+	}
+	states, ok := v.eng.HostStates(names)
+	if !ok || len(states) != len(names) {
+		return
+	}
+	st.HostClock = true
+	now := v.now()
+	for i, ks := range states {
+		h := &st.Hosts[i]
+		h.InFlight, h.Queued = ks.Leases, ks.Queued
+		if wait := ks.Next.Sub(now); !ks.Next.IsZero() && wait > 0 {
+			h.NextFetchMS = (wait + time.Millisecond - 1).Milliseconds()
+		}
+	}
 }
 
 // engineErr maps the engine's errors to the server's.

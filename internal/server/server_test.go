@@ -21,6 +21,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/html"
+
+	"github.com/spider-crawler/spider/internal/crawl"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -103,8 +105,17 @@ func testStatus() CrawlStatus {
 		Nodes:    []Node{{ID: "n1", Role: "peer", Weight: 100, Buckets: 2048, PagesPerSec: 28.1, Queue: 250}},
 		Topics:   []Topic{},
 		Errors:   []RecentError{{At: at, URL: "http://www.d0.test/<script>alert(1)</script>", Outcome: "404", Status: 404}},
-		Control:  true,
-		Updated:  at,
+		Hosts: []HostRow{{Host: "www.d0.test", Pages: 700, Errors: 34, MeanLatencyMS: 12.5, NextFetchMS: 400, InFlight: 1, Queued: 20},
+			{Host: "d1.test", Pages: 534, MeanLatencyMS: 8}},
+		HostsTotal: 2,
+		HostClock:  true,
+		Failures: []crawl.FailureClass{{Class: "404", URLs: 34, Hint: crawl.Hint("404"),
+			Examples: []crawl.FailedURL{{URL: "http://www.d0.test/<script>alert(1)</script>"}}}},
+		Config: NewCrawlConfig(crawl.Config{Seeds: []string{"http://www.d0.test/"}, Scope: "seeds", MaxDepth: 5, MaxPages: 2000,
+			Concurrency: 32, PerHost: 1, Delay: crawl.Duration(time.Second), DelayFrom: "done", MaxRetries: 3,
+			Timeout: crawl.Duration(time.Minute), UserAgent: crawl.DefaultUserAgent, RobotsAgent: "spider"}),
+		Control: true,
+		Updated: at,
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
 )
 
 // Errors a Searcher or Controller returns to choose the HTTP answer; wrap
@@ -130,6 +132,21 @@ type CrawlStatus struct {
 	Nodes  []Node        `json:"nodes"`
 	Topics []Topic       `json:"topics"`
 	Errors []RecentError `json:"recent_errors"`
+	// Hosts are the MaxHostRows hosts with the most pages (ties by name)
+	// out of HostsTotal hosts with records. Their politeness fields
+	// (HostRow.NextFetchMS, InFlight, Queued) are known only when
+	// HostClock is set: the crawl runs in this process.
+	Hosts      []HostRow `json:"hosts"`
+	HostsTotal int64     `json:"hosts_total"`
+	HostClock  bool      `json:"host_clock"`
+	// Failures are the failed URLs by class, the largest class first, with
+	// the first crawl.MaxFailureExamples URLs of each and the same hints
+	// as the CLI's summary; empty when no URL failed.
+	Failures []crawl.FailureClass `json:"failures"`
+	// Config is the crawl's effective configuration, nil when this view
+	// cannot know it (a data directory read from outside the crawl, a
+	// distributed crawl). It never holds a secret.
+	Config *CrawlConfig `json:"config"`
 	// Control tells whether the control endpoints act on this crawl.
 	Control bool `json:"control"`
 	// Updated is when this snapshot was taken.
@@ -191,4 +208,73 @@ type RecentError struct {
 	Outcome string    `json:"outcome"`
 	Status  int       `json:"status"`
 	Error   string    `json:"error,omitempty"`
+}
+
+// HostRow is one host of the dashboard's host table.
+type HostRow struct {
+	Host   string `json:"host"`   // host[:port]
+	Pages  int64  `json:"pages"`  // distinct URLs completed
+	Errors int64  `json:"errors"` // of which the last record failed (crawl.Failed)
+	// MeanLatencyMS is the mean fetch time of the host's records (every
+	// attempt recorded, the latest record of a URL and earlier ones alike).
+	MeanLatencyMS float64 `json:"mean_latency_ms"`
+	// NextFetchMS is how long until the host's next request may start by
+	// the crawl's politeness (delay, robots.txt Crawl-delay, back-off); 0:
+	// now. InFlight is its requests being made, Queued its URLs waiting in
+	// memory. All three are 0 when CrawlStatus.HostClock is false.
+	NextFetchMS int64 `json:"next_fetch_ms"`
+	InFlight    int   `json:"in_flight"`
+	Queued      int   `json:"queued"`
+}
+
+// CrawlConfig is the part of a crawl's effective configuration the
+// dashboard shows: the crawl's rules, never a secret (no token, no Redis
+// URL or password, no local paths).
+type CrawlConfig struct {
+	// Mode is "normal" or "topics" (a topic-focused crawl).
+	Mode string `json:"mode"`
+	// Seeds are the first MaxConfigSeeds seeds of SeedsTotal.
+	Seeds       []string `json:"seeds"`
+	SeedsTotal  int      `json:"seeds_total"`
+	Scope       string   `json:"scope"`
+	ScopeRegexp string   `json:"scope_regexp,omitempty"`
+	// MaxDepth is the deepest link depth fetched; -1: unlimited.
+	MaxDepth   int  `json:"max_depth"`
+	LooseDepth bool `json:"loose_depth"`
+	// MaxPages is the crawl's page budget; 0: none.
+	MaxPages    int64   `json:"max_pages"`
+	Concurrency int     `json:"concurrency"`
+	PerHost     int     `json:"per_host"`
+	PerIP       bool    `json:"per_ip"`
+	DelayMS     int64   `json:"delay_ms"`
+	DelayFrom   string  `json:"delay_from"`
+	MaxRate     float64 `json:"max_rate"` // requests/s over the crawl; 0: no cap
+	MaxRetries  int     `json:"max_retries"`
+	TimeoutMS   int64   `json:"timeout_ms"`
+	UserAgent   string  `json:"user_agent"`
+	RobotsAgent string  `json:"robots_agent"`
+}
+
+// MaxConfigSeeds bounds CrawlConfig.Seeds.
+const MaxConfigSeeds = 20
+
+// NewCrawlConfig gives what the dashboard shows of cfg (with its defaults
+// filled, as crawl.Engine.Config returns it).
+func NewCrawlConfig(cfg crawl.Config) *CrawlConfig {
+	c := &CrawlConfig{
+		Mode: "normal", SeedsTotal: len(cfg.Seeds), Scope: cfg.Scope, ScopeRegexp: cfg.ScopeRegexp,
+		MaxDepth: cfg.MaxDepth, LooseDepth: cfg.LooseDepth, MaxPages: cfg.MaxPages,
+		Concurrency: cfg.Concurrency, PerHost: cfg.PerHost, PerIP: cfg.PerIP,
+		DelayMS: time.Duration(cfg.Delay).Milliseconds(), DelayFrom: cfg.DelayFrom, MaxRate: cfg.MaxRate,
+		MaxRetries: cfg.MaxRetries, TimeoutMS: time.Duration(cfg.Timeout).Milliseconds(),
+		UserAgent: cfg.UserAgent, RobotsAgent: cfg.RobotsAgent,
+	}
+	if c.MaxDepth < 0 {
+		c.MaxDepth = -1
+	}
+	if cfg.Topics != "" {
+		c.Mode = "topics"
+	}
+	c.Seeds = append([]string{}, cfg.Seeds[:min(len(cfg.Seeds), MaxConfigSeeds)]...)
+	return c
 }
