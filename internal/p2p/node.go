@@ -49,6 +49,7 @@ import (
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
 	"github.com/spider-crawler/spider/internal/rstate"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 // Options configure a node.
@@ -56,8 +57,18 @@ type Options struct {
 	// Crawl names the crawl (the same on every node).
 	Crawl string
 	// NodeID names this node, unique in the crawl; a node restarted with
-	// the same ID takes its buckets and inbox back.
+	// the same ID takes its buckets and inbox back. Empty: the id kept in
+	// the data directory (store.NodeID: generated once as HOST-xxxxxx), so
+	// several nodes on one machine, each with its own data directory, never
+	// share one. Run refuses an id that a live node of another data
+	// directory holds (cluster.ErrNodeIDInUse).
 	NodeID string
+	// Instance tells this node's processes from another node's that claims
+	// the same NodeID (cluster.Member.Instance). Empty: the token kept in
+	// the data directory (store.NodeToken), so a node restarted on its data
+	// directory right after a crash takes its id back at once, before its
+	// old heartbeat expires.
+	Instance string
 	// Weight is the node's number of virtual nodes on the ring: its share
 	// of the buckets. Default 100.
 	Weight int
@@ -84,8 +95,11 @@ const (
 )
 
 func (o *Options) defaults() error {
-	if o.Crawl == "" || o.NodeID == "" {
-		return errors.New("a peer-to-peer node needs --crawl NAME and --node-id ID")
+	if o.Crawl == "" {
+		return errors.New("a peer-to-peer node needs --crawl NAME")
+	}
+	if o.NodeID == "" {
+		return errors.New("a peer-to-peer node needs --node-id ID or a --data directory to keep its id in")
 	}
 	if err := cluster.CheckNodeID(o.NodeID); err != nil {
 		return err
@@ -113,6 +127,30 @@ func (o *Options) defaults() error {
 	}
 	return nil
 }
+
+// fromDataDir fills an empty NodeID and Instance from the data directory
+// dir (nothing without one).
+func (o *Options) fromDataDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	var err error
+	if o.NodeID == "" {
+		if o.NodeID, err = store.NodeID(dir); err != nil {
+			return err
+		}
+	}
+	if o.Instance == "" {
+		if o.Instance, err = store.NodeToken(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IDHint is what a node refused for its id (cluster.ErrNodeIDInUse) is
+// told to do.
+const IDHint = cluster.DefaultIDHint
 
 // settleTime is how long a starting node waits for the member list to stop
 // changing before it takes buckets; handoverRetry how often it asks again
@@ -148,8 +186,13 @@ type Node struct {
 }
 
 // NewNode prepares a node that fetches with fetcher (which it owns from
-// then on).
+// then on, and which holds cfg.Data's lock). An empty opt.NodeID or
+// opt.Instance is read from cfg.Data (generated and kept there the first
+// time: store.NodeID, store.NodeToken).
 func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, logger *slog.Logger) (*Node, error) {
+	if err := opt.fromDataDir(cfg.Data); err != nil {
+		return nil, err
+	}
 	if err := opt.defaults(); err != nil {
 		return nil, err
 	}
@@ -176,7 +219,7 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 	}
 	n.budget = rbudget.New(rdb, rbudget.Keys{Used: n.k.used(), Held: n.k.held()}, opt.NodeID, cfg.MaxPages, rbudget.SlotTTL(cfg), n.log)
 	n.sched.SetBudget(n.budget)
-	n.mem = cluster.NewMembership(rdb, keys, cluster.MembershipConfig{Heartbeat: opt.Heartbeat, TTL: opt.MemberTTL, Logger: n.log})
+	n.mem = cluster.NewMembership(rdb, keys, cluster.MembershipConfig{Heartbeat: opt.Heartbeat, TTL: opt.MemberTTL, Logger: n.log, IDHint: IDHint})
 	return n, nil
 }
 
@@ -225,13 +268,24 @@ func (n *Node) drain(ctx context.Context, bucket int) error {
 	return nil
 }
 
+// ID is the node's id (Options.NodeID, or the one kept in the data
+// directory).
+func (n *Node) ID() string { return n.opt.NodeID }
+
 // Fetched is the number of URLs this node completed.
 func (n *Node) Fetched() int64 { return n.fetched.Load() }
 
 // Run joins the crawl and works until the crawl is done or ctx ends; then it
-// leaves the member list gracefully (its buckets move to the others).
+// leaves the member list gracefully (its buckets move to the others). If a
+// live node of another data directory holds the id, Run does nothing and
+// returns an error wrapping cluster.ErrNodeIDInUse (a *cluster.IDInUseError
+// naming that node's pid and host); if one takes it over while this node
+// was cut off from Redis past its TTL, Run stops with that error.
 func (n *Node) Run(ctx context.Context) error {
-	if _, err := n.mem.Join(ctx, cluster.Member{ID: n.opt.NodeID, Weight: n.opt.Weight}); err != nil {
+	if _, err := n.mem.Join(ctx, cluster.Member{ID: n.opt.NodeID, Weight: n.opt.Weight, Instance: n.opt.Instance}); err != nil {
+		if errors.Is(err, cluster.ErrNodeIDInUse) {
+			return err // the message says it all
+		}
 		return fmt.Errorf("cannot join the crawl: %w", err)
 	}
 	defer n.mem.Close()
@@ -258,6 +312,14 @@ func (n *Node) Run(ctx context.Context) error {
 	g.Go(func() error { return n.coord.Run(gctx) })
 	g.Go(func() error { return n.events(gctx) })
 	g.Go(func() error { return n.watch(gctx) })
+	g.Go(func() error {
+		select {
+		case err := <-n.mem.Taken():
+			return err
+		case <-gctx.Done():
+			return nil
+		}
+	})
 	g.Go(func() error { n.disp.run(gctx); return nil })
 	g.Go(func() error { return n.receive(gctx) })
 	seeds, serr := n.fetcher.SeedRequests()
