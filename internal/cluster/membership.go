@@ -288,6 +288,25 @@ func (m *Membership) join(ctx context.Context, self Member) (int64, error) {
 	return 0, fmt.Errorf("cannot register member %q of crawl %q: unexpected reply %v", self.ID, m.keys.Crawl(), res)
 }
 
+// Check reports, without writing anything, whether Join would refuse id for instance
+// (empty: this Membership's random one): an *IDInUseError (errors.Is ErrNodeIDInUse)
+// when a live member of another instance holds it, nil when it is free or ours. A
+// caller that must not touch an ID's other state (queues, registrations) before it
+// knows the ID is its own checks first; Join still checks again, atomically.
+func (m *Membership) Check(ctx context.Context, id, instance string) error {
+	if err := CheckNodeID(id); err != nil {
+		return err
+	}
+	if instance == "" {
+		instance = m.instance
+	}
+	res, err := checkScript.Run(ctx, m.rdb, m.memberKeys(), id, instance).Slice()
+	if err != nil {
+		return fmt.Errorf("cannot read the member list of crawl %q: %w", m.keys.Crawl(), err)
+	}
+	return m.inUse(id, res)
+}
+
 // inUse decodes a script's {"taken", record, deadline ms, now ms} reply into an
 // *IDInUseError; nil for any other reply.
 func (m *Membership) inUse(id string, res []any) error {

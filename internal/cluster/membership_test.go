@@ -365,3 +365,34 @@ func TestMembershipTakenWhileStalled(t *testing.T) {
 		t.Fatalf("members %+v, want n of hostB only", v.Members)
 	}
 }
+
+// TestMembershipCheck: Check answers as Join would, and writes nothing.
+func TestMembershipCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	keys := mustKeys(t, "m10")
+	a := NewMembership(srv.Client(), keys, fastMembership)
+	if err := a.Check(ctx, "x", "tok-a"); err != nil {
+		t.Fatalf("free id: %v", err)
+	}
+	if n, _ := srv.Client().Exists(ctx, keys.Members(), keys.Info(), keys.Epoch()).Result(); n != 0 {
+		t.Fatalf("Check wrote %d keys", n)
+	}
+	if _, err := a.Join(ctx, Member{ID: "x", Weight: 1, Instance: "tok-a"}); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := NewMembership(srv.Client(), keys, fastMembership)
+	if err := b.Check(ctx, "x", "tok-a"); err != nil {
+		t.Fatalf("same instance: %v", err)
+	}
+	if err := b.Check(ctx, "x", "tok-b"); !errors.Is(err, ErrNodeIDInUse) {
+		t.Fatalf("other instance: %v, want ErrNodeIDInUse", err)
+	}
+	if err := b.Check(ctx, "x", ""); !errors.Is(err, ErrNodeIDInUse) {
+		t.Fatalf("b's own random instance: %v, want ErrNodeIDInUse", err)
+	}
+	if err := b.Check(ctx, "y", "tok-b"); err != nil {
+		t.Fatalf("another id: %v", err)
+	}
+}

@@ -74,6 +74,14 @@ end
 return {'ok', tonumber(redis.call('GET', KEYS[3]) or '0')}
 `)
 
+// checkScript: ARGV = id, instance. Writes nothing; returns the reply of taken, or
+// {"free"}.
+var checkScript = redis.NewScript(luaClock + luaTaken + `
+local t = taken(ARGV[1], ARGV[2])
+if t then return t end
+return {'free'}
+`)
+
 // heartbeatScript: ARGV = id, ttl ms, record JSON, instance. Extends a registered
 // member's deadline and stores its record; returns {"ok"}, {"absent"} when the member is
 // not registered (it expired and was removed, or Redis lost it), or the reply of taken
