@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
@@ -44,7 +44,7 @@ type mixedOptions struct {
 	leave       bool
 }
 
-func mixedFlags(fs *flag.FlagSet) *mixedOptions {
+func mixedFlags(fs *pflag.FlagSet) *mixedOptions {
 	mo := &mixedOptions{}
 	fs.StringVar(&mo.configFile, "protocol-config", "", "with --dedup protocol: YAML file naming the networks, their centers' Redis and their hosts")
 	fs.StringVar(&mo.network, "network", "", "with --dedup protocol: this host's network")

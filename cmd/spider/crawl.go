@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/p2p"
@@ -31,7 +31,7 @@ exits when the whole crawl is done.`
 
 // crawlFlags binds every crawl.Config field to a flag (the local-only ones
 // through localFlags).
-func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
+func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	localFlags(fs, c)
 	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, fmt.Sprintf("largest link depth fetched; seeds are 0; -1 = unlimited (range -1 to %d)", crawl.MaxMaxDepth))
 	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts); the same pages as by levels: a page found later by a shorter path passes the smaller depth on to its links (also with --redis and spider master)")
@@ -66,7 +66,7 @@ func crawlFlags(fs *flag.FlagSet, c *crawl.Config) {
 // defaults, then the --config file (found in args before parsing), then a
 // flag set whose flags override both. The caller adds its own flags and
 // parses.
-func crawlConfigFlags(name, synopsis string, args []string, stderr io.Writer) (*crawl.Config, *flag.FlagSet, error) {
+func crawlConfigFlags(name, synopsis string, args []string, stderr io.Writer) (*crawl.Config, *pflag.FlagSet, error) {
 	cfg := crawl.NewConfig()
 	if path := findConfigFlag(args); path != "" {
 		if err := crawl.LoadFile(path, &cfg); err != nil {

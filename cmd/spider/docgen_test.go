@@ -63,36 +63,49 @@ func docHelpOf(t *testing.T, name string) string {
 	return out.String() + errb.String()
 }
 
-// docFlag is one flag as "spider CMD -h" prints it.
+// docFlag is one flag as "spider CMD -h" prints it; group is the heading
+// it is printed under ("Flags" for the commands without groups).
 type docFlag struct {
-	name, typ, def, help string
+	name, typ, def, help, group string
 }
 
 var docDefaultRE = regexp.MustCompile(` \(default (.*)\)$`)
 
-// docParseHelp splits -h output into the text before "Flags:" and the flags
-// (flag.PrintDefaults' format: "  -name type" then "    \thelp" lines).
+// docParseHelp splits -h output (help.go's writeHelp) into the text before
+// the first flag heading and the flags: under a heading line ("Flags:",
+// "Other flags:" or a group's heading), "  --name type" then its help on
+// lines indented by six spaces; "Examples:" ends the flags.
 func docParseHelp(t *testing.T, cmd, help string) (string, []docFlag) {
 	t.Helper()
-	head, rest, ok := strings.Cut(help, "\nFlags:\n")
-	if !ok {
-		return strings.TrimSpace(help), nil
+	headings := map[string]bool{"Flags:": true, "Other flags:": true}
+	for _, g := range flagGroups {
+		headings[g.heading+":"] = true
 	}
+	lines := strings.Split(help, "\n")
+	first := len(lines)
+	for i, line := range lines {
+		if headings[line] {
+			first = i
+			break
+		}
+	}
+	head := strings.Join(lines[:first], "\n")
 	var flags []docFlag
-	for _, line := range strings.Split(rest, "\n") {
+	group := ""
+	for _, line := range lines[first:] {
+		if line == "Examples:" {
+			break
+		}
 		switch {
 		case line == "":
-		case strings.HasPrefix(line, "  -"):
-			name, typ, _ := strings.Cut(strings.TrimPrefix(line, "  -"), " ")
-			if n, h, ok := strings.Cut(name, "\t"); ok { // one-letter flags
-				name, typ = n, ""
-				flags = append(flags, docFlag{name: name, help: h})
-				continue
-			}
-			flags = append(flags, docFlag{name: name, typ: strings.TrimSpace(typ)})
-		case strings.HasPrefix(line, "    \t") && len(flags) > 0:
+		case headings[line]:
+			group = strings.TrimSuffix(line, ":")
+		case strings.HasPrefix(line, "  --"):
+			name, typ, _ := strings.Cut(strings.TrimPrefix(line, "  --"), " ")
+			flags = append(flags, docFlag{name: name, typ: strings.TrimSpace(typ), group: group})
+		case strings.HasPrefix(line, "      ") && len(flags) > 0:
 			f := &flags[len(flags)-1]
-			f.help = strings.TrimSpace(f.help + " " + strings.TrimPrefix(line, "    \t"))
+			f.help = strings.TrimSpace(f.help + " " + strings.TrimSpace(line))
 		default:
 			t.Fatalf("spider %s -h: cannot parse the flag line %q; teach docParseHelp its format", cmd, line)
 		}
@@ -128,7 +141,8 @@ Every flag of every ` + "`spider`" + ` subcommand, with its default and its help
 ` + "`spider COMMAND -h`" + ` prints them. The crawl settings (the flags of ` + "`spider crawl`" + ` and
 ` + "`spider master`" + `) can also come from a YAML file given with ` + "`--config FILE`" + `: the keys are the
 flag names with ` + "`_`" + ` for ` + "`-`" + `, and flags override the file ([crawling.md](crawling.md#configuration-file)).
-Flags take one or two dashes (` + "`-data`" + ` = ` + "`--data`" + `).
+Flags take two dashes and their value after a space or ` + "`=`" + ` (` + "`--data DIR`" + `, ` + "`--data=DIR`" + `), and may
+come before or after the arguments; the old single-dash spelling (` + "`-data DIR`" + `) still works.
 
 | command | what it does |
 |---|---|
@@ -153,8 +167,15 @@ Flags take one or two dashes (` + "`-data`" + ` = ` + "`--data`" + `).
 		if len(flags) == 0 {
 			continue
 		}
-		b.WriteString("\n| flag | type | default | meaning |\n|---|---|---|---|\n")
+		group := "\x00"
 		for i, f := range flags {
+			if f.group != group {
+				group = f.group
+				if group != "Flags" {
+					fmt.Fprintf(&b, "\n**%s**\n", group)
+				}
+				b.WriteString("\n| flag | type | default | meaning |\n|---|---|---|---|\n")
+			}
 			def := f.def
 			switch {
 			case i < len(flags3) && flags3[i].def != f.def:
@@ -165,10 +186,7 @@ Flags take one or two dashes (` + "`-data`" + ` = ` + "`--data`" + `).
 				def = "`" + def + "`"
 			}
 			typ := f.typ
-			switch typ {
-			case "value": // a flag.Value: its help text says what it takes
-				typ = ""
-			case "": // flag.PrintDefaults names no type for booleans only
+			if typ == "" { // help names no type for booleans only
 				typ = "bool"
 			}
 			fmt.Fprintf(&b, "| `--%s` | %s | %s | %s |\n", f.name, typ, def, docCell(f.help))

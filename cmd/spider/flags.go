@@ -1,18 +1,21 @@
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/p2p"
 )
 
-// listFlag is a repeatable string flag.
+// listFlag is a repeatable string flag: each --name VALUE appends.
 type listFlag struct{ p *[]string }
 
 func (l listFlag) String() string {
@@ -22,6 +25,9 @@ func (l listFlag) String() string {
 	return strings.Join(*l.p, ",")
 }
 func (l listFlag) Set(s string) error { *l.p = append(*l.p, s); return nil }
+
+// Type names the value in help ("--resolve string") and completion.
+func (l listFlag) Type() string { return "string" }
 
 // durationFlag binds a crawl.Duration.
 type durationFlag struct{ p *crawl.Duration }
@@ -41,43 +47,132 @@ func (d durationFlag) Set(s string) error {
 	return nil
 }
 
-// newFlagSet makes a flag set whose -h output goes to w with a heading.
-func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// Type names the value in help ("--delay duration") and completion.
+func (d durationFlag) Type() string { return "duration" }
+
+// flagSink receives the flag set a run function defines: flagsOf passes
+// one as the run function's stderr (see newFlagSet).
+type flagSink interface {
+	io.Writer
+	takeFlags(fs *pflag.FlagSet, synopsis string)
+}
+
+// newFlagSet makes a command's flag set (pflag, GNU style: --flag value,
+// --flag=value). Its -h/--help output, written to w, is the grouped help
+// of help.go: the synopsis, the flags by group, the examples. If w is a
+// flagSink it is handed the set, so that the cobra command tree knows every
+// command's flags without a second definition of them (flagsOf).
+func newFlagSet(name, synopsis string, w io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprintf(w, "Usage: spider %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
+	fs.Usage = func() { writeHelp(w, name, synopsis, fs) }
+	if s, ok := w.(flagSink); ok {
+		s.takeFlags(fs, synopsis)
 	}
 	return fs
 }
 
 // parseArgs parses args into fs with flags allowed anywhere on the line, as
 // users of wget and curl expect: "spider crawl URL --max-depth 2" is
-// "spider crawl --max-depth 2 URL". The arguments that are not flags (or
-// a flag's value) keep their order in fs.Args(); everything after "--" is
-// an argument even if it starts with "-". The flag package stops at the
-// first argument, so parseArgs parses again after each one.
-func parseArgs(fs *flag.FlagSet, args []string) error {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			positional = append(positional, rest...) // "--" ended the flags
-			break
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
+// "spider crawl --max-depth 2 URL" (pflag's interspersed parsing). The
+// arguments that are not flags (or a flag's value) keep their order in
+// fs.Args(); everything after "--" is an argument even if it starts with
+// "-". Old single-dash long flags ("-max-depth 2", "-data=DIR"), which
+// the Go flag package accepted and scripts may still use, are rewritten to
+// their two-dash form first (normaliseArgs). A flag the command does not
+// have, a missing value or an unparseable one is a usage error (exit 2)
+// on one line naming the flag, its valid range and "spider CMD -h";
+// -h/--help returns pflag.ErrHelp after printing the help.
+func parseArgs(fs *pflag.FlagSet, args []string) error {
+	err := fs.Parse(normaliseArgs(fs, args))
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return err
 	}
-	// fs.Args() becomes the arguments: flags already set keep their values.
-	return fs.Parse(append([]string{"--"}, positional...))
+	return parseError(fs, err)
 }
+
+// normaliseArgs rewrites "-name" and "-name=value" to "--name…" when name
+// is a long flag of fs (more than one letter), and "-help" to "--help";
+// anything else (one-letter flags such as -h, negative numbers, values,
+// unknown names, everything after "--") is left as it is. A non-boolean
+// flag's separate value is never rewritten, so "--user-agent -data" keeps
+// its value.
+func normaliseArgs(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var f *pflag.Flag
+		switch {
+		case strings.HasPrefix(a, "--"):
+			f = fs.Lookup(name)
+		case strings.HasPrefix(a, "-") && len(name) > 1:
+			if f = fs.Lookup(name); f != nil || name == "help" {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+		if f != nil && !hasValue && f.NoOptDefVal == "" && i+1 < len(args) {
+			i++ // the flag's value, whatever it looks like
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+// parseError turns pflag's error into a one-line usage error that names
+// the flag, what it takes (its range, from its help text) and where to read
+// more.
+func parseError(fs *pflag.FlagSet, err error) error {
+	more := fmt.Sprintf("see spider %s -h", fs.Name())
+	var (
+		notExist *pflag.NotExistError
+		noValue  *pflag.ValueRequiredError
+		invalid  *pflag.InvalidValueError
+	)
+	switch {
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		return fmt.Errorf("%w: cannot use --%s %q: give %s; %s", errUsage, f.Name, invalid.GetValue(), flagTakes(f), more)
+	case errors.As(err, &noValue):
+		f := noValue.GetFlag()
+		return fmt.Errorf("%w: --%s needs a value: give %s; %s", errUsage, f.Name, flagTakes(f), more)
+	case errors.As(err, &notExist):
+		name := notExist.GetSpecifiedName()
+		if s := notExist.GetSpecifiedShortnames(); s != "" {
+			name = s
+		}
+		dashes := "--"
+		if notExist.GetSpecifiedShortnames() != "" {
+			dashes = "-"
+		}
+		return fmt.Errorf("%w: unknown flag %s%s: spider %s has no such flag; %s for its flags", errUsage, dashes, name, fs.Name(), more)
+	}
+	return fmt.Errorf("%w: %v; %s", errUsage, err, more)
+}
+
+// flagTakes says what a flag takes: its kind of value, and the range its
+// help text states ("range …", "at most …", "at least …"), if any.
+func flagTakes(f *pflag.Flag) string {
+	kind := map[string]string{
+		"int": "an integer", "int64": "an integer", "uint64": "a whole number", "uint": "a whole number",
+		"float64": "a number", "duration": "a duration such as 500ms or 2s", "bool": "true or false",
+	}[f.Value.Type()]
+	if kind == "" {
+		kind = "a " + f.Value.Type()
+	}
+	if m := flagRangeRE.FindString(f.Usage); m != "" {
+		kind += " (" + m + ")"
+	}
+	return kind
+}
+
+// flagRangeRE finds the range a flag's help text states.
+var flagRangeRE = regexp.MustCompile(`(range:? [^);]*|at most [^);,]*|at least [^);,]*)`)
 
 // wantsHelp reports whether args (a subcommand's) ask for its help before
 // any "--": the help then goes to standard output.
@@ -135,7 +230,7 @@ func checkConfig(c *crawl.Config) error {
 // what concerns the machine a process runs on. spider crawl and master
 // take them with the other crawl flags; spider worker takes only these,
 // and never from Redis.
-func localFlags(fs *flag.FlagSet, c *crawl.Config) {
+func localFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (state, pages, records, WARC); local only")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, fmt.Sprintf("fetch workers (range 1 to %d); local only", crawl.MaxConcurrency))
 	fs.Var(listFlag{&c.Resolve}, "resolve", "HOST:PORT:ADDR like curl's --resolve; HOST may be *.suffix (repeatable); local only")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // badFlags is every crawl flag's out-of-range values: each must be a usage
@@ -125,7 +126,7 @@ func TestFlagRangesInHelp(t *testing.T) {
 	_, help, _ := runCLI(t, "crawl", "-h")
 	for _, f := range []string{"max-depth", "concurrency", "per-host", "delay", "max-crawl-delay", "retry-delay", "connect-timeout",
 		"first-byte-timeout", "timeout", "max-body-bytes", "max-redirects", "max-retries", "fp-rate", "expected-urls", "memory-budget", "max-rate"} {
-		i := strings.Index(help, "\n  -"+f+" ")
+		i := strings.Index(help, "\n  --"+f+" ") // "  --name type", then its help
 		if i < 0 {
 			t.Errorf("no -%s in the help", f)
 			continue
@@ -185,7 +186,7 @@ func TestParseArgsInterspersed(t *testing.T) {
 		{[]string{"--quiet", "--", "-x"}, 5, true, []string{"-x"}},
 		{nil, 5, false, nil},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		depth := fs.Int("max-depth", 5, "")
 		quiet := fs.Bool("quiet", false, "")
 		if err := parseArgs(fs, tc.args); err != nil {
@@ -195,7 +196,7 @@ func TestParseArgsInterspersed(t *testing.T) {
 			t.Errorf("%q: depth %d quiet %v args %q, want %d %v %q", tc.args, *depth, *quiet, fs.Args(), tc.depth, tc.quiet, tc.rest)
 		}
 	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Int("max-depth", 5, "")
 	if err := parseArgs(fs, []string{"http://a/", "--max-depth", "x"}); err == nil {

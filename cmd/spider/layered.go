@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/denoise"
@@ -31,7 +31,7 @@ type layeredOptions struct {
 }
 
 // layeredFlags adds the layered crawl's flags to the crawl command.
-func layeredFlags(fs *flag.FlagSet) *layeredOptions {
+func layeredFlags(fs *pflag.FlagSet) *layeredOptions {
 	lo := &layeredOptions{}
 	fs.IntVar(&lo.rounds, "rounds", layered.DefaultRounds, "layered: rounds to crawl (the depth limit: round r fetches depth r)")
 	fs.IntVar(&lo.groups, "groups", layered.DefaultGroups, "layered: domain-hash groups (map tasks per round); fixed once a crawl started")

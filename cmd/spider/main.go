@@ -1,19 +1,21 @@
 // Command spider is a polite, resumable web crawler and search engine.
-// Each subcommand lives in its own file with a run function; main only
-// dispatches.
+// Each subcommand lives in its own file with a run function that defines
+// and parses its flags (pflag); cli.go builds the cobra command tree over
+// them (dispatch, help, shell completion, man pages).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/store"
@@ -25,44 +27,35 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = []command{
-	{"crawl", "crawl the web from seed URLs (embedded store, resumable)", runCrawl},
-	{"master", "schedule a master–worker crawl over Redis (docs/design.md §1)", runMaster},
-	{"worker", "fetch for a master–worker crawl over Redis", runWorker},
-	{"center", "run a network center of the two-tier de-dup protocol (docs/design.md §0)", runCenter},
-	{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
-	{"index", "build the search index from a crawl (embedded or over Redis)", runIndex},
-	{"search", "query the search index", runSearch},
-	{"rank", "compute PageRank over the crawl's link graph (in memory or over Redis)", runRank},
-	{"serve", "serve the search page, crawl dashboard, JSON API and /metrics", runServe},
-	{"stats", "summarise a crawl's data directory", runStats},
-	{"export", "write a crawl's records as JSON lines or WARC", runExport},
-	{"fsck", "check a data directory for damage and repair it (--repair)", runFsck},
-	{"robots", "check a URL against a robots.txt file", runRobots},
-	{"version", "print the version", runVersion},
+// commands are spider's subcommands, in the order help lists them. Each
+// run function defines its flags (newFlagSet), parses args (parseArgs) and
+// works; the cobra tree (cli.go) dispatches to it. Set in init: completion
+// and man build the cobra tree, which reads this table.
+var commands []command
+
+func init() {
+	commands = []command{
+		{"crawl", "crawl the web from seed URLs (embedded store, resumable)", runCrawl},
+		{"master", "schedule a master–worker crawl over Redis (docs/design.md §1)", runMaster},
+		{"worker", "fetch for a master–worker crawl over Redis", runWorker},
+		{"center", "run a network center of the two-tier de-dup protocol (docs/design.md §0)", runCenter},
+		{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
+		{"index", "build the search index from a crawl (embedded or over Redis)", runIndex},
+		{"search", "query the search index", runSearch},
+		{"rank", "compute PageRank over the crawl's link graph (in memory or over Redis)", runRank},
+		{"serve", "serve the search page, crawl dashboard, JSON API and /metrics", runServe},
+		{"stats", "summarise a crawl's data directory", runStats},
+		{"export", "write a crawl's records as JSON lines or WARC", runExport},
+		{"fsck", "check a data directory for damage and repair it (--repair)", runFsck},
+		{"robots", "check a URL against a robots.txt file", runRobots},
+		{"completion", "print a shell completion script: bash, zsh or fish", runCompletion},
+		{"man", "write a man page for spider and each command into a directory", runMan},
+		{"version", "print the version", runVersion},
+	}
 }
 
 // version is set with -ldflags "-X main.version=…" by release builds.
 var version = "0.1.0-dev"
-
-func usage(w io.Writer) {
-	fmt.Fprintf(w, `spider — a polite, resumable web crawler.
-
-Usage:
-  spider <command> [flags] [arguments]
-
-Commands:
-`)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(w, `
-Run "spider help <command>" (or "spider <command> -h") for a command's flags;
-flags may come before or after the arguments. "spider --version" prints the
-version. Example:
-  spider crawl --max-depth 2 https://example.org/
-`)
-}
 
 func main() {
 	// go-redis prints its own lines about failed dials to stderr; every
@@ -77,56 +70,55 @@ type quietRedisLog struct{}
 
 func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
+// run executes the command line args and returns the exit code (see the
+// table below). The cobra tree (cli.go) finds the command; the command's run
+// function parses its own flags, so the exit codes and messages are those
+// of exitCode whatever the command.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		usage(stdout)
+	if len(args) > 0 {
+		switch args[0] { // the Go flag package's single-dash spellings
+		case "-help":
+			args = append([]string{"--help"}, args[1:]...)
+		case "-version":
+			args = append([]string{"--version"}, args[1:]...)
+		}
+	}
+	var ran ranCommand
+	root := newRootCommand(stdout, stderr, &ran, isCompletion(args))
+	root.SetArgs(args)
+	err := root.Execute()
+	if ran.name == "" { // cobra's own error: an unknown command, a bad root flag
+		if err == nil {
+			return 0
+		}
+		fmt.Fprintf(stderr, "spider: %v\nRun \"spider --help\" for the commands.\n", strings.TrimSuffix(err.Error(), "\n"))
+		return 2
+	}
+	return exitCode(ran.name, ran.err, stderr)
+}
+
+// exitCode maps a command's error to the exit code and prints it.
+func exitCode(name string, err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
 		return 0
+	case errors.Is(err, pflag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage), errors.Is(err, crawl.ErrNoCrawl):
+		fmt.Fprintf(stderr, "spider %s: %v\n", name, err)
+		return 2
+	case errors.As(err, new(resourceError)), errors.Is(err, store.ErrLocked):
+		fmt.Fprintf(stderr, "spider %s: %v\n", name, err)
+		return 3
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "spider: interrupted; run the same command again to resume")
+		return 130
 	}
-	if args[0] == "--version" || args[0] == "-version" {
-		args = []string{"version"}
+	fmt.Fprintf(stderr, "spider %s: %v\n", name, err)
+	if errors.Is(err, syscall.ENOSPC) {
+		fmt.Fprintln(stderr, "spider: the disk holding the data directory is full; free space (or move --data) and run the same command again: it resumes where it stopped")
 	}
-	if args[0] == "help" { // "spider help CMD" is "spider CMD -h"
-		if len(args) == 1 {
-			usage(stdout)
-			return 0
-		}
-		args = []string{args[1], "-h"}
-	}
-	for _, c := range commands {
-		if c.name != args[0] {
-			continue
-		}
-		ctx, stop := signalContext()
-		defer stop()
-		errw := stderr
-		if wantsHelp(args[1:]) {
-			errw = stdout // asked-for help is output, not an error
-		}
-		err := c.run(ctx, args[1:], stdout, errw)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.Is(err, errUsage), errors.Is(err, crawl.ErrNoCrawl):
-			fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
-			return 2
-		case errors.As(err, new(resourceError)), errors.Is(err, store.ErrLocked):
-			fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
-			return 3
-		case errors.Is(err, context.Canceled):
-			fmt.Fprintln(stderr, "spider: interrupted; run the same command again to resume")
-			return 130
-		}
-		fmt.Fprintf(stderr, "spider %s: %v\n", c.name, err)
-		if errors.Is(err, syscall.ENOSPC) {
-			fmt.Fprintln(stderr, "spider: the disk holding the data directory is full; free space (or move --data) and run the same command again: it resumes where it stopped")
-		}
-		return 1
-	}
-	fmt.Fprintf(stderr, "spider: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	return 1
 }
 
 // Exit codes (the same for every subcommand): 0 success; 1 the work ran but

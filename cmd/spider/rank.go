@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/graph"
@@ -76,7 +77,7 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 	if o.logger, err = newLogger(stderr, *logLevel); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	fs.Visit(func(f *flag.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "redis", "crawl", "redis-ca", "redis-cluster", "worker", "log-level":
 		default:

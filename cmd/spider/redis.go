@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/pflag"
 )
 
 // redisFlags are the connection flags shared by the distributed commands.
@@ -23,7 +23,7 @@ type redisFlags struct {
 	caFile  string
 }
 
-func (r *redisFlags) register(fs *flag.FlagSet) {
+func (r *redisFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.url, "redis", os.Getenv("SPIDER_REDIS"), "Redis URL: redis://[user:password@]host:port/db, rediss:// for TLS (default $SPIDER_REDIS)")
 	fs.BoolVar(&r.cluster, "redis-cluster", false, "the URL names Redis Cluster nodes (redis://host1:port1?addr=host2:port2)")
 	fs.StringVar(&r.crawl, "crawl", "default", "crawl name: crawls with different names share one Redis without touching each other")
