@@ -34,6 +34,7 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl/rbudget"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/protocol"
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/urls"
 )
 
@@ -129,6 +130,14 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 		return Result{}, err
 	}
 	defer fetcher.Close()
+	if hopt.Instance == "" && cfg.Data != "" {
+		// The fetcher holds the data directory's lock: a host restarted on this
+		// directory takes its address back at once; another process claiming the
+		// address while this one lives is refused.
+		if hopt.Instance, err = store.NodeToken(cfg.Data); err != nil {
+			return Result{}, err
+		}
+	}
 	host, err := protocol.NewHost(hopt)
 	if err != nil {
 		return Result{}, err
@@ -175,6 +184,14 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	g, gctx := errgroup.WithContext(wctx)
 	g.Go(func() error { return l.feed(gctx) })
 	g.Go(func() error { return l.watch(gctx) })
+	g.Go(func() error {
+		select {
+		case err := <-host.Taken(): // another process holds our address now
+			return err
+		case <-gctx.Done():
+			return nil
+		}
+	})
 	for range cfg.Concurrency {
 		g.Go(func() error { return l.work(gctx) })
 	}

@@ -250,6 +250,12 @@ func (c *Center) Run(ctx context.Context) error {
 	return err
 }
 
+// centerInstance is the Instance every center of network net joins with: the same for
+// all, so a center restarted after a crash takes its network's place back at once (a
+// center keeps no data directory for a token of its own), and two centers started for
+// one network are not refused by the membership (as before instances existed).
+func centerInstance(net string) string { return "center:" + net }
+
 // joinCenters registers this center in the centers' membership kept in every
 // configured center's Redis (its own included): each center learns which networks are
 // live from its own Redis.
@@ -268,7 +274,7 @@ func (c *Center) joinCenters(ctx context.Context) error {
 		m := cluster.NewMembership(rdb, keys, cluster.MembershipConfig{Heartbeat: time.Duration(c.cfg.Heartbeat),
 			TTL: time.Duration(c.cfg.MemberTTL), Logger: c.log})
 		jctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := m.Join(jctx, cluster.Member{ID: c.net, Weight: 1, Addr: c.opt.RedisURL, Meta: map[string]string{"config": c.cfg.Fingerprint()}})
+		_, err := m.Join(jctx, cluster.Member{ID: c.net, Weight: 1, Addr: c.opt.RedisURL, Instance: centerInstance(c.net), Meta: map[string]string{"config": c.cfg.Fingerprint()}})
 		cancel()
 		if err != nil && nw.Name == c.net {
 			return fmt.Errorf("cannot join the centers' membership in our own Redis: %w", err)
@@ -352,7 +358,7 @@ func (c *Center) refresh(ctx context.Context) {
 		m := cluster.NewMembership(cl, keys, cluster.MembershipConfig{Heartbeat: time.Duration(c.cfg.Heartbeat),
 			TTL: time.Duration(c.cfg.MemberTTL), Logger: c.log})
 		jctx, cancel := context.WithTimeout(ctx, time.Second)
-		if _, err := m.Join(jctx, cluster.Member{ID: c.net, Weight: 1, Addr: c.opt.RedisURL, Meta: map[string]string{"config": c.cfg.Fingerprint()}}); err == nil {
+		if _, err := m.Join(jctx, cluster.Member{ID: c.net, Weight: 1, Addr: c.opt.RedisURL, Instance: centerInstance(c.net), Meta: map[string]string{"config": c.cfg.Fingerprint()}}); err == nil {
 			c.centerMems[i] = m
 		}
 		cancel()

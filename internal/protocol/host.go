@@ -40,6 +40,13 @@ type HostOptions struct {
 	// LocalURL is the URL of Local as the center must dial it (it is registered in the
 	// center's Redis).
 	LocalURL string
+	// Instance tells this host's processes from another process started with the same
+	// Network and ID (cluster.Member.Instance): Start refuses an address whose live
+	// holder has another Instance (cluster.ErrNodeIDInUse). mixed.Run passes the data
+	// directory's token (store.NodeToken), so a host restarted on its data directory
+	// takes its address back at once. Empty: "host:NET/ID", the same for every process
+	// of the address, so nothing is refused (as before instances existed).
+	Instance string
 	// AnswerDelay makes the host wait this long before answering each request: a slow
 	// host, for tests and experiments. Default 0.
 	AnswerDelay time.Duration
@@ -103,18 +110,48 @@ func NewHost(opt HostOptions) (*Host, error) {
 	return h, nil
 }
 
+// Taken delivers the error (wrapping cluster.ErrNodeIDInUse) of a heartbeat that found
+// the host's address held by another live process, which joined while this host was
+// cut off from its center's Redis past the TTL; the host's heartbeats stop then, and
+// its crawl loop should stop too. Nil before Start.
+func (h *Host) Taken() <-chan error {
+	if h.mem == nil {
+		return nil
+	}
+	return h.mem.Taken()
+}
+
 // Addr returns the host's node address "NET/ID".
 func (h *Host) Addr() string { return h.addr }
 
-// Start recovers what a crash left half-done (tasks in processing go back to task_pool,
-// frames back to their queues), registers the host with its center (so URLs are assigned
-// to it) and joins the network's membership, then runs the local pass, the answers and
-// the forwarder until Close. It returns ErrDone if the crawl is finished.
+// IDHint is what a host refused for its address (cluster.ErrNodeIDInUse) is told to do.
+const IDHint = "give each host of a network its own --host-id"
+
+// Start checks that no live host of another Instance holds the address (else an error
+// wrapping cluster.ErrNodeIDInUse that names that host's pid and machine, before
+// anything is touched), recovers what a crash left half-done (tasks in processing go
+// back to task_pool, frames back to their queues), registers the host with its center
+// (so URLs are assigned to it) and joins the network's membership, then runs the local
+// pass, the answers and the forwarder until Close. It returns ErrDone if the crawl is
+// finished.
 func (h *Host) Start(ctx context.Context) error {
 	if done, err := h.Done(ctx); err != nil {
 		return err
 	} else if done {
 		return ErrDone
+	}
+	keys, err := cluster.NewKeys(HostMembersCrawl(h.cfg.Crawl, h.opt.Network))
+	if err != nil {
+		return err
+	}
+	instance := h.opt.Instance
+	if instance == "" {
+		instance = "host:" + h.addr
+	}
+	h.mem = cluster.NewMembership(h.opt.Center, keys, cluster.MembershipConfig{
+		Heartbeat: time.Duration(h.cfg.Heartbeat), TTL: time.Duration(h.cfg.MemberTTL), Logger: h.log, IDHint: IDHint})
+	if err := h.mem.Check(ctx, h.opt.ID, instance); err != nil {
+		return fmt.Errorf("cannot start host %s: %w", h.addr, err)
 	}
 	if err := h.tr.recover(ctx); err != nil {
 		return err
@@ -137,14 +174,8 @@ func (h *Host) Start(ctx context.Context) error {
 	if _, err := reg.Exec(ctx); err != nil {
 		return fmt.Errorf("cannot register host %s with its center's Redis: %w", h.addr, err)
 	}
-	keys, err := cluster.NewKeys(HostMembersCrawl(h.cfg.Crawl, h.opt.Network))
-	if err != nil {
-		return err
-	}
-	h.mem = cluster.NewMembership(h.opt.Center, keys, cluster.MembershipConfig{
-		Heartbeat: time.Duration(h.cfg.Heartbeat), TTL: time.Duration(h.cfg.MemberTTL), Logger: h.log})
-	if _, err := h.mem.Join(ctx, cluster.Member{ID: h.opt.ID, Weight: 1, Meta: map[string]string{"config": h.cfg.Fingerprint()}}); err != nil {
-		return fmt.Errorf("cannot join network %s: %w", h.opt.Network, err)
+	if _, err := h.mem.Join(ctx, cluster.Member{ID: h.opt.ID, Weight: 1, Instance: instance, Meta: map[string]string{"config": h.cfg.Fingerprint()}}); err != nil {
+		return fmt.Errorf("cannot join network %s as host %s: %w", h.opt.Network, h.opt.ID, err)
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
