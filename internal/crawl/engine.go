@@ -5,10 +5,13 @@
 //   - the scheduling role: a State (durable pending and seen sets) and a
 //     frontier (priorities and politeness) deciding what to fetch next.
 //
-// Engine runs both in one process, the loop every worker goes through:
+// Engine runs both in one process, as a pipeline (pipeline.go):
 //
 //	lease := frontier.Next()            // politeness: one host, its delay
-//	visit := fetcher.Visit(lease)       // robots, fetch, parse, store locally
+//	fetched := fetcher.Fetch(lease)     // robots, HTTP, the answer read
+//	frontier.EndTurn(lease)             // the host's next request may start
+//	  ── bounded queue to the page workers ──
+//	visit := fetcher.Process(fetched)   // parse, store locally
 //	state.Complete(req, outcome, links) // one atomic transaction
 //	frontier.PushAll(new URLs); frontier.Done(lease)
 //
@@ -31,7 +34,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
@@ -59,6 +61,7 @@ type Engine struct {
 	*Scheduler
 	cfg      Config
 	fetcher  *Fetcher
+	hooks    pipelineHooks // tests only
 	stopOnce sync.Once
 	stop     context.CancelFunc
 	ctl      control // Pause, Resume, Stop, AddSeeds (control.go)
@@ -485,20 +488,15 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.log.Info("page limit already reached", "max_pages", e.cfg.MaxPages)
 		return nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	for i := 0; i < e.cfg.Concurrency; i++ {
-		g.Go(func() error { return e.worker(gctx, nextCtx) })
-	}
+	pctx, stopPipeline := context.WithCancel(ctx)
+	defer stopPipeline()
 	var daemonErr chan error
-	stopDaemon := func() {}
 	if e.topics != nil {
-		dctx, cancel := context.WithCancel(gctx)
-		stopDaemon = cancel
 		daemonErr = make(chan error, 1)
-		go func() { daemonErr <- e.topicDaemon(dctx, e.fetcher) }()
+		go func() { daemonErr <- e.topicDaemon(pctx, e.fetcher) }()
 	}
-	err = g.Wait()
-	stopDaemon()
+	err = e.runPipeline(pctx, nextCtx)
+	stopPipeline()
 	if daemonErr != nil {
 		if derr := <-daemonErr; derr != nil && err == nil {
 			err = derr
@@ -509,51 +507,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		err = serr
 	}
 	return err
-}
-
-// worker fetches until the frontier is drained, the page limit stops the
-// hand-out (nextCtx), or ctx ends.
-func (e *Engine) worker(ctx, nextCtx context.Context) error {
-	for {
-		lease, err := e.Next(nextCtx)
-		if errors.Is(err, frontier.ErrDrained) && e.topics != nil && e.topics.revisits() {
-			// Time-critical topics revisit their hubs: the crawl goes on
-			// until MaxPages or ctx, waiting for the next revisit.
-			select {
-			case <-nextCtx.Done():
-				return nil
-			case <-time.After(time.Duration(e.topics.cfg.Tick)):
-				continue
-			}
-		}
-		if errors.Is(err, ErrLimitReached) {
-			e.stopAtLimit()
-			return nil
-		}
-		if errors.Is(err, frontier.ErrDrained) || err != nil && nextCtx.Err() != nil && ctx.Err() == nil {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		v, err := e.fetcher.Visit(ctx, lease.Request, lease.Start)
-		if err != nil || ctx.Err() != nil {
-			// A local store failed, or the crawl is stopping: the URL stays
-			// pending for the next run.
-			e.Release(lease, false)
-			if err == nil {
-				err = ctx.Err()
-			}
-			return err
-		}
-		if err := e.Finish(ctx, lease, v); err != nil {
-			return err
-		}
-		if e.LimitReached() {
-			e.stopAtLimit()
-			return nil
-		}
-	}
 }
 
 // stopAtLimit ends the hand-out once the budget is spent.
@@ -593,7 +546,8 @@ func (s *Scheduler) completed(ctx context.Context) (int64, error) {
 
 // Finish applies a visit to the state and the frontier: a retry is
 // persisted (attempt count) and put back; anything else completes the URL
-// and queues its newly discovered links, before the host is released. An
+// and queues its newly discovered links, before the lease ends (and with
+// it the host's turn, unless EndTurn ended it when the answer was read). An
 // error means the state failed and the crawl cannot go on.
 func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) error {
 	req := lease.Request

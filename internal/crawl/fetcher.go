@@ -447,17 +447,63 @@ func (f *Fetcher) arrivalBound(t *reqTrace) time.Time {
 // returning, so the scheduler may complete it. It returns an error only
 // when local storage failed; everything a web server does wrong is an
 // outcome.
+//
+// Visit is Fetch then Process: a caller that ends the host's turn as soon
+// as the answer was read (Scheduler.EndTurn) calls the two itself.
 func (f *Fetcher) Visit(ctx context.Context, req frontier.Request, leaseStart time.Time) (Visit, error) {
+	return f.Process(ctx, f.Fetch(ctx, req, leaseStart))
+}
+
+// Fetched is one URL's answer, read (or why there is none: robots.txt, a
+// network error, a retry), and not yet processed: Fetch makes it, Process
+// parses and stores it. It holds the body, so a bounded number of them
+// should be waiting at any time.
+type Fetched struct {
+	req        frontier.Request
+	leaseStart time.Time
+	start      time.Time
+	res        result
+}
+
+// Fetch does the part of a visit that talks to the URL's host: robots.txt
+// (under the host's lease), the request and the reading of the answer. It
+// returns when the answer has been read; the host's turn may end then
+// (Fetched.Turn, Scheduler.EndTurn) while Process parses and stores it.
+func (f *Fetcher) Fetch(ctx context.Context, req frontier.Request, leaseStart time.Time) *Fetched {
 	start := time.Now()
-	res := f.visit(ctx, req, leaseStart)
-	v := Visit{Request: req, Outcome: res.rec.Outcome, Discovered: res.discovered, Beyond: res.beyond, Retry: res.retry,
-		Delay: res.delay, CrawlDelay: res.crawlDelay, Fingerprint: res.fp, Text: res.text}
+	return &Fetched{req: req, leaseStart: leaseStart, start: start, res: f.visit(ctx, req, leaseStart)}
+}
+
+// Turn is what the host's turn needs from the fetch, known before the
+// answer is processed: Request, Outcome (the status so far), Retry, Delay,
+// CrawlDelay and RequestAfter. A Turn with Retry is final: Process adds
+// nothing to it.
+func (fd *Fetched) Turn() Visit {
+	res := &fd.res
+	v := Visit{Request: fd.req, Outcome: res.rec.Outcome, Retry: res.retry, Delay: res.delay, CrawlDelay: res.crawlDelay}
 	if !res.requested.IsZero() {
-		v.RequestAfter = max(res.requested.Sub(leaseStart), 0)
+		v.RequestAfter = max(res.requested.Sub(fd.leaseStart), 0)
 	}
+	return v
+}
+
+// Process parses what Fetch read (links, title, text, fingerprint) and,
+// unless the URL is to be retried or ctx has ended, stores it locally
+// (body, record, WARC) before returning, so that the scheduler may
+// complete it. It returns an error only when local storage failed. Call
+// it once per Fetched.
+func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
+	res := &fd.res
+	req := fd.req
+	if res.page != nil && ctx.Err() == nil {
+		f.parsePage(res, req)
+	}
+	v := fd.Turn()
+	v.Outcome, v.Discovered, v.Beyond, v.Fingerprint, v.Text = res.rec.Outcome, res.discovered, res.beyond, res.fp, res.text
 	if res.retry || ctx.Err() != nil {
 		return v, nil
 	}
+	start := fd.start
 	rec := &res.rec
 	rec.PageNo = -1
 	if res.body != nil {
@@ -502,6 +548,10 @@ type result struct {
 	fp         uint64
 	text       string // parsed page text
 	exchange   *warc.Exchange
+	// page is a 2xx HTML answer still to be parsed (Process), with
+	// pageBase the URL its links resolve against; nil once parsed.
+	page     *fetch.Response
+	pageBase *url.URL
 }
 
 // visit checks robots.txt, fetches and parses one URL.
@@ -624,30 +674,38 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 		res.body = resp.Body
 		return res
 	}
+	res.body = resp.Body
+	res.page, res.pageBase = resp, u
+	if resp.FinalURL != nil {
+		res.pageBase = resp.FinalURL
+	}
+	return res
+}
+
+// parsePage converts res.page to UTF-8 and parses it: title, text,
+// fingerprint, out-links and discovered requests.
+func (f *Fetcher) parsePage(res *result, req frontier.Request) {
+	resp, base := res.page, res.pageBase
+	res.page, res.pageBase = nil, nil
+	rec := &res.rec
 	body, err := resp.UTF8()
 	if err != nil {
 		rec.Error = "cannot convert to UTF-8: " + err.Error()
-		res.body = resp.Body
-		return res
+		return
 	}
 	res.body = body
-	base := u
-	if resp.FinalURL != nil {
-		base = resp.FinalURL
-	}
 	page, err := parse.Parse(base, body, parse.Options{})
 	if err != nil {
 		rec.Error = "cannot parse HTML: " + err.Error()
-		return res
+		return
 	}
 	rec.Title = page.Title
 	if len(page.Text) > 0 {
 		res.fp = dedup.Fingerprint([]byte(page.Text))
 		res.text = page.Text
 	}
-	f.links(&res, base, page, req.Depth)
+	f.links(res, base, page, req.Depth)
 	res.exchange.OutLinks = rec.OutLinks
-	return res
 }
 
 // links normalises the page's links into the record's out-links and keeps

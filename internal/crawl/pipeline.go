@@ -1,0 +1,192 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// The engine's crawl is a two-stage pipeline (issue #22):
+//
+//	fetch workers (Config.Concurrency)         page workers (pageWorkers)
+//	  lease := Next()                            Process(fetched): parse, store
+//	  fetched := Fetch(lease): robots, HTTP ──▶   Finish: Complete + PushAll, Done
+//	  EndTurn(lease): the host's turn ends      (bounded queue: a fetch worker
+//	                                             waits while it is full)
+//
+// A host's next request may start (after its delay, counted from the end
+// of the previous answer as before, or from its start with DelayFrom
+// "start") while the previous page is still parsed, stored and committed.
+// Crash safety is unchanged: the URL stays pending (and in flight, and in
+// the frontier's lease count: no ErrDrained, the Strict level barrier
+// holds) until Finish's Complete, the transaction that adds its links; a
+// retry is not pipelined (Finish re-queues it under the host's turn).
+
+// pageWorkers is the number of page workers of a crawl with concurrency
+// fetch workers: one per CPU the process may use, at most one per fetch
+// worker.
+func pageWorkers(concurrency int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), concurrency))
+}
+
+// pageJob is a fetched answer waiting for a page worker.
+type pageJob struct {
+	lease   *frontier.Lease
+	fetched *Fetched
+}
+
+// EndTurn ends the host's turn of lease once its answer has been read
+// (turn is Fetched.Turn): the host's robots.txt Crawl-delay is applied and
+// the frontier may hand out the host's next URL after the host's delay,
+// counted as Finish would count it (Visit.Delay, Visit.RequestAfter for
+// DelayFrom "start"), while the lease's URL stays in flight until Finish
+// or Release. A retry (turn.Retry) does nothing here: Finish re-queues it
+// under the host's turn, so that it never runs before its Done.
+func (s *Scheduler) EndTurn(lease *frontier.Lease, turn Visit) {
+	if turn.Retry {
+		return
+	}
+	if turn.CrawlDelay > 0 {
+		s.fr.SetKeyDelay(lease.Request.Key, turn.CrawlDelay)
+	}
+	s.fr.EndTurn(lease, turn.doneInfo(lease))
+}
+
+// pipelineHooks are test hooks of the engine's pipeline; nil fields are
+// not called.
+type pipelineHooks struct {
+	// beforeFinish is called by a page worker after Process and before
+	// Finish (the state commit) of req.
+	beforeFinish func(req frontier.Request)
+}
+
+// runPipeline runs the fetch workers and the page workers until the
+// frontier is drained, the hand-out ends (nextCtx: Stop, the page limit),
+// ctx ends, or a worker fails; it returns the first error.
+func (e *Engine) runPipeline(ctx, nextCtx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	// A failing worker ends the hand-out too, so that the fetch workers
+	// waiting in Next return.
+	hctx, stopHand := context.WithCancel(nextCtx)
+	defer stopHand()
+	stopOnFail := context.AfterFunc(gctx, stopHand)
+	defer stopOnFail()
+
+	pages := pageWorkers(e.cfg.Concurrency)
+	jobs := make(chan pageJob, pages)
+	var fetchers sync.WaitGroup
+	for i := 0; i < e.cfg.Concurrency; i++ {
+		fetchers.Add(1)
+		g.Go(func() error {
+			defer fetchers.Done()
+			return e.fetchWorker(gctx, hctx, jobs)
+		})
+	}
+	g.Go(func() error {
+		fetchers.Wait()
+		close(jobs)
+		return nil
+	})
+	for i := 0; i < pages; i++ {
+		g.Go(func() error { return e.pageWorker(gctx, jobs) })
+	}
+	err := g.Wait()
+	// After a failure, answers may be left in the queue: their URLs stay
+	// pending for the next run.
+	for job := range jobs {
+		e.Release(job.lease, false)
+	}
+	return err
+}
+
+// fetchWorker leases URLs and fetches them until the frontier is drained,
+// the hand-out ends (nextCtx), or ctx ends; each answer read is handed to
+// the page workers (jobs), waiting while the queue is full.
+func (e *Engine) fetchWorker(ctx, nextCtx context.Context, jobs chan<- pageJob) error {
+	for {
+		lease, err := e.Next(nextCtx)
+		if errors.Is(err, frontier.ErrDrained) && e.topics != nil && e.topics.revisits() {
+			// Time-critical topics revisit their hubs: the crawl goes on
+			// until MaxPages or ctx, waiting for the next revisit.
+			select {
+			case <-nextCtx.Done():
+				return nil
+			case <-time.After(time.Duration(e.topics.cfg.Tick)):
+				continue
+			}
+		}
+		if errors.Is(err, ErrLimitReached) {
+			e.stopAtLimit()
+			return nil
+		}
+		if errors.Is(err, frontier.ErrDrained) || err != nil && nextCtx.Err() != nil && ctx.Err() == nil {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		fetched := e.fetcher.Fetch(ctx, lease.Request, lease.Start)
+		if ctx.Err() != nil {
+			// The crawl is stopping: the URL stays pending for the next run.
+			e.Release(lease, false)
+			return ctx.Err()
+		}
+		turn := fetched.Turn()
+		if turn.Retry {
+			// Nothing to process: the retry is recorded and re-queued
+			// under the host's turn.
+			if err := e.Finish(ctx, lease, turn); err != nil {
+				return err
+			}
+			continue
+		}
+		e.EndTurn(lease, turn)
+		select {
+		case jobs <- pageJob{lease: lease, fetched: fetched}:
+		case <-ctx.Done():
+			e.Release(lease, false)
+			return ctx.Err()
+		}
+	}
+}
+
+// pageWorker processes fetched answers (parse, store, Finish) until jobs
+// is closed or one fails; once ctx has ended it releases them instead
+// (their URLs stay pending for the next run).
+func (e *Engine) pageWorker(ctx context.Context, jobs <-chan pageJob) error {
+	for job := range jobs {
+		if ctx.Err() != nil {
+			e.Release(job.lease, false)
+			continue
+		}
+		v, err := e.fetcher.Process(ctx, job.fetched)
+		if err != nil || ctx.Err() != nil {
+			// A local store failed, or the crawl is stopping: the URL
+			// stays pending for the next run.
+			e.Release(job.lease, false)
+			if err == nil {
+				continue // the others are released as they come
+			}
+			return err
+		}
+		if h := e.hooks.beforeFinish; h != nil {
+			h(job.lease.Request)
+		}
+		if err := e.Finish(ctx, job.lease, v); err != nil {
+			return err
+		}
+		if e.LimitReached() {
+			e.stopAtLimit()
+		}
+	}
+	return nil
+}
