@@ -2,6 +2,7 @@ package layered
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,7 +55,11 @@ type Options struct {
 	CacheSize int
 	// Redis, when set, runs the map steps as leased tasks on Redis
 	// (distributed form); Crawl names the crawl's keys and NodeID this
-	// process.
+	// process (default HOST-PID). NodeID need not be unique: each worker's
+	// id is NodeID plus a number from a Redis counter, and the coordinator
+	// lease carries a random token of this process besides NodeID, so two
+	// processes with one NodeID (containers with one host name, each pid 1)
+	// never share a task list or the coordinator role.
 	Redis  redis.UniversalClient
 	Crawl  string
 	NodeID string
@@ -98,6 +103,9 @@ type Crawler struct {
 	curFrom time.Time
 	// fetchedN counts the URLs this process fetched (tests watch it).
 	fetchedN atomic.Int64
+	// instance tells this process from another with the same NodeID in
+	// the coordinator lease (coordValue).
+	instance string
 }
 
 // New validates the settings, locks the data directory (store.LockDir: a
@@ -147,7 +155,7 @@ func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Regi
 		cfg: cfg, opt: opt, log: logger, m: newMetrics(reg),
 		root:   filepath.Join(cfg.Data, DirName),
 		norm:   &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
-		filter: filter,
+		filter: filter, instance: rand.Text(),
 	}
 	c.lock, err = store.LockDir(cfg.Data, "spider layered", 0)
 	if err != nil {

@@ -150,7 +150,7 @@ func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
 	if created > 0 && statErr != nil {
 		return false, nil // a worker: the crawl's state is in another data directory
 	}
-	ok, err := rdb.SetNX(ctx, k.coord(), c.opt.NodeID, c.opt.LeaseTTL).Result()
+	ok, err := rdb.SetNX(ctx, k.coord(), c.coordValue(), c.opt.LeaseTTL).Result()
 	if err != nil || !ok {
 		return false, err
 	}
@@ -160,6 +160,11 @@ func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
 	c.log.Info("layered: coordinating", "crawl", c.opt.Crawl, "node", c.opt.NodeID)
 	return true, nil
 }
+
+// coordValue is the coordinator lease's value: "NODEID/TOKEN", the token
+// random per process, so that another process with the same NodeID that
+// took the lease after this one's expired is never taken for this one.
+func (c *Crawler) coordValue() string { return c.opt.NodeID + "/" + c.instance }
 
 // coordinateLeased runs the rounds with the map tasks on Redis, keeping the
 // coordinator lease alive.
@@ -175,7 +180,7 @@ func (c *Crawler) coordinateLeased(ctx context.Context, k keys) error {
 				return
 			case <-t.C:
 				// Renew only our own lease (compare and extend in one script).
-				n, err := renewScript.Run(ctx, c.opt.Redis, []string{k.coord()}, c.opt.NodeID, c.opt.LeaseTTL.Milliseconds()).Int()
+				n, err := renewScript.Run(ctx, c.opt.Redis, []string{k.coord()}, c.coordValue(), c.opt.LeaseTTL.Milliseconds()).Int()
 				if err == nil && n == 0 {
 					cancel(errors.New("lost the coordinator role (lease expired): restart this process to take it back"))
 					return
@@ -196,17 +201,26 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0`)
 
+// workerID is a new worker id, NODEID-N with N from the crawl's counter in
+// Redis (INCR): unique even between processes that share a NodeID.
+func (c *Crawler) workerID(ctx context.Context, k keys) (string, error) {
+	n, err := c.opt.Redis.Incr(ctx, k.seq()).Result()
+	if err != nil {
+		return "", fmt.Errorf("cannot register as a worker: %w", err)
+	}
+	return c.opt.NodeID + "-" + strconv.FormatInt(n, 10), nil
+}
+
 // work is the worker loop every process runs: take a task (moved atomically
 // to this worker's processing list), run it, post its output and remove it
 // from the processing list in one transaction. A worker whose heartbeat
 // expires has its processing list handed out again by the coordinator.
 func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) error {
 	rdb := c.opt.Redis
-	n, err := rdb.Incr(ctx, k.seq()).Result()
+	id, err := c.workerID(ctx, k)
 	if err != nil {
-		return fmt.Errorf("cannot register as a worker: %w", err)
+		return err
 	}
-	id := c.opt.NodeID + "-" + strconv.FormatInt(n, 10)
 	beat := func() error {
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, k.hb(id), "1", c.opt.LeaseTTL)
