@@ -10,7 +10,11 @@
 //	     links it found), which the master pops, de-duplicates and
 //	     schedules;
 //	trq  the shared tag queue: a worker takes a unique work number from it,
-//	     so no two workers ever share a processing list.
+//	     so no two workers ever share a processing list. The hash "owners"
+//	     keeps each number's holder (a random token per worker process): a
+//	     worker declared dead while stalled, whose number another worker has
+//	     taken since, finds on its next heartbeat that the number is no longer
+//	     its own and takes a new one.
 //
 // What a real system needs beyond the document: every task carries a lease
 // id and the master's epoch (results of a previous master run are
@@ -39,6 +43,7 @@ func (k keys) epoch() string            { return k.prefix + "epoch" }
 func (k keys) heartbeat() string        { return k.prefix + "heartbeat" }
 func (k keys) done() string             { return k.prefix + "done" }
 func (k keys) workers() string          { return k.prefix + "workers" }
+func (k keys) owners() string           { return k.prefix + "owners" }
 func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.prefix, w) }
 func (k keys) stats() string            { return k.prefix + "stats" }
 func (k keys) workerStats(w int) string { return fmt.Sprintf("%swstats:%d", k.prefix, w) }

@@ -492,6 +492,7 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 	pipe := m.rdb.TxPipeline()
 	pipe.Del(ctx, m.k.processing(worker))
 	pipe.HDel(ctx, m.k.workers(), strconv.Itoa(worker))
+	pipe.HDel(ctx, m.k.owners(), strconv.Itoa(worker))
 	pipe.RPush(ctx, m.k.trq(), worker)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err

@@ -2,6 +2,7 @@ package masterworker
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,9 +70,10 @@ type Worker struct {
 	log         *slog.Logger
 	k           keys
 
-	id      int
-	epoch   atomic.Int64
-	fetched atomic.Int64
+	id       int
+	instance string // this process's token in the owners hash
+	epoch    atomic.Int64
+	fetched  atomic.Int64
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
@@ -85,7 +87,7 @@ func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, c
 		logger = slog.New(slog.DiscardHandler)
 	}
 	fetcher.ShareRobots(NewRobotsShare(rdb, opt.Crawl))
-	return &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl)}, nil
+	return &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl), instance: rand.Text()}, nil
 }
 
 // Fetched is the number of tasks this worker answered.
@@ -140,6 +142,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	}
 	pipe := w.rdb.TxPipeline()
 	pipe.HDel(bg, w.k.workers(), strconv.Itoa(id))
+	pipe.HDel(bg, w.k.owners(), strconv.Itoa(id))
 	pipe.RPush(bg, w.k.trq(), id)
 	if _, perr := pipe.Exec(bg); perr != nil && err == nil {
 		err = perr
@@ -177,22 +180,30 @@ func (w *Worker) takeNumber(ctx context.Context) (int, error) {
 }
 
 // beatScript refreshes a heartbeat only while the master still lists the
-// worker (first: register unconditionally).
+// worker and the number is still this worker's (owners: number → token);
+// first registers unconditionally and records the token. KEYS = workers,
+// owners; ARGV = number, first, token.
 var beatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-if ARGV[2] == '1' or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+if ARGV[2] == '1' then
   redis.call('HSET', KEYS[1], ARGV[1], ms)
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
   return 1
 end
-return 0`)
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+local owner = redis.call('HGET', KEYS[2], ARGV[1])
+if owner and owner ~= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ms)
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+return 1`)
 
 func (w *Worker) beat(ctx context.Context, first bool) error {
 	f := "0"
 	if first {
 		f = "1"
 	}
-	ok, err := beatScript.Run(ctx, w.rdb, []string{w.k.workers()}, w.id, f).Int()
+	ok, err := beatScript.Run(ctx, w.rdb, []string{w.k.workers(), w.k.owners()}, w.id, f, w.instance).Int()
 	if err != nil {
 		return fmt.Errorf("cannot send heartbeat: %w", err)
 	}
