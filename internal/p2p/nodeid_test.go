@@ -205,3 +205,46 @@ func TestPeersWithoutNodeID(t *testing.T) {
 		t.Logf("node %s fetched %d", n.ID(), n.Fetched())
 	}
 }
+
+// TestNodeStopsWhenIDTaken: a node cut off from Redis past its TTL whose id another
+// process joined with meanwhile stops with cluster.ErrNodeIDInUse at its next heartbeat
+// rather than crawl on under an id that is no longer its own.
+func TestNodeStopsWhenIDTaken(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 64, Hosts: 12, PagesPerHost: 30, Latency: 50 * time.Millisecond},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opt := testOptions("pid4", "x", 100)
+	a, _ := f.node(t, opt)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Run(ctx) }()
+	waitMember(t, f, "pid4", "x")
+	// a's listing is gone (as after its deadline passed) and another process joins as x
+	// before a's next heartbeat.
+	keys, _ := cluster.NewKeys("pid4")
+	other := cluster.NewMembership(f.rdb, keys, cluster.MembershipConfig{Heartbeat: opt.Heartbeat, TTL: 10 * time.Second})
+	var joinErr error
+	for range 50 {
+		f.rdb.Del(ctx, keys.Members(), keys.Info())
+		if _, joinErr = other.Join(ctx, cluster.Member{ID: "x", Weight: 100, Host: "elsewhere"}); joinErr == nil {
+			break
+		}
+	}
+	if joinErr != nil {
+		t.Fatalf("the other process cannot join as x: %v", joinErr)
+	}
+	defer other.Close()
+	select {
+	case err := <-aDone:
+		if !errors.Is(err, cluster.ErrNodeIDInUse) || !strings.Contains(err.Error(), "on host elsewhere") {
+			t.Fatalf("a stopped with %v, want cluster.ErrNodeIDInUse naming host elsewhere", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a went on crawling under an id another process holds")
+	}
+	// a's leaving did not remove the new holder.
+	v, err := other.Members(ctx)
+	if err != nil || !v.Has("x") || v.Members[0].Host != "elsewhere" {
+		t.Fatalf("members after a stopped: %+v, %v", v.Members, err)
+	}
+}
