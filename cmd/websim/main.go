@@ -3,6 +3,7 @@
 //
 //	websim serve [flags]   serve the web; print the --resolve entries and seed URLs
 //	websim truth [flags]   write the ground truth of a crawl as JSON
+//	websim dump --out DIR  write the web as static files (bench/static.sh)
 //
 // Run "websim serve --help" or "websim truth --help" for the flags.
 package main
@@ -35,6 +36,9 @@ commands:
           interrupted
   truth   write the ground truth (JSON) of a crawl of the web: same web flags as serve,
           plus --seeds, --max-depth, --scope, --agent, --follow-nofollow, --out
+  dump    write the web as static files for a real web server: --out DIR, one
+          directory per host (served on 127.0.0.x), robots.txt, .gz beside each file,
+          a table of contents on every page, DIR/manifest.json
 
 "websim <command> --help" lists the flags of one command.
 `
@@ -66,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runServe(ctx, args[1:], stdout, stderr)
 	case "truth":
 		err = runTruth(ctx, args[1:], stdout, stderr)
+	case "dump":
+		err = runDump(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		printFlags(stdout)
