@@ -12,7 +12,9 @@ import (
 	"github.com/spider-crawler/spider/internal/frontier"
 )
 
-// The engine's crawl is a two-stage pipeline (issue #22):
+// The engine's crawl is a two-stage pipeline (issue #22), with at most
+// Config.Concurrency URLs in flight (leased and not yet finished, being
+// processed included):
 //
 //	fetch workers (Config.Concurrency)         page workers (pageWorkers)
 //	  lease := Next()                            Process(fetched): parse, store
@@ -80,12 +82,13 @@ func (e *Engine) runPipeline(ctx, nextCtx context.Context) error {
 
 	pages := pageWorkers(e.cfg.Concurrency)
 	jobs := make(chan pageJob, pages)
+	slots := make(chan struct{}, e.cfg.Concurrency) // URLs in flight
 	var fetchers sync.WaitGroup
 	for i := 0; i < e.cfg.Concurrency; i++ {
 		fetchers.Add(1)
 		g.Go(func() error {
 			defer fetchers.Done()
-			return e.fetchWorker(gctx, hctx, jobs)
+			return e.fetchWorker(gctx, hctx, slots, jobs)
 		})
 	}
 	g.Go(func() error {
@@ -94,23 +97,39 @@ func (e *Engine) runPipeline(ctx, nextCtx context.Context) error {
 		return nil
 	})
 	for i := 0; i < pages; i++ {
-		g.Go(func() error { return e.pageWorker(gctx, jobs) })
+		g.Go(func() error { return e.pageWorker(gctx, slots, jobs) })
 	}
 	err := g.Wait()
 	// After a failure, answers may be left in the queue: their URLs stay
 	// pending for the next run.
 	for job := range jobs {
 		e.Release(job.lease, false)
+		<-slots
 	}
 	return err
 }
 
 // fetchWorker leases URLs and fetches them until the frontier is drained,
 // the hand-out ends (nextCtx), or ctx ends; each answer read is handed to
-// the page workers (jobs), waiting while the queue is full.
-func (e *Engine) fetchWorker(ctx, nextCtx context.Context, jobs chan<- pageJob) error {
+// the page workers (jobs), waiting while the queue is full. A worker takes
+// one of the slots before it asks for a URL; the slot is given back when
+// the URL is finished or released (by a page worker, once the URL was
+// handed over), so that no more than Config.Concurrency URLs are ever in
+// flight, processing included: a kill -9 repeats at most that many.
+func (e *Engine) fetchWorker(ctx, nextCtx context.Context, slots chan struct{}, jobs chan<- pageJob) error {
 	for {
+		select {
+		case slots <- struct{}{}:
+		case <-nextCtx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		}
 		lease, err := e.Next(nextCtx)
+		if err != nil {
+			<-slots
+		}
 		if errors.Is(err, frontier.ErrDrained) && e.topics != nil && e.topics.revisits() {
 			// Time-critical topics revisit their hubs: the crawl goes on
 			// until MaxPages or ctx, waiting for the next revisit.
@@ -138,13 +157,16 @@ func (e *Engine) fetchWorker(ctx, nextCtx context.Context, jobs chan<- pageJob) 
 		if ctx.Err() != nil {
 			// The crawl is stopping: the URL stays pending for the next run.
 			e.Release(lease, false)
+			<-slots
 			return ctx.Err()
 		}
 		turn := fetched.Turn()
 		if turn.Retry {
 			// Nothing to process: the retry is recorded and re-queued
 			// under the host's turn.
-			if err := e.Finish(ctx, lease, turn); err != nil {
+			err := e.Finish(ctx, lease, turn)
+			<-slots
+			if err != nil {
 				return err
 			}
 			continue
@@ -154,6 +176,7 @@ func (e *Engine) fetchWorker(ctx, nextCtx context.Context, jobs chan<- pageJob) 
 		case jobs <- pageJob{lease: lease, fetched: fetched}:
 		case <-ctx.Done():
 			e.Release(lease, false)
+			<-slots
 			return ctx.Err()
 		}
 	}
@@ -161,32 +184,41 @@ func (e *Engine) fetchWorker(ctx, nextCtx context.Context, jobs chan<- pageJob) 
 
 // pageWorker processes fetched answers (parse, store, Finish) until jobs
 // is closed or one fails; once ctx has ended it releases them instead
-// (their URLs stay pending for the next run).
-func (e *Engine) pageWorker(ctx context.Context, jobs <-chan pageJob) error {
+// (their URLs stay pending for the next run). It gives each job's slot
+// back (fetchWorker) when the job is over.
+func (e *Engine) pageWorker(ctx context.Context, slots <-chan struct{}, jobs <-chan pageJob) error {
 	for job := range jobs {
-		if ctx.Err() != nil {
-			e.Release(job.lease, false)
-			continue
-		}
-		v, err := e.fetcher.Process(ctx, job.fetched)
-		if err != nil || ctx.Err() != nil {
-			// A local store failed, or the crawl is stopping: the URL
-			// stays pending for the next run.
-			e.Release(job.lease, false)
-			if err == nil {
-				continue // the others are released as they come
-			}
+		err := e.processJob(ctx, job)
+		<-slots
+		if err != nil {
 			return err
 		}
-		if h := e.hooks.beforeFinish; h != nil {
-			h(job.lease.Request)
-		}
-		if err := e.Finish(ctx, job.lease, v); err != nil {
-			return err
-		}
-		if e.LimitReached() {
-			e.stopAtLimit()
-		}
+	}
+	return nil
+}
+
+// processJob processes one fetched answer: parse and store it, then
+// Finish (the state commit, the lease's end).
+func (e *Engine) processJob(ctx context.Context, job pageJob) error {
+	if ctx.Err() != nil {
+		e.Release(job.lease, false)
+		return nil
+	}
+	v, err := e.fetcher.Process(ctx, job.fetched)
+	if err != nil || ctx.Err() != nil {
+		// A local store failed, or the crawl is stopping: the URL stays
+		// pending for the next run.
+		e.Release(job.lease, false)
+		return err
+	}
+	if h := e.hooks.beforeFinish; h != nil {
+		h(job.lease.Request)
+	}
+	if err := e.Finish(ctx, job.lease, v); err != nil {
+		return err
+	}
+	if e.LimitReached() {
+		e.stopAtLimit()
 	}
 	return nil
 }
