@@ -48,14 +48,18 @@ func NodeID(dir string) (string, error) {
 	}, checkNodeID)
 }
 
-// NodeToken returns the secret token kept in dir/NODE_TOKEN (32 random hex
+// NodeToken returns the random token kept in dir/NODE_TOKEN (32 hex
 // digits, generated and written like NodeID's file on the first call). It
 // tells the crawl's member list that a process started on this directory
 // is the same node as an earlier process on it: only one process holds
 // the directory's lock (LockDir) at a time, so a node restarted at once
 // after a crash, whose previous heartbeat has not expired yet, takes its
 // id back, while a process on another directory that claims the same id
-// is refused. The caller holds the directory's lock.
+// is refused. It guards against accidents, not attackers: it is published
+// in the member list, which anyone who can write to Redis can rewrite
+// anyway. A copy of the directory (with its NODE_ID and NODE_TOKEN) is the
+// same node: run it only where the original no longer runs. The caller
+// holds the directory's lock.
 func NodeToken(dir string) (string, error) {
 	return keepValue(dir, NodeTokenFile, func() (string, error) { return randomHex(16) }, func(s string) error {
 		if len(s) < 8 || len(s) > maxNodeIDLen || checkNodeID(s) != nil {
