@@ -81,8 +81,8 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 }
 
 // screenshot saves a full-page PNG under $SPIDER_SCREENSHOTS (kept) or
-// the test's temporary directory.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+// the test's temporary directory, and returns it.
+func screenshot(t *testing.T, ctx context.Context, name string) []byte {
 	t.Helper()
 	dir := os.Getenv("SPIDER_SCREENSHOTS")
 	if dir == "" {
@@ -100,6 +100,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+	return png
 }
 
 var (
@@ -205,13 +206,22 @@ func TestDashboardAndSearch(t *testing.T) {
 	if n2 <= n1 || nt < 3 || state != "running" {
 		t.Fatalf("dashboard did not update live: pages %s → %s, %s polls, state %q", pages1, pages2, ticks, state)
 	}
-	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#chart path").length`)); n != 2 {
-		t.Fatalf("chart paths: %d", n)
-	}
 	if n := get(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#outcomes tbody tr").length`)); n == 0 {
 		t.Fatal("no outcome rows")
 	}
-	screenshot(t, ctx, "dashboard.png")
+	png := screenshot(t, ctx, "dashboard.png")
+	checkChart(t, ctx)
+	checkHostRows(t, hostRows(t, ctx), true)
+	// A plain crawl of a clean web: no nodes, no topics, no failures.
+	shown := sectionsShown(t, ctx)
+	for id, want := range map[string]bool{"chart-section": true, "hosts-section": true, "config-section": true, "queue-section": true, "outcomes-section": true,
+		"nodes-section": false, "topics-section": false, "failures-section": false, "errors-section": false} {
+		if shown[id] != want {
+			t.Errorf("section %s shown: %v, want %v (all: %v)", id, shown[id], want, shown)
+		}
+	}
+	checkNoBadText(t, ctx, "dashboard of a running crawl")
+	checkPNG(t, "dashboard.png", png, 900)
 
 	// Stop the crawl from the dashboard's control form.
 	do(t, ctx, chromedp.SendKeys(`#token`, token), chromedp.Click(`#stop`))
@@ -233,6 +243,19 @@ func TestDashboardAndSearch(t *testing.T) {
 	}
 	sbase, scmd, sdone := startSpider(t, nil, "serve", "--data", data, "--addr", "127.0.0.1:0")
 	defer func() { scmd.Process.Signal(os.Interrupt); <-sdone }()
+
+	// The dashboard of the data directory: hosts without the politeness
+	// columns (no frontier here), no configuration (not recorded in it).
+	do(t, ctx, chromedp.Navigate(sbase+"/dashboard"))
+	waitJS(t, ctx, `document.getElementById("state").textContent === "stopped" && document.querySelectorAll("#hosts tbody tr").length > 0`, 30*time.Second, "the stopped crawl's dashboard")
+	checkHostRows(t, hostRows(t, ctx), false)
+	shown = sectionsShown(t, ctx)
+	if shown["config-section"] || shown["nodes-section"] || shown["topics-section"] || shown["control"] || !shown["chart-section"] {
+		t.Errorf("data-directory dashboard sections: %v", shown)
+	}
+	checkNoBadText(t, ctx, "dashboard of a data directory")
+	png = screenshot(t, ctx, "dashboard_datadir.png")
+	checkPNG(t, "dashboard_datadir.png", png, 900)
 
 	for _, q := range []string{findQuery(t, sbase, data, false), findQuery(t, sbase, data, true)} {
 		do(t, ctx, chromedp.Navigate(sbase+"/"), chromedp.WaitVisible(`#q`), chromedp.SendKeys(`#q`, q))
