@@ -10,6 +10,14 @@
 //   - Membership: Join registers a node with a weight and starts heartbeats (deadlines on
 //     the Redis server's clock); Members lists the live ones and removes the expired
 //     (atomically, in Lua); Watch follows the list; every change raises the epoch.
+//     An ID is one process's at a time: each member publishes an Instance token (a
+//     p2p node or §0 host: its data directory's, store.NodeToken), and Join refuses an
+//     ID whose holder is live (deadline not passed) under another Instance with an
+//     *IDInUseError (ErrNodeIDInUse) naming the holder's pid and host; the same
+//     Instance (a restart on the same data directory) takes it over at once, another
+//     one once the holder's deadline passed. A member that was cut off past its TTL and
+//     finds its ID taken stops its heartbeats and reports it on Taken; Leave never
+//     removes another Instance's record. Check answers like Join without writing.
 //   - BucketLeases: a node works on bucket N only while it holds spider:C:{bN}:owner =
 //     "NODE:TOKEN" (SET PX, renew-if-mine, release-if-mine). TOKEN increases on every
 //     acquisition of the bucket; FencedScript makes a write conditional on the lease,
