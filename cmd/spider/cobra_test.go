@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -311,4 +313,69 @@ func TestFlagsOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFlagRangeTable: every flagRanges entry refuses a value just below
+// its range and one above it with exit 2, one line naming the flag, the
+// range and "spider CMD -h", before anything is created; and its help
+// states the range.
+func TestFlagRangeTable(t *testing.T) {
+	for key, r := range flagRanges {
+		cmd, name, _ := strings.Cut(key, "/")
+		fs, _ := flagsOf(commandNamed(t, cmd))
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("flagRanges has %s, which spider %s does not define", key, cmd)
+			continue
+		}
+		below, above := r.min-1, r.max*2+1
+		if r.hasSpecial && below == r.special {
+			below = r.min - 0.5
+		}
+		vals := []string{strconv.FormatFloat(below, 'f', -1, 64), strconv.FormatFloat(above, 'f', -1, 64)}
+		if f.Value.Type() == "duration" {
+			vals = []string{time.Duration(r.min - 1).String(), time.Duration(r.max + float64(time.Hour)).String()}
+		} else if f.Value.Type() == "int" {
+			vals = []string{strconv.Itoa(int(r.min) - 1), strconv.Itoa(int(r.max) + 1)}
+		}
+		if r.noMin {
+			vals = vals[1:] // the command checks the lower bound (its own tests)
+		}
+		for _, v := range vals {
+			data := filepath.Join(t.TempDir(), "data")
+			args := []string{cmd, "--data", data, "--" + name, v}
+			switch cmd {
+			case "crawl":
+				args = append(args, "http://a.test/")
+			case "search":
+				args = append(args, "query")
+			case "status":
+				args = []string{cmd, "--redis", "redis://127.0.0.1:1/0", "--" + name, v}
+			}
+			code, _, errOut := runCLI(t, args...)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], "--"+name) ||
+				!strings.Contains(lines[0], r.text(f)) || !strings.Contains(lines[0], "spider "+cmd+" -h") {
+				t.Errorf("%q: exit %d, stderr:\n%s\nwant exit 2 and one line naming --%s and %q", args, code, errOut, name, r.text(f))
+			}
+			if _, err := os.Stat(data); err == nil {
+				t.Errorf("%q: the data directory was created before the flags were checked", args)
+			}
+		}
+		if _, help, _ := runCLI(t, cmd, "-h"); !strings.Contains(help, r.text(f)) {
+			t.Errorf("spider %s -h does not state the range of --%s (%s)", cmd, name, r.text(f))
+		}
+	}
+}
+
+// commandNamed returns the command called name.
+func commandNamed(t *testing.T, name string) command {
+	t.Helper()
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no command %q", name)
+	return command{}
 }

@@ -81,11 +81,15 @@ func newFlagSet(name, synopsis string, w io.Writer) *pflag.FlagSet {
 // the Go flag package accepted and scripts may still use, are rewritten to
 // their two-dash form first (normaliseArgs). A flag the command does not
 // have, a missing value or an unparseable one is a usage error (exit 2)
-// on one line naming the flag, its valid range and "spider CMD -h";
+// on one line naming the flag, its valid range and "spider CMD -h", and so
+// is a value outside the flag's flagRanges entry (ranges.go);
 // -h/--help returns pflag.ErrHelp after printing the help.
 func parseArgs(fs *pflag.FlagSet, args []string) error {
 	err := fs.Parse(normaliseArgs(fs, args))
-	if err == nil || errors.Is(err, pflag.ErrHelp) {
+	if err == nil {
+		return checkRanges(fs)
+	}
+	if errors.Is(err, pflag.ErrHelp) {
 		return err
 	}
 	return parseError(fs, err)
@@ -137,10 +141,10 @@ func parseError(fs *pflag.FlagSet, err error) error {
 	switch {
 	case errors.As(err, &invalid):
 		f := invalid.GetFlag()
-		return fmt.Errorf("%w: cannot use --%s %q: give %s; %s", errUsage, f.Name, invalid.GetValue(), flagTakes(f), more)
+		return fmt.Errorf("%w: cannot use --%s %q: give %s; %s", errUsage, f.Name, invalid.GetValue(), flagTakes(fs, f), more)
 	case errors.As(err, &noValue):
 		f := noValue.GetFlag()
-		return fmt.Errorf("%w: --%s needs a value: give %s; %s", errUsage, f.Name, flagTakes(f), more)
+		return fmt.Errorf("%w: --%s needs a value: give %s; %s", errUsage, f.Name, flagTakes(fs, f), more)
 	case errors.As(err, &notExist):
 		name := notExist.GetSpecifiedName()
 		if s := notExist.GetSpecifiedShortnames(); s != "" {
@@ -156,8 +160,9 @@ func parseError(fs *pflag.FlagSet, err error) error {
 }
 
 // flagTakes says what a flag takes: its kind of value, and the range its
-// help text states ("range …", "at most …", "at least …"), if any.
-func flagTakes(f *pflag.Flag) string {
+// help text states ("range …", "at most …", "at least …") or its
+// flagRanges entry, if any.
+func flagTakes(fs *pflag.FlagSet, f *pflag.Flag) string {
 	kind := map[string]string{
 		"int": "an integer", "int64": "an integer", "uint64": "a whole number", "uint": "a whole number",
 		"float64": "a number", "duration": "a duration such as 500ms or 2s", "bool": "true or false",
@@ -167,6 +172,8 @@ func flagTakes(f *pflag.Flag) string {
 	}
 	if m := flagRangeRE.FindString(f.Usage); m != "" {
 		kind += " (" + m + ")"
+	} else if r, ok := rangeOf(fs, f); ok {
+		kind += " (" + r.helpText(f) + ")"
 	}
 	return kind
 }

@@ -124,6 +124,9 @@ func writeHelp(w io.Writer, name, synopsis string, fs *pflag.FlagSet) {
 	}
 	order = append(order, "")
 	fs.VisitAll(func(f *pflag.Flag) {
+		if r, ok := rangeOf(fs, f); ok && !flagRangeRE.MatchString(f.Usage) {
+			f.Usage += " (" + r.helpText(f) + ")"
+		}
 		g := ""
 		if groupedCommands[name] {
 			if v := f.Annotations[flagGroupKey]; len(v) > 0 {

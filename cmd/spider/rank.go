@@ -63,7 +63,7 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 	fs.IntVar(&o.top, "top", 10, "print the N best pages and hosts (0: none)")
 	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild DATA/graph from records.jsonl even if it looks current")
 	fs.BoolVar(&o.worker, "worker", false, "run as a map/reduce worker for the master of --crawl on --redis (exits when the master is done)")
-	fs.IntVar(&o.parts, "parts", 0, "map/reduce master: tasks per round (0: one per 8192 pages, at most 64)")
+	fs.IntVar(&o.parts, "parts", 0, "map/reduce master: tasks per round (0: automatic, one per 8192 pages up to 64)")
 	fs.DurationVar(&o.lease, "lease", rank.DefaultLease, "map/reduce master: a task not answered within this is given to another worker")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	o.rf.register(fs)
