@@ -413,7 +413,15 @@ func TestStaticAndPages(t *testing.T) {
 		{"/static/dashboard.js", "text/javascript", 200, []string{"/api/crawl"}},
 		{"/static/style.css", "text/css", 200, []string{"mark"}},
 		{"/static/nothing.js", "", 404, nil},
-		{"/dashboard", "text/html", 200, []string{`id="chart"`, `src="/static/dashboard.js"`}},
+		{"/dashboard", "text/html", 200, []string{`id="chart"`, `src="/static/dashboard.js"`,
+			`src="/static/vendor/uplot/uPlot.iife.min.js"`, `href="/static/vendor/uplot/uPlot.min.css"`,
+			`id="hosts"`, `id="failures"`, `id="config"`, `id="nodes-section" hidden`, `id="topics-section" hidden`}},
+		// uPlot, vendored and embedded: served from this server, its licence beside it.
+		{"/static/vendor/uplot/uPlot.iife.min.js", "text/javascript", 200, []string{"uPlot"}},
+		{"/static/vendor/uplot/uPlot.min.css", "text/css", 200, []string{".uplot"}},
+		{"/static/vendor/uplot/LICENSE", "", 200, []string{"The MIT License", "Leon Sorokin"}},
+		{"/static/vendor/uplot/README.md", "", 200, []string{"uPlot 1.6.32"}},
+		{"/static/vendor/uplot/", "", 404, nil},
 		{"/", "text/html", 200, []string{"28 pages indexed"}},
 		{"/?q=crawler", "text/html", 200, []string{"Results 1–10 of 25", `id="next" href="/?p=2&amp;q=crawler"`, "<mark>crawler</mark>", "page 1 of 3"}},
 		{"/?q=crawler&p=3", "text/html", 200, []string{"Results 21–25 of 25", `id="prev" href="/?p=2&amp;q=crawler"`, `start="21"`}},
@@ -557,4 +565,42 @@ func FuzzSearchParams(f *testing.F) {
 			t.Fatalf("accepted out-of-range request %+v from %q", req, raw)
 		}
 	})
+}
+
+// TestDashboardLoadsOnlyOwnFiles: every script and stylesheet of the
+// dashboard comes from this server's embedded files (the chart works
+// offline and under the Content-Security-Policy), and none is inline.
+func TestDashboardLoadsOnlyOwnFiles(t *testing.T) {
+	s := newTestServer(t, Options{Crawl: &fakeCrawl{testStatus()}})
+	w := do(t, s.Handler(), "GET", "/dashboard", "", nil)
+	doc, err := html.Parse(w.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs int
+	for n := range doc.Descendants() {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		for _, a := range n.Attr {
+			if (a.Key == "src" || (a.Key == "href" && n.Data == "link")) && !strings.HasPrefix(a.Val, "/static/") {
+				t.Errorf("<%s %s=%q>: not one of the server's static files", n.Data, a.Key, a.Val)
+			}
+			if a.Key == "src" || a.Key == "href" && n.Data == "link" {
+				refs++
+				if r := do(t, s.Handler(), "GET", a.Val, "", nil); r.Code != 200 {
+					t.Errorf("%s: %d", a.Val, r.Code)
+				}
+			}
+			if strings.HasPrefix(a.Key, "on") || a.Key == "style" {
+				t.Errorf("<%s %s>: inline script or style, refused by the Content-Security-Policy", n.Data, a.Key)
+			}
+		}
+		if (n.Data == "script" || n.Data == "style") && n.FirstChild != nil {
+			t.Errorf("inline <%s>", n.Data)
+		}
+	}
+	if refs < 4 {
+		t.Errorf("%d static files referenced, want style.css, uPlot's CSS and JS, dashboard.js", refs)
+	}
 }

@@ -194,7 +194,8 @@ func TestDashboardAndSearch(t *testing.T) {
 	base, _, done := startSpider(t, []string{"SPIDER_TOKEN=" + token}, args...)
 
 	// The dashboard updates by itself: the page count grows without reload.
-	do(t, ctx, chromedp.Navigate(base+"/dashboard"), chromedp.WaitVisible(`#hosts tbody tr`))
+	do(t, ctx, chromedp.Navigate(base+"/dashboard"))
+	waitJS(t, ctx, `document.querySelectorAll("#hosts tbody tr").length > 0`, time.Minute, "the host table")
 	pages1 := get(t, ctx, chromedp.AttributeValue(`#summary`, "data-pages")).Value
 	do(t, ctx, chromedp.Sleep(3*time.Second))
 	pages2 := get(t, ctx, chromedp.AttributeValue(`#summary`, "data-pages")).Value
