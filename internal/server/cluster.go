@@ -29,6 +29,8 @@ type RedisView struct {
 	mu      sync.Mutex
 	samples []RatePoint // sampled rates, oldest first
 	lastT   time.Time
+	cfg     *CrawlConfig // the master's published rules; nil: not read yet
+	cfgOf   int64        // the master's epoch cfg was read in
 }
 
 var _ CrawlView = (*RedisView)(nil)
@@ -74,6 +76,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		}
 		st.Queue = masterWorkerQueue(mw)
 		st.Nodes = workerNodes(mw)
+		st.Config = v.masterConfig(ctx, m["epoch"])
 	} else {
 		ps, err := p2p.ReadStatus(ctx, v.rdb, v.crawl, v.buckets)
 		if err != nil {
@@ -97,6 +100,33 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	}
 	st.Series = v.sample(st.PagesPerSec)
 	return st, nil
+}
+
+// masterConfig returns the crawl rules the master of epoch published for
+// its workers (masterworker.LoadConfig), read once per epoch; nil while
+// they cannot be read. The rules leave out each node's local settings
+// (crawl.LocalFields): concurrency and time-out are then 0.
+func (v *RedisView) masterConfig(ctx context.Context, epoch int64) *CrawlConfig {
+	v.mu.Lock()
+	if v.cfg != nil && v.cfgOf == epoch {
+		c := *v.cfg
+		v.mu.Unlock()
+		return &c
+	}
+	v.mu.Unlock()
+	// LoadConfig waits for a master that has not published yet: not here.
+	lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	rules, err := masterworker.LoadConfig(lctx, v.rdb, v.crawl, nil)
+	if err != nil {
+		return nil
+	}
+	c := NewCrawlConfig(rules)
+	v.mu.Lock()
+	v.cfg, v.cfgOf = c, epoch
+	v.mu.Unlock()
+	cc := *c
+	return &cc
 }
 
 // sample records the rate (once a second at most) and returns the series.

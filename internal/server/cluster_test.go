@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawl"
 )
 
 // TestRedisView reads a peer-to-peer crawl's members from a real Redis:
@@ -55,5 +57,52 @@ func TestRedisView(t *testing.T) {
 	}
 	if len(st.Series) != 2 || st.Series[1].PagesPerSec != 42.5 {
 		t.Fatalf("series %+v", st.Series)
+	}
+}
+
+// TestRedisViewMasterConfig: a master–worker crawl's dashboard shows the
+// rules its master published for the workers (never the master's local
+// settings), read once per master epoch. The keys are written here as
+// masterworker lays them out (its Master publishes them in prepare).
+func TestRedisViewMasterConfig(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	v := NewRedisView(rdb, "mw", 64, nil, nil)
+	publish := func(epoch int64, cfg crawl.Config) {
+		t.Helper()
+		b, err := cfg.RulesJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, "{spider:mw}:mw:config", b, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(ctx, "{spider:mw}:mw:stats", "epoch", epoch).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := crawl.NewConfig()
+	cfg.Seeds = []string{"http://www.d0.test/"}
+	cfg.MaxPages, cfg.UserAgent = 500, "mw-test/1"
+	cfg.Data, cfg.Resolve, cfg.Concurrency = "/master/only", []string{"www.d0.test:80:127.0.0.1"}, 64
+	publish(1, cfg)
+	b, st := snapshotJSON(t, v)
+	c := st.Config
+	if st.Source != "master-worker" || c == nil || c.MaxPages != 500 || c.UserAgent != "mw-test/1" || len(c.Seeds) != 1 || c.Concurrency != 0 || c.DelayMS != 1000 {
+		t.Fatalf("master-worker config: %s", b)
+	}
+	if strings.Contains(string(b), "/master/only") || strings.Contains(string(b), "127.0.0.1") {
+		t.Fatalf("the master's local settings are shown: %s", b)
+	}
+	// Read once per epoch: a new master (epoch 2) publishes new rules.
+	cfg.MaxPages = 900
+	publish(1, cfg)
+	if _, st = snapshotJSON(t, v); st.Config.MaxPages != 500 {
+		t.Fatalf("same epoch: max pages %d, want the cached 500", st.Config.MaxPages)
+	}
+	publish(2, cfg)
+	if _, st = snapshotJSON(t, v); st.Config.MaxPages != 900 {
+		t.Fatalf("new epoch: max pages %d, want 900", st.Config.MaxPages)
 	}
 }

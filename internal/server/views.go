@@ -143,9 +143,10 @@ type CrawlStatus struct {
 	// the first crawl.MaxFailureExamples URLs of each and the same hints
 	// as the CLI's summary; empty when no URL failed.
 	Failures []crawl.FailureClass `json:"failures"`
-	// Config is the crawl's effective configuration, nil when this view
-	// cannot know it (a data directory read from outside the crawl, a
-	// distributed crawl). It never holds a secret.
+	// Config is the crawl's effective configuration (for master–worker,
+	// the rules the master published), nil when this view cannot know it (a
+	// data directory read from outside the crawl, a peer-to-peer crawl). It
+	// never holds a secret.
 	Config *CrawlConfig `json:"config"`
 	// Control tells whether the control endpoints act on this crawl.
 	Control bool `json:"control"`
@@ -242,7 +243,9 @@ type CrawlConfig struct {
 	MaxDepth   int  `json:"max_depth"`
 	LooseDepth bool `json:"loose_depth"`
 	// MaxPages is the crawl's page budget; 0: none.
-	MaxPages    int64   `json:"max_pages"`
+	MaxPages int64 `json:"max_pages"`
+	// Concurrency and TimeoutMS are 0 for a distributed crawl, whose
+	// published rules leave them to each node (crawl.LocalFields).
 	Concurrency int     `json:"concurrency"`
 	PerHost     int     `json:"per_host"`
 	PerIP       bool    `json:"per_ip"`
