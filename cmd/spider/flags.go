@@ -154,9 +154,50 @@ func parseError(fs *pflag.FlagSet, err error) error {
 		if notExist.GetSpecifiedShortnames() != "" {
 			dashes = "-"
 		}
+		if near := nearestFlag(fs, name); near != "" {
+			return fmt.Errorf("%w: unknown flag %s%s: did you mean --%s? %s for its flags", errUsage, dashes, name, near, more)
+		}
 		return fmt.Errorf("%w: unknown flag %s%s: spider %s has no such flag; %s for its flags", errUsage, dashes, name, fs.Name(), more)
 	}
 	return fmt.Errorf("%w: %v; %s", errUsage, err, more)
+}
+
+// nearestFlag is the flag of fs whose name is closest to name (at most two
+// edits away, as a typo), or "".
+func nearestFlag(fs *pflag.FlagSet, name string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Damerau–Levenshtein distance (adjacent transpositions
+// count as one edit) between a and b.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // flagTakes says what a flag takes: its kind of value, and the range its
