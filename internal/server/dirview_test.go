@@ -275,11 +275,14 @@ func BenchmarkDirViewSnapshot100kHosts(b *testing.B) {
 		v.apply(fmt.Appendf(nil, `{"url":"http://h%d.test/","outcome":"200","duration_ms":%d}`, i, i%100))
 	}
 	v.read = time.Now().Add(time.Hour) // no refresh
-	b.ResetTimer()
+	var size int
 	for b.Loop() {
 		st, err := v.Snapshot(context.Background())
 		if err != nil || len(st.Hosts) != MaxHostRows {
 			b.Fatal(err, len(st.Hosts))
 		}
+		js, _ := json.Marshal(st)
+		size = len(js)
 	}
+	b.ReportMetric(float64(size), "json-bytes")
 }

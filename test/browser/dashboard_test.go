@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/spider-crawler/spider/internal/websim"
@@ -220,6 +221,14 @@ func TestDashboardFailures(t *testing.T) {
 	const token = "browser-test-token-0123456789"
 	base, _, done := startSpider(t, []string{"SPIDER_TOKEN=" + token}, args...)
 
+	// Every Content-Security-Policy violation (the server allows only its
+	// own scripts and styles) is kept in window.__csp, from before the
+	// dashboard's scripts run: uPlot must draw without one.
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.__csp = []; document.addEventListener("securitypolicyviolation", e => window.__csp.push(e.violatedDirective + " " + e.blockedURI));`,
+	}); err != nil {
+		t.Fatal(err)
+	}
 	do(t, ctx, chromedp.Navigate(base+"/dashboard"))
 	waitJS(t, ctx, `[...document.querySelectorAll("#failures tbody tr td:first-child")].some(td => td.textContent === "too-many-redirects")`,
 		2*time.Minute, "a too-many-redirects class in the failures section")
@@ -263,6 +272,9 @@ func TestDashboardFailures(t *testing.T) {
 	b := screenshot(t, ctx, "dashboard_failures.png")
 	checkChart(t, ctx)
 	checkNoBadText(t, ctx, "dashboard of a failing web")
+	if v := get(t, ctx, chromedp.Evaluate[[]string](`window.__csp || ["the CSP listener did not run"]`)); len(v) > 0 {
+		t.Fatalf("Content-Security-Policy violations: %q", v)
+	}
 	checkPNG(t, "dashboard_failures.png", b, 1000)
 	post(t, base+"/api/crawl/stop", token)
 	select {
