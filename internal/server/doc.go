@@ -14,10 +14,15 @@
 //     and Stats.
 //   - CrawlView: a CrawlStatus snapshot. DirView tails a data directory's
 //     records.jsonl (read-only, complete lines only, incrementally: a
-//     crawl writing it is not disturbed); EngineView adds the queue depths
-//     and run state of a crawl in this process (spider crawl --addr);
-//     RedisView reads a distributed crawl's nodes, buckets and queues from
-//     Redis (masterworker.ReadStatus, p2p.ReadStatus).
+//     crawl writing it is not disturbed) and counts outcomes, the host
+//     table (the MaxHostRows hosts with the most pages: pages, errors, mean
+//     latency) and the failed URLs by class (crawl.FailureClass, the CLI's
+//     classes and hints); EngineView adds the queue depths, run state and
+//     configuration of a crawl in this process (spider crawl --addr) and
+//     each listed host's politeness clock (crawl.Scheduler.HostStates:
+//     next allowed fetch, in flight, queued); RedisView reads a distributed
+//     crawl's nodes, buckets and queues from Redis (masterworker.ReadStatus,
+//     p2p.ReadStatus) and a master's published rules.
 //   - Controller: pause, resume, stop, add seeds, topic priority.
 //     EngineView implements it over crawl.Engine; without one the control
 //     endpoints answer 501.
@@ -26,7 +31,7 @@
 //
 //	GET  /                        search page (q, p, signals=1); ETag, 304
 //	GET  /dashboard               crawl dashboard
-//	GET  /static/…                CSS and JavaScript (embedded)
+//	GET  /static/…                CSS and JavaScript (embedded; uPlot vendored in static/vendor/uplot)
 //	GET  /api/search              hits as JSON (q, offset, limit, rank_weight, explain); ETag, 304
 //	GET  /api/index               index statistics
 //	GET  /api/crawl               CrawlStatus
