@@ -323,7 +323,12 @@ func (f *Fetcher) SeedRequests() ([]frontier.Request, error) {
 // request builds a frontier request for u: politeness key and priority
 // (shallower pages first, SPEC §3 "score priority").
 func (f *Fetcher) request(u *url.URL, depth, redirects int) frontier.Request {
-	return frontier.Request{URL: u.String(), Key: f.key(u), Depth: depth, Priority: depth, Redirects: redirects}
+	return f.requestOf(u, u.String(), depth, redirects)
+}
+
+// requestOf is request for u whose string form s the caller has.
+func (f *Fetcher) requestOf(u *url.URL, s string, depth, redirects int) frontier.Request {
+	return frontier.Request{URL: s, Key: f.key(u), Depth: depth, Priority: depth, Redirects: redirects}
 }
 
 // key is the politeness key: host:port, or the first resolved IP with PerIP.
@@ -694,7 +699,7 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 		return
 	}
 	res.body = body
-	page, err := parse.Parse(base, body, parse.Options{})
+	page, err := parse.Parse(base, body, parse.Options{Unresolved: true})
 	if err != nil {
 		rec.Error = "cannot parse HTML: " + err.Error()
 		return
@@ -704,45 +709,46 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 		res.fp = dedup.Fingerprint([]byte(page.Text))
 		res.text = page.Text
 	}
-	f.links(res, base, page, req.Depth)
+	f.links(res, page, req.Depth)
 	res.exchange.OutLinks = rec.OutLinks
 }
 
 // links normalises the page's links into the record's out-links and keeps
 // the followable ones that pass the filter chain as discovered requests.
-func (f *Fetcher) links(res *result, base *url.URL, page *parse.Page, depth int) {
+// The links come unresolved (parse.Options.Unresolved): each is resolved
+// and normalised in one pass against the page's base, and turned into a
+// string once.
+func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 	nofollowPage := page.MetaRobots.NoFollow && !f.cfg.FollowNofollow
-	seen := make(map[string]bool, len(page.Links)+1)
-	add := func(ref string, nofollow bool) {
-		n, err := f.norm.Resolve(base, ref)
+	seen := make(map[string]struct{}, len(page.Links)+1)
+	res.rec.OutLinks = make([]string, 0, len(page.Links))
+	for i := range page.Links {
+		l := &page.Links[i]
+		n, err := f.norm.Resolve(page.Base, l.Raw)
 		if err != nil {
-			return
+			continue
 		}
 		s := n.String()
-		if seen[s] {
-			return
+		if _, dup := seen[s]; dup {
+			continue
 		}
-		seen[s] = true
+		seen[s] = struct{}{}
 		res.rec.OutLinks = append(res.rec.OutLinks, s)
-		if nofollowPage || nofollow && !f.cfg.FollowNofollow {
-			return
+		if nofollowPage || l.NoFollow && !f.cfg.FollowNofollow {
+			continue
 		}
 		if f.chain.Check(n, depth+1) != nil {
 			if f.beyondChain != nil && f.beyondChain.Check(n, depth+1) == nil {
-				res.beyond = append(res.beyond, f.request(n, depth+1, 0))
+				res.beyond = append(res.beyond, f.requestOf(n, s, depth+1, 0))
 			}
-			return
+			continue
 		}
-		res.discovered = append(res.discovered, f.request(n, depth+1, 0))
-	}
-	for _, l := range page.Links {
-		if l.URL != nil {
-			add(l.URL.String(), l.NoFollow)
+		if res.discovered == nil {
+			res.discovered = make([]frontier.Request, 0, len(page.Links)-i)
 		}
+		res.discovered = append(res.discovered, f.requestOf(n, s, depth+1, 0))
 	}
-	if page.Refresh != nil {
-		add(page.Refresh.String(), false)
-	}
+	// A meta refresh's target is among the links (parse.Page.Links).
 }
 
 // ipOnly drops a port from a remote address, if it has one.

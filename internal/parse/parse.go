@@ -25,6 +25,13 @@ type Options struct {
 	MaxTextBytes int
 	// MaxAnchorText caps each Link.Text, in bytes. Default 256.
 	MaxAnchorText int
+	// Unresolved leaves links unresolved, for a caller that resolves and
+	// normalises them itself (one URL parse per link, not two): Link.URL
+	// and Page.Refresh are nil, Link.Raw is the reference cleaned as
+	// browsers do (CleanHref) and Page.Base is set as usual. References
+	// that do not parse are then not counted in Page.Skipped (the caller
+	// finds them).
+	Unresolved bool
 }
 
 func (o Options) withDefaults() Options {
@@ -116,6 +123,14 @@ func Parse(base *url.URL, body []byte, opt Options) (*Page, error) {
 	}
 	p.Base = w.resolveBase(base)
 	p.Links = make([]Link, 0, len(w.links))
+	if opt.Unresolved {
+		for i := range w.links {
+			pl := &w.links[i]
+			p.Links = append(p.Links, Link{Raw: cleanHref(pl.raw), Tag: pl.tag, Attr: pl.attr, Text: pl.text, Rel: pl.rel,
+				NoFollow: w.robots.NoFollow || hasToken(pl.rel, "nofollow")})
+		}
+		return p, nil
+	}
 	for i := range w.links {
 		l, ok := w.resolve(p.Base, &w.links[i])
 		if !ok {
@@ -174,6 +189,10 @@ func (w *walker) resolve(base *url.URL, p *pending) (Link, bool) {
 		NoFollow: w.robots.NoFollow || hasToken(p.rel, "nofollow"),
 	}, true
 }
+
+// CleanHref prepares an attribute value for URL parsing the way browsers
+// do (Options.Unresolved gives links in this form); see cleanHref.
+func CleanHref(s string) string { return cleanHref(s) }
 
 // cleanHref prepares an attribute value for URL parsing the way browsers
 // do: leading and trailing C0 controls and spaces removed, tabs and

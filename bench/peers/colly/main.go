@@ -60,6 +60,7 @@ type options struct {
 	Seeds       []string
 	MaxDepth    int               // spider's convention: seeds are 0; negative: no limit
 	Parallelism int               // LimitRule parallelism over all domains
+	PerSeedHost int               // > 0: a LimitRule of this parallelism per seed host (host:port), before the "*" rule
 	Delay       time.Duration     // LimitRule delay
 	Resolve     map[string]string // "host:port" → "addr:port" to dial instead
 	Suffixes    []string          // lower-case path suffixes not fetched
@@ -89,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ua := fs.String("user-agent", "spider/0.1 (+https://github.com/spider-crawler/spider)", "User-Agent header (its product token selects the robots.txt group)")
 	timeout := fs.Duration("timeout", 60*time.Second, "time-out of one request")
 	progress := fs.Duration("progress", 0, "print a JSON progress line on stderr this often (0: never)")
+	perSeedHost := fs.Int("per-seed-host", 0, "requests in flight per seed host (a LimitRule per seed host:port; 0: only --parallelism over all)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: colly [flags] SEED_URL...")
 		fs.PrintDefaults()
@@ -115,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	start := time.Now()
 	res, err := crawl(ctx, options{
-		Seeds: fs.Args(), MaxDepth: *maxDepth, Parallelism: *par, Delay: *delay,
+		Seeds: fs.Args(), MaxDepth: *maxDepth, Parallelism: *par, PerSeedHost: *perSeedHost, Delay: *delay,
 		Resolve: resolve, Suffixes: sfx, UserAgent: *ua, Timeout: *timeout,
 		Progress: *progress, ProgressOut: stderr,
 	})
@@ -169,6 +171,19 @@ func crawl(ctx context.Context, opt options) (report, error) {
 		colly.StdlibContext(ctx),
 	)
 	c.IgnoreRobotsTxt = false
+	if opt.PerSeedHost > 0 {
+		seen := map[string]bool{}
+		for _, s := range opt.Seeds {
+			u, err := url.Parse(s)
+			if err != nil || seen[u.Host] {
+				continue
+			}
+			seen[u.Host] = true
+			if err := c.Limit(&colly.LimitRule{DomainGlob: u.Host, Parallelism: opt.PerSeedHost, Delay: opt.Delay}); err != nil {
+				return report{}, fmt.Errorf("cannot set Colly's limit rule for %s: %w", u.Host, err)
+			}
+		}
+	}
 	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: opt.Parallelism, Delay: opt.Delay}); err != nil {
 		return report{}, fmt.Errorf("cannot set Colly's limit rule: %w", err)
 	}
