@@ -120,19 +120,24 @@ func runMixed(ctx context.Context, cfg crawl.Config, mo *mixedOptions, quiet boo
 	defer center.Close()
 	res, err := mixed.Run(ctx, mixed.Options{Crawl: cfg, Leave: mo.leave, Logger: logger, Registerer: prometheus.NewRegistry(),
 		Host: protocol.HostOptions{Config: pc, Network: nw.Name, ID: mo.hostID, Local: local, Center: center, LocalURL: localURL}})
-	if err != nil || quiet {
+	// Interrupted (Ctrl-C): this host's summary so far, then err (exit 130).
+	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if err != nil && !interrupted || quiet {
 		return err
 	}
-	state := "stopped"
-	if res.Done {
-		state = "system done"
+	verb, state := "crawled", "; stopped"
+	switch {
+	case interrupted:
+		verb, state = "interrupted after", ""
+	case res.Done:
+		state = "; system done"
 	}
-	fmt.Fprintf(stdout, "host %s: crawled %d URLs in %s (%.1f/s) into %s; %s\n", protocol.HostAddr(nw.Name, mo.hostID), res.Fetched,
+	fmt.Fprintf(stdout, "host %s: %s %d URLs in %s (%.1f/s) into %s%s\n", protocol.HostAddr(nw.Name, mo.hostID), verb, res.Fetched,
 		res.Elapsed.Round(time.Millisecond), float64(res.Fetched)/max(res.Elapsed.Seconds(), 1e-9), cfg.Data, state)
-	if s, err := crawl.Stats(cfg.Data); err == nil {
+	if s, serr := crawl.Stats(cfg.Data); serr == nil {
 		s.Print(stdout)
 	}
-	return nil
+	return err
 }
 
 func runCenter(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,17 +87,28 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 	if cerr := c.Close(); runErr == nil {
 		runErr = cerr
 	}
-	if runErr != nil || quiet {
+	// Interrupted (Ctrl-C): the rounds finished so far, then runErr (exit 130).
+	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if runErr != nil && !interrupted || quiet {
 		return runErr
 	}
 	reps := c.Reports()
 	if len(reps) == 0 {
+		if interrupted {
+			fmt.Fprintf(stdout, "layered crawl interrupted after %s, before its first round ended\n", time.Since(start).Round(time.Millisecond))
+			return runErr
+		}
 		fmt.Fprintf(stdout, "worked on layered crawl %q for %s; the coordinator holds the pages\n", rf.crawl, time.Since(start).Round(time.Millisecond))
 		return nil
 	}
 	fetched := 0
 	for _, r := range reps {
 		fetched += r.Fetched
+	}
+	if interrupted {
+		fmt.Fprintf(stdout, "layered crawl interrupted after %d rounds, %d URLs fetched into %s\n", len(reps), fetched, cfg.Data)
+		layered.Print(stdout, reps)
+		return runErr
 	}
 	fmt.Fprintf(stdout, "layered crawl: %d rounds, %d URLs fetched into %s\n", len(reps), fetched, cfg.Data)
 	layered.Print(stdout, reps)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,23 +104,30 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer m.Close()
 	start := time.Now()
-	if err := m.Run(ctx); err != nil {
-		return err
+	runErr := m.Run(ctx)
+	// Interrupted (Ctrl-C): the summary so far, then runErr (exit 130).
+	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if runErr != nil && !interrupted {
+		return runErr
 	}
-	if *quiet {
-		return nil
+	// The counters are read after ctx is cancelled too: a context of their own.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	counters, cerr := m.Counters(cctx)
+	rows := map[string]int64{}
+	for o, n := range counters {
+		rows[crawl.Row(o)] += n
 	}
-	s := m.Stats()
-	p := m.Progress()
-	el := time.Since(start)
-	fmt.Fprintf(stdout, "crawl %q done: %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d\n",
-		rf.crawl, p.Fetched, el.Round(time.Millisecond), float64(p.Fetched)/max(el.Seconds(), 1e-9), s.Handed, s.Results, s.Stale, s.Requeued)
-	counters, err := m.Counters(ctx)
-	if err == nil {
-		rows := map[string]int64{}
-		for o, n := range counters {
-			rows[crawl.Row(o)] += n
+	if !*quiet {
+		s := m.Stats()
+		p := m.Progress()
+		el := time.Since(start)
+		verb := "done:"
+		if interrupted {
+			verb = "interrupted after"
 		}
+		fmt.Fprintf(stdout, "crawl %q %s %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d\n",
+			rf.crawl, verb, p.Fetched, el.Round(time.Millisecond), float64(p.Fetched)/max(el.Seconds(), 1e-9), s.Handed, s.Results, s.Stale, s.Requeued)
 		names := make([]string, 0, len(rows))
 		for r := range rows {
 			names = append(names, r)
@@ -128,7 +137,51 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "  %-20s %d\n", r, rows[r])
 		}
 	}
+	if interrupted {
+		return runErr
+	}
+	if cerr == nil && rows[crawl.Row200] == 0 {
+		if failed := failedOutcomes(counters); failed != "" {
+			return fmt.Errorf("no page was fetched: every seed failed\n%s\nthe workers' records say why for each URL: spider stats --data DIR on a worker's data directory", failed)
+		}
+	}
 	return nil
+}
+
+// failedOutcomes lists the failed outcomes of a crawl's counters, the
+// largest first, each with its count and hint; "" when none failed.
+func failedOutcomes(counters map[string]int64) string {
+	type oc struct {
+		outcome string
+		n       int64
+	}
+	var failed []oc
+	var total int64
+	for o, n := range counters {
+		if n > 0 && crawl.Failed(o) {
+			failed = append(failed, oc{o, n})
+			total += n
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	sort.Slice(failed, func(i, j int) bool {
+		if failed[i].n != failed[j].n {
+			return failed[i].n > failed[j].n
+		}
+		return failed[i].outcome < failed[j].outcome
+	})
+	var b strings.Builder
+	urlsWord := "URLs"
+	if total == 1 {
+		urlsWord = "URL"
+	}
+	fmt.Fprintf(&b, "failed: %d %s, by class:", total, urlsWord)
+	for _, f := range failed {
+		fmt.Fprintf(&b, "\n  %s: %d: %s", f.outcome, f.n, crawl.Hint(f.outcome))
+	}
+	return b.String()
 }
 
 const workerSynopsis = `worker --redis URL [--crawl NAME] [--data DIR] [--concurrency N] [local flags]

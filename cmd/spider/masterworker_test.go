@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,7 +185,18 @@ func TestWorkerGuardIsLocal(t *testing.T) {
 		"--resolve-file", resolve, "--allow-private", "--delay", "5ms", "--scope", "any", "--max-depth", "2", "--max-retries", "0"}, seeds...)...)
 	wdata := filepath.Join(dir, "worker")
 	_, wout, wdone := run("worker", "--redis", rs.URL(), "--crawl", "g", "--data", wdata, "--resolve-file", resolve, "--concurrency", "2")
-	wait("master", mdone, mout)
+	// Every seed fails (forbidden-address): the master says so and exits 1,
+	// as the embedded crawl does.
+	select {
+	case err := <-mdone:
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || !strings.Contains(mout.String(), "every seed failed") ||
+			!strings.Contains(mout.String(), "forbidden-address") {
+			t.Fatalf("master: %v, want exit 1 saying every seed failed (forbidden-address)\n%s", err, mout)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("master did not exit by itself\n%s", mout)
+	}
 	wait("worker", wdone, wout)
 	if n := len(srv.Log().Entries()); n != 0 {
 		t.Fatalf("a worker without --allow-private made %d requests to the loopback web", n)

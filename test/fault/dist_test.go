@@ -22,6 +22,9 @@ type node struct {
 	args []string
 	p    *Proc
 	dead bool // killed and not restarted: not waited for
+	// wantExit is the exit status that counts as success (0 unless set: a
+	// master whose every URL failed, as the attack test's, exits 1).
+	wantExit int
 }
 
 func (n *node) start(t *testing.T) { n.p, n.dead = start(t, n.name, n.args...), false }
@@ -75,8 +78,8 @@ func waitNodes(t *testing.T, run int, row *Row, nodes []*node, timeout time.Dura
 		select {
 		case n := <-exited:
 			delete(pending, n)
-			if err := n.p.Wait(0); err != nil {
-				t.Errorf("run %d: %v", run, err)
+			if err := n.p.Wait(0); (err != nil) != (n.wantExit != 0) || n.wantExit != 0 && n.p.ExitCode() != n.wantExit {
+				t.Errorf("run %d: %s exited with status %d, want %d: %v", run, n.name, n.p.ExitCode(), n.wantExit, err)
 				row.Failed++
 				if !graceSet {
 					graceSet = true

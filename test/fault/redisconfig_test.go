@@ -46,7 +46,7 @@ func TestRedisConfigAttack(t *testing.T) {
 		ownResolve := run%2 == 1 // the worker resolves with its own file; the attacker only opens the guard
 		master := &node{name: "master", args: append(append([]string{"master", "--redis", rs.URL(), "--crawl", name,
 			"--data", filepath.Join(t.TempDir(), "master"), "--worker-ttl", "1s", "--max-inflight", "8", "--quiet"},
-			w.crawlFlags(4)...), w.rules.Seeds...)}
+			w.crawlFlags(4)...), w.rules.Seeds...), wantExit: 1} // every URL fails (forbidden-address): exit 1
 		master.start(t)
 		if err := alterConfig(rdb, name, w, ownResolve); err != nil {
 			t.Fatalf("run %d: %v\nmaster:\n%s", run, err, tail(master.p.Output(), 1500))
