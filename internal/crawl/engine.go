@@ -134,6 +134,12 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		fetcher.Close()
 		return nil, err
 	}
+	if !cfg.relink() {
+		// The embedded state only: its Complete is the one the filter's
+		// contract was checked against (state.Store.Complete: seen URLs
+		// are lowered, never re-added).
+		sched.known = newKnownLinks(knownLinksMax)
+	}
 	return &Engine{Scheduler: sched, cfg: cfg, fetcher: fetcher}, nil
 }
 
@@ -157,7 +163,12 @@ type Scheduler struct {
 	budget Budget // nil without Config.MaxPages; set by Start or SetBudget
 
 	topics *topicRun // nil without Config.Topics
+
+	known *knownLinks // links already reported to the State; nil: report all (knownLinks)
 }
+
+// knownLinksMax bounds the engine's knownLinks generation (two are kept).
+const knownLinksMax = 1 << 16
 
 // NewScheduler schedules a crawl of cfg from st (embedded or Redis). The
 // scheduler owns st from then on: Close closes it.
@@ -574,14 +585,25 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		return nil
 	}
 	discovered := v.Discovered
-	if rl, ok := s.st.(relinker); ok && rl.Relinks() && len(v.Beyond) > 0 {
-		discovered = append(slices.Clip(discovered), v.Beyond...)
+	relinks := false
+	if rl, ok := s.st.(relinker); ok && rl.Relinks() {
+		relinks = true
+		if len(v.Beyond) > 0 {
+			discovered = append(slices.Clip(discovered), v.Beyond...)
+		}
+	}
+	report := discovered
+	if s.known != nil && !relinks {
+		report = s.known.filter(discovered)
 	}
 	out, err := s.st.Complete(ctx, req, crawlstate.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
-		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd}, discovered)
+		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd}, report)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
+	}
+	if s.known != nil && !relinks {
+		s.known.add(report)
 	}
 	s.commit(lease)
 	if out.DuplicateOf != "" {

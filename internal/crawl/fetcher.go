@@ -724,11 +724,10 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 	res.rec.OutLinks = make([]string, 0, len(page.Links))
 	for i := range page.Links {
 		l := &page.Links[i]
-		n, err := f.norm.Resolve(page.Base, l.Raw)
+		n, s, err := f.norm.ResolveString(page.Base, l.Raw)
 		if err != nil {
 			continue
 		}
-		s := n.String()
 		if _, dup := seen[s]; dup {
 			continue
 		}

@@ -116,6 +116,13 @@ func (n *Normalizer) Resolve(base *url.URL, ref string) (*url.URL, error) {
 	return n.resolve(base, ref, true)
 }
 
+// ResolveString is Resolve that also returns the canonical URL's string
+// form (u.String()), which it computes anyway: for a caller that needs
+// both, one String per link instead of two.
+func (n *Normalizer) ResolveString(base *url.URL, ref string) (*url.URL, string, error) {
+	return n.resolveString(base, ref, true)
+}
+
 // Normalize returns the canonical form of u (which may be any absolute http or
 // https *url.URL, canonical or not); u is not modified. Errors are those of
 // Parse.
@@ -140,16 +147,22 @@ type components struct {
 }
 
 func (n *Normalizer) resolve(base *url.URL, raw string, resolving bool) (*url.URL, error) {
+	u, _, err := n.resolveString(base, raw, resolving)
+	return u, err
+}
+
+// resolveString is resolve that also returns the URL's string form.
+func (n *Normalizer) resolveString(base *url.URL, raw string, resolving bool) (*url.URL, string, error) {
 	if len(raw) > MaxLength {
-		return nil, fmt.Errorf("cannot parse URL of %d bytes: %w", len(raw), ErrTooLong)
+		return nil, "", fmt.Errorf("cannot parse URL of %d bytes: %w", len(raw), ErrTooLong)
 	}
 	s := clean(raw)
 	if s == "" {
-		return nil, fmt.Errorf("cannot parse an empty URL: %w", ErrScheme)
+		return nil, "", fmt.Errorf("cannot parse an empty URL: %w", ErrScheme)
 	}
 	ref := split(s)
 	if ref.scheme != "" && ref.scheme != "http" && ref.scheme != "https" {
-		return nil, fmt.Errorf("cannot crawl %s: scheme %q is not http or https: %w", short(s), ref.scheme, ErrScheme)
+		return nil, "", fmt.Errorf("cannot crawl %s: scheme %q is not http or https: %w", short(s), ref.scheme, ErrScheme)
 	}
 	var t components // the target, RFC 3986 §5.2.2
 	switch {
@@ -165,22 +178,24 @@ func (n *Normalizer) resolve(base *url.URL, raw string, resolving bool) (*url.UR
 		t.authority, t.path = cutAuthority(strings.TrimLeft(rest, "/"))
 	case base == nil:
 		if ref.scheme == "" && !resolving {
-			return nil, fmt.Errorf("cannot parse %s: no scheme (want an absolute http or https URL): %w", short(s), ErrScheme)
+			return nil, "", fmt.Errorf("cannot parse %s: no scheme (want an absolute http or https URL): %w", short(s), ErrScheme)
 		}
-		return nil, fmt.Errorf("cannot resolve %s without a base URL: %w", short(s), ErrInvalid)
+		return nil, "", fmt.Errorf("cannot resolve %s without a base URL: %w", short(s), ErrInvalid)
 	default:
 		// Relative reference, or "http:path" with the base's scheme, which
 		// browsers resolve as relative.
 		bscheme := strings.ToLower(base.Scheme)
 		if bscheme != "http" && bscheme != "https" {
-			return nil, fmt.Errorf("cannot resolve %s against base %s: base scheme %q is not http or https: %w",
+			return nil, "", fmt.Errorf("cannot resolve %s against base %s: base scheme %q is not http or https: %w",
 				short(s), short(base.String()), base.Scheme, ErrScheme)
 		}
 		t.scheme = bscheme
 		t.hasFragment, t.fragment = ref.hasFragment, ref.fragment
-		bpath := base.EscapedPath()
-		if bpath == "" {
-			bpath = "/"
+		basePath := func() string { // only relative paths need it
+			if p := base.EscapedPath(); p != "" {
+				return p
+			}
+			return "/"
 		}
 		switch {
 		case ref.hasAuthority:
@@ -188,7 +203,7 @@ func (n *Normalizer) resolve(base *url.URL, raw string, resolving bool) (*url.UR
 			t.path, t.hasQuery, t.query = ref.path, ref.hasQuery, ref.query
 		case ref.path == "":
 			t.hasAuthority, t.authority = true, baseAuthority(base)
-			t.path = bpath
+			t.path = basePath()
 			if ref.hasQuery {
 				t.hasQuery, t.query = true, ref.query
 			} else {
@@ -199,6 +214,7 @@ func (n *Normalizer) resolve(base *url.URL, raw string, resolving bool) (*url.UR
 			t.path, t.hasQuery, t.query = ref.path, ref.hasQuery, ref.query
 		default:
 			t.hasAuthority, t.authority = true, baseAuthority(base)
+			bpath := basePath()
 			t.path = bpath[:strings.LastIndexByte(bpath, '/')+1] + ref.path
 			t.hasQuery, t.query = ref.hasQuery, ref.query
 		}
@@ -216,7 +232,7 @@ func baseAuthority(base *url.URL) string {
 
 // build canonicalises the absolute components t. s is the cleaned input, for
 // error messages.
-func (n *Normalizer) build(t components, s string) (*url.URL, error) {
+func (n *Normalizer) build(t components, s string) (*url.URL, string, error) {
 	u := &url.URL{Scheme: t.scheme}
 	userinfo, hostport, hasUser := cutLast(t.authority, '@')
 	if !hasUser {
@@ -224,7 +240,7 @@ func (n *Normalizer) build(t components, s string) (*url.URL, error) {
 	}
 	host, port, err := canonicalHost(hostport)
 	if err != nil {
-		return nil, fmt.Errorf("cannot parse %s: %w", short(s), err)
+		return nil, "", fmt.Errorf("cannot parse %s: %w", short(s), err)
 	}
 	if (t.scheme == "http" && port == "80") || (t.scheme == "https" && port == "443") {
 		port = ""
@@ -262,10 +278,11 @@ func (n *Normalizer) build(t components, s string) (*url.URL, error) {
 		u.RawFragment = f
 		u.Fragment, _ = url.PathUnescape(f)
 	}
-	if l := len(u.String()); l > MaxLength {
-		return nil, fmt.Errorf("cannot use %s: canonical form is %d bytes: %w", short(s), l, ErrTooLong)
+	str := u.String()
+	if l := len(str); l > MaxLength {
+		return nil, "", fmt.Errorf("cannot use %s: canonical form is %d bytes: %w", short(s), l, ErrTooLong)
 	}
-	return u, nil
+	return u, str, nil
 }
 
 // rewriteQuery drops the DropParams parameters and, if SortQuery is set, sorts

@@ -1,0 +1,46 @@
+package crawl
+
+import (
+	"testing"
+
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+func TestKnownLinks(t *testing.T) {
+	k := newKnownLinks(2)
+	r := func(u string, depth, redirects int) frontier.Request {
+		return frontier.Request{URL: u, Depth: depth, Redirects: redirects}
+	}
+	k.add([]frontier.Request{r("a", 2, 0), r("b", 3, 0)})
+	for _, tc := range []struct {
+		name string
+		in   frontier.Request
+		keep bool
+	}{
+		{"known at the same depth", r("a", 2, 0), false},
+		{"known at a smaller depth", r("a", 5, 0), false},
+		{"shallower than known: may lower the pending depth", r("a", 1, 0), true},
+		{"unknown", r("c", 2, 0), true},
+		{"a redirect target is always reported", r("b", 3, 1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := k.filter([]frontier.Request{tc.in})
+			if (len(got) == 1) != tc.keep {
+				t.Errorf("filter(%+v) = %v, keep %v", tc.in, got, tc.keep)
+			}
+		})
+	}
+	in := []frontier.Request{r("x", 1, 0), r("a", 2, 0), r("y", 1, 0)}
+	if got := k.filter(in); len(got) != 2 || got[0].URL != "x" || got[1].URL != "y" || in[1].URL != "a" {
+		t.Errorf("filter kept %v of %v (the input must not change)", got, in)
+	}
+	// Two generations of 2: "a" and "b" survive one rollover, not two.
+	k.add([]frontier.Request{r("c", 1, 0), r("d", 1, 0)})
+	if got := k.filter([]frontier.Request{r("b", 3, 0)}); len(got) != 0 {
+		t.Errorf("b forgotten after one rollover")
+	}
+	k.add([]frontier.Request{r("e", 1, 0), r("f", 1, 0)})
+	if got := k.filter([]frontier.Request{r("b", 3, 0)}); len(got) != 1 {
+		t.Errorf("b still known after two rollovers: the cache is not bounded")
+	}
+}
