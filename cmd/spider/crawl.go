@@ -25,7 +25,8 @@ in --data. Killed or interrupted, the same command resumes where it stopped.
 Flags override the --config file (YAML, keys are the flag names with _).
 
 With --redis URL the process is one peer of a distributed crawl (docs/design.md §3):
-start the same command on every machine with its own --node-id; hosts are
+start the same command on every machine (or several on one machine, each
+with its own --data: a node's id is kept in its data directory); hosts are
 shared out by a consistent-hash ring weighted by --weight, and every node
 exits when the whole crawl is done.`
 
@@ -91,8 +92,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quiet := fs.Bool("quiet", false, "no progress line and no summary")
 	var rf redisFlags
 	rf.register(fs)
-	host, _ := os.Hostname()
-	nodeID := fs.String("node-id", host, "with --redis: this node's name, unique in the crawl (stable across restarts to take its buckets back)")
+	nodeID := fs.String("node-id", "", "with --redis: this node's name, unique in the crawl; default: the id kept in the data directory (DATA/NODE_ID, generated once as HOST-xxxxxx), so restarts keep it; a live node's id is refused")
 	weight := fs.Int("weight", 100, fmt.Sprintf("with --redis: this node's virtual nodes on the ring, its share of the hosts (range 1 to %d)", p2p.MaxWeight))
 	buckets := fs.Int("buckets", 4096, fmt.Sprintf("with --redis: logical buckets of hosts, the same on every node (range 1 to %d)", p2p.MaxBuckets))
 	mode := fs.String("mode", "normal", "crawl mode: normal, or layered (rounds with noise-URL removal, docs/design.md §2)")
@@ -286,7 +286,7 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	if interrupted {
 		verb = "interrupted after"
 	}
-	fmt.Fprintf(stdout, "node %s: %s %d URLs in %s (%.1f/s) into %s\n", opt.NodeID, verb, node.Fetched(),
+	fmt.Fprintf(stdout, "node %s: %s %d URLs in %s (%.1f/s) into %s\n", node.ID(), verb, node.Fetched(),
 		el.Round(time.Millisecond), float64(node.Fetched())/max(el.Seconds(), 1e-9), cfg.Data)
 	s, err := crawl.Stats(cfg.Data)
 	if err != nil {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,8 +72,7 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 			return err
 		}
 		defer rdb.Close()
-		host, _ := os.Hostname()
-		opt.Redis, opt.Crawl, opt.NodeID = rdb, rf.crawl, host+"-"+strconv.Itoa(os.Getpid())
+		opt.Redis, opt.Crawl = rdb, rf.crawl // NodeID: layered's default, HOST-PID
 	}
 	c, err := layered.New(cfg, opt, logger, prometheus.NewRegistry())
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/store"
 )
@@ -107,7 +108,7 @@ func exitCode(name string, err error, stderr io.Writer) int {
 	case errors.Is(err, errUsage), errors.Is(err, crawl.ErrNoCrawl):
 		fmt.Fprintf(stderr, "spider %s: %v\n", name, err)
 		return 2
-	case errors.As(err, new(resourceError)), errors.Is(err, store.ErrLocked):
+	case errors.As(err, new(resourceError)), errors.Is(err, store.ErrLocked), errors.Is(err, cluster.ErrNodeIDInUse):
 		fmt.Fprintf(stderr, "spider %s: %v\n", name, err)
 		return 3
 	case errors.Is(err, context.Canceled):
@@ -124,7 +125,8 @@ func exitCode(name string, err error, stderr io.Writer) int {
 // Exit codes (the same for every subcommand): 0 success; 1 the work ran but
 // failed; 2 usage error (errUsage, and a --data directory that holds no
 // crawl: crawl.ErrNoCrawl); 3 a resource problem: the data directory
-// is locked by another process (store.ErrLocked) or Redis cannot be reached
+// is locked by another process (store.ErrLocked), a node id is held by a
+// live node (cluster.ErrNodeIDInUse) or Redis cannot be reached
 // (resourceError); 130 interrupted.
 var errUsage = errors.New("usage error")
 
