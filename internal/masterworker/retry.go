@@ -7,8 +7,8 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // RetryState wraps the master's crawl state (the Redis state) so that a
@@ -42,7 +42,7 @@ func (r retryState) Discover(ctx context.Context, reqs []frontier.Request) (out 
 	return out, err
 }
 
-func (r retryState) Complete(ctx context.Context, req frontier.Request, o state.Outcome, discovered []frontier.Request) (res state.Result, err error) {
+func (r retryState) Complete(ctx context.Context, req frontier.Request, o crawlstate.Outcome, discovered []frontier.Request) (res crawlstate.Result, err error) {
 	cctx := r.oneCall(ctx)
 	err = cluster.Retry(ctx, func() error { res, err = r.State.Complete(cctx, req, o, discovered); return err })
 	return res, err

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
 	"github.com/spider-crawler/spider/internal/rstate"
-	"github.com/spider-crawler/spider/internal/state"
 )
 
 // buckets is the node's crawl.State: one Redis state store per bucket the
@@ -181,7 +181,7 @@ func (b *buckets) Discover(ctx context.Context, reqs []frontier.Request) ([]fron
 // in flight, its links shifted) is routed last. A URL whose bucket was
 // lost meanwhile completes as a no-op: the new owner fetches it again (at
 // most once more).
-func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outcome, discovered []frontier.Request) (state.Result, error) {
+func (b *buckets) Complete(ctx context.Context, r frontier.Request, o crawlstate.Outcome, discovered []frontier.Request) (crawlstate.Result, error) {
 	n := bucketOf(r.URL, b.m)
 	defer b.release(n)
 	var same, other []frontier.Request
@@ -196,18 +196,18 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 	}
 	news, wait, err := b.discover(ctx, other)
 	if err != nil {
-		return state.Result{}, err
+		return crawlstate.Result{}, err
 	}
 	if err := wait(); err != nil {
-		return state.Result{}, err
+		return crawlstate.Result{}, err
 	}
 	st := b.store(n)
 	if st == nil {
 		b.log.Warn("fetched a URL of a bucket no longer owned; its new owner fetches it again", "url", r.URL, "bucket", n)
-		return state.Result{New: news}, nil
+		return crawlstate.Result{New: news}, nil
 	}
 	var (
-		res    state.Result
+		res    crawlstate.Result
 		relink []frontier.Request
 	)
 	cctx := st.OneCall(ctx) // a retry after a lost reply gets the first run's reply
@@ -217,19 +217,19 @@ func (b *buckets) Complete(ctx context.Context, r frontier.Request, o state.Outc
 	})
 	if lostBucket(err) {
 		b.log.Warn("completion fenced: the bucket moved; its new owner fetches the URL again", "url", r.URL, "bucket", n)
-		return state.Result{New: news}, nil
+		return crawlstate.Result{New: news}, nil
 	}
 	if err != nil {
-		return state.Result{}, err
+		return crawlstate.Result{}, err
 	}
 	res.New = append(res.New, news...)
 	if len(relink) > 0 {
 		more, wait, err := b.discover(ctx, relink)
 		if err != nil {
-			return state.Result{}, err
+			return crawlstate.Result{}, err
 		}
 		if err := wait(); err != nil {
-			return state.Result{}, err
+			return crawlstate.Result{}, err
 		}
 		res.New = append(res.New, more...)
 	}

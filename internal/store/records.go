@@ -166,7 +166,7 @@ func (r *Records) Append(rec Record) error {
 
 // AppendEnd is Append that also returns the file's size just after rec's
 // line: the least size records.jsonl must keep for rec to be in it. The
-// crawl hands it to its state (state.Outcome.RecordsEnd), so that a later
+// crawl hands it to its state (crawlstate.Outcome.RecordsEnd), so that a later
 // open can tell a truncated records.jsonl from a complete one.
 func (r *Records) AppendEnd(rec Record) (int64, error) {
 	var buf bytes.Buffer
