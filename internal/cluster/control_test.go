@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+)
+
+// follower runs Follow for node and records every command applied.
+type follower struct {
+	mu   sync.Mutex
+	seen []Command
+}
+
+func (f *follower) last() Command {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) == 0 {
+		return Command{}
+	}
+	return f.seen[len(f.seen)-1]
+}
+
+func startFollower(t *testing.T, ctx context.Context, c *Control, node string) *follower {
+	f := &follower{}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Follow(ctx, node, nil, func(_ context.Context, cmd Command) error {
+			f.mu.Lock()
+			f.seen = append(f.seen, cmd)
+			f.mu.Unlock()
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return f
+}
+
+func TestControlStatesAcksAndSeeds(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	c := NewControl(srv.Client(), mustKeys(t, "ctl1"))
+	if cmd, err := c.Get(ctx); err != nil || cmd.State != ControlRunning || cmd.Seq != 0 {
+		t.Fatalf("no control key: got %+v, %v; want running, seq 0", cmd, err)
+	}
+	if _, err := c.Set(ctx, "sleeping"); !errors.Is(err, ErrBadControl) {
+		t.Fatalf("bad state: err %v, want ErrBadControl", err)
+	}
+	f1, f2 := startFollower(t, ctx, c, "n1"), startFollower(t, ctx, c, "n2")
+	eventually(t, 5*time.Second, "both followers live", func() bool {
+		live, err := c.Live(ctx)
+		slices.Sort(live)
+		return err == nil && slices.Equal(live, []string{"n1", "n2"})
+	})
+	for _, state := range []string{ControlPaused, ControlRunning, ControlStopping} {
+		cmd, err := c.Set(ctx, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		acked, missing, err := c.WaitAcks(wctx, cmd.Seq, []string{"n1", "n2"})
+		cancel()
+		if err != nil || len(missing) != 0 || len(acked) != 2 {
+			t.Fatalf("%s: acked %v missing %v err %v", state, acked, missing, err)
+		}
+		// An ack is written only after apply returned: each follower saw it.
+		for _, f := range []*follower{f1, f2} {
+			if got := f.last(); got.Seq != cmd.Seq || got.State != state {
+				t.Fatalf("%s acked but the follower's last command is %+v", state, got)
+			}
+		}
+	}
+	// Seeds raise seq, keep the state, and go to exactly one popper.
+	cmd, err := c.AddSeeds(ctx, []string{"http://a/", "http://b/", "http://c/"})
+	if err != nil || cmd.State != ControlStopping {
+		t.Fatalf("AddSeeds: %+v %v; want the state kept", cmd, err)
+	}
+	var mu sync.Mutex
+	var got []string
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				v, err := c.PopSeeds(ctx, 1)
+				if err != nil || len(v) == 0 {
+					return
+				}
+				mu.Lock()
+				got = append(got, v...)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"http://a/", "http://b/", "http://c/"}) {
+		t.Fatalf("popped %v, want each seed once", got)
+	}
+	// A new run resumes a stopped crawl, not a paused one.
+	if err := c.Fresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cmd, _ := c.Get(ctx); cmd.State != ControlRunning {
+		t.Fatalf("after Fresh on a stopped crawl: %+v, want running", cmd)
+	}
+	c.Set(ctx, ControlPaused)
+	c.Fresh(ctx)
+	if cmd, _ := c.Get(ctx); cmd.State != ControlPaused {
+		t.Fatalf("after Fresh on a paused crawl: %+v, want paused", cmd)
+	}
+}
+
+// TestControlWithoutPubSub: a follower that misses the message (here: the
+// command written behind its back, with no PUBLISH) still applies it within
+// a few polls.
+func TestControlWithoutPubSub(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	c := NewControl(srv.Client(), mustKeys(t, "ctl2"))
+	f := startFollower(t, ctx, c, "n1")
+	eventually(t, 5*time.Second, "follower started", func() bool { return f.last().State == ControlRunning })
+	if err := srv.Client().Set(ctx, c.key(), `{"state":"paused","seq":7,"at_ms":1}`, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*ControlPoll, "paused seen by polling", func() bool { return f.last().Seq == 7 && f.last().State == ControlPaused })
+}
+
+// TestControlOtherCrawl: one crawl's commands never reach another's nodes.
+func TestControlOtherCrawl(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	a, b := NewControl(srv.Client(), mustKeys(t, "ctl-a")), NewControl(srv.Client(), mustKeys(t, "ctl-b"))
+	fb := startFollower(t, ctx, b, "n1")
+	eventually(t, 5*time.Second, "follower started", func() bool { return fb.last().State == ControlRunning })
+	if _, err := a.Set(ctx, ControlStopping); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddSeeds(ctx, []string{"http://x/"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * ControlPoll) // the subject is that nothing happens
+	if got := fb.last(); got.State != ControlRunning || got.Seq != 0 {
+		t.Fatalf("crawl b's follower applied %+v from crawl a", got)
+	}
+	if v, _ := b.PopSeeds(ctx, 10); len(v) != 0 {
+		t.Fatalf("crawl b popped crawl a's seeds %v", v)
+	}
+}
