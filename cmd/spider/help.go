@@ -92,6 +92,13 @@ var commandExamples = map[string]string{
   spider center --protocol-config protocol.yaml --network n1`,
 	"status": `  spider status --redis redis://10.0.0.5:6379/0 --crawl news
   spider status --data spider-data --json`,
+	"crawls": `  spider crawls --redis redis://10.0.0.5:6379/0
+  spider crawls --redis redis://10.0.0.5:6379/0 --json`,
+	"drop": `  # remove a finished crawl's keys
+  spider drop --redis redis://10.0.0.5:6379/0 --crawl news
+
+  # let Redis remove them in a day
+  spider drop --redis redis://10.0.0.5:6379/0 --crawl news --after 24h`,
 	"index": `  # build (or bring up to date) the index of a crawl
   spider index --data spider-data`,
 	"search": `  spider search --data spider-data "polite crawler"

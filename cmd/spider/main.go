@@ -41,6 +41,8 @@ func init() {
 		{"worker", "fetch for a master–worker crawl over Redis", runWorker},
 		{"center", "run a network center of the two-tier de-dup protocol (docs/design.md §0)", runCenter},
 		{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
+		{"crawls", "list the crawls on a Redis: topology, state, nodes, URLs done, keys, memory", runCrawls},
+		{"drop", "remove a finished crawl's keys from Redis (or give them a time to live)", runDrop},
 		{"index", "build the search index from a crawl (embedded or over Redis)", runIndex},
 		{"search", "query the search index", runSearch},
 		{"rank", "compute PageRank over the crawl's link graph (in memory or over Redis)", runRank},

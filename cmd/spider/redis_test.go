@@ -25,8 +25,10 @@ import (
 func TestRedisAuth(t *testing.T) {
 	rs := redistest.Start(t, redistest.Password("right-pw-4412"))
 	good := fmt.Sprintf("redis://:right-pw-4412@%s/0", rs.Addr())
-	if code, out, errOut := runCLI(t, "status", "--redis", good, "--crawl", "a"); code != 0 {
-		t.Fatalf("status with the right password: code %d\n%s%s", code, out, errOut)
+	// An empty Redis holds no crawl "a": status would be exit 2 for that
+	// (TestUnknownCrawl); crawls answers with the right password.
+	if code, out, errOut := runCLI(t, "crawls", "--redis", good); code != 0 {
+		t.Fatalf("crawls with the right password: code %d\n%s%s", code, out, errOut)
 	}
 	bad := fmt.Sprintf("redis://:wrong-pw-9871@%s/0", rs.Addr())
 	code, out, errOut := runCLI(t, "status", "--redis", bad, "--crawl", "a")
@@ -77,12 +79,13 @@ func TestRedisTLS(t *testing.T) {
 	// Poll (every 100 ms) until the TLS server answers; the check below fails the test
 	// when it never does.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if code, out, errOut = runCLI(t, "status", "--redis", url, "--redis-ca", ca, "--crawl", "tls"); code == 0 {
+		// crawls: status of a crawl an empty Redis does not hold is exit 2.
+		if code, out, errOut = runCLI(t, "crawls", "--redis", url, "--redis-ca", ca); code == 0 {
 			break
 		}
 	}
 	if code != 0 {
-		t.Fatalf("status over TLS with --redis-ca: code %d\n%s%s", code, out, errOut)
+		t.Fatalf("crawls over TLS with --redis-ca: code %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := runCLI(t, "status", "--redis", url, "--crawl", "tls"); code == 0 || !strings.Contains(errOut, "certificate") {
 		t.Errorf("TLS without the CA: code %d, %s; want a certificate error", code, errOut)

@@ -134,6 +134,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		defer rdb.Close()
+		if err := checkCrawl(ctx, rdb, &rf); err != nil {
+			return err
+		}
 		opt.Crawl = server.NewRedisView(rdb, rf.crawl, *buckets, dir, nil)
 	}
 	if *data != "" && *preload == "wait" {

@@ -38,6 +38,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer rdb.Close()
+	if err := checkCrawl(ctx, rdb, &rf); err != nil {
+		return err
+	}
 	st, err := masterworker.ReadStatus(ctx, rdb, rf.crawl)
 	if err != nil {
 		return err

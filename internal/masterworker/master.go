@@ -218,6 +218,11 @@ func (m *Master) drainThenDone(ctx context.Context) error {
 // finished marks the crawl done at once, so that the workers stop without
 // waiting for the master's other loops to wind down, and ends the loops.
 func (m *Master) finished(ctx context.Context) error {
+	// The final counters first: the reaper publishes only every heartbeat,
+	// so without this `spider status` on a done crawl showed the counters of
+	// up to one heartbeat before the end (issue #24: 256 done, 19 queued
+	// while the master reported 275).
+	m.publish(ctx)
 	if err := m.markDone(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,433 @@
+// Package crawls answers "which crawls are on this Redis" and "does crawl
+// NAME exist" in one place for every topology, and removes a finished
+// crawl's keys (`spider crawls`, `spider drop`, the unknown --crawl error).
+//
+// Each topology names its keys in its own package; this package knows
+// their shapes (a crawl name is 1–128 characters from [A-Za-z0-9._-],
+// cluster.NewKeys, so none of them can hold ':', braces or a glob
+// character):
+//
+//	{spider:C}:mw:*        master–worker (§1)
+//	{spider:C}:layered:*   layered crawl (§2)
+//	{spider:C}:rank:*      PageRank map/reduce
+//	{spider:C}:index:*     distributed index build
+//	spider:C:{*            peer-to-peer (§3): membership {C.m}, buckets {bN}, dispatch {C.p2p}
+//	spider:proto:C:*       the §0 protocol and its mixed hosts
+//
+// A p2p crawl named "proto" has keys "spider:proto:{…", which no §0 crawl
+// has (its next part is a crawl name, never a brace), so the patterns of
+// two different crawls never match one key.
+//
+// The crawls are found by SCAN over every master (a Redis Cluster is
+// scanned master by master): there is no separate registry to fall out of
+// step with the keys, and crawls started by older versions are listed too.
+// The price is one pass over the keyspace per listing.
+package crawls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+)
+
+// Kinds of keys, one per topology or job that writes them.
+const (
+	KindMasterWorker = "master-worker"
+	KindLayered      = "layered"
+	KindRank         = "rank"
+	KindIndex        = "index"
+	KindPeer         = "peer-to-peer"
+	KindProtocol     = "protocol"
+)
+
+// States of a crawl.
+const (
+	StateRunning = "running" // a live node: a fresh heartbeat
+	StateDone    = "done"    // the topology marked it done
+	StateStopped = "stopped" // known topology, not done, no live node
+	StateUnknown = "unknown" // keys only of a kind without heartbeats (layered, §0, rank, index)
+)
+
+// LiveWindow is how old a master–worker worker's heartbeat may be for the
+// worker to count as live.
+const LiveWindow = 30 * time.Second
+
+// CheckName returns an error wrapping cluster.ErrBadName when name cannot
+// name a crawl (so it could match another crawl's keys).
+func CheckName(name string) error {
+	_, err := cluster.NewKeys(name)
+	return err
+}
+
+// Patterns returns the SCAN patterns of crawl name's keys, by kind. The
+// name must pass CheckName.
+func Patterns(name string) map[string]string {
+	return map[string]string{
+		KindMasterWorker: "{spider:" + name + "}:mw:*",
+		KindLayered:      "{spider:" + name + "}:layered:*",
+		KindRank:         "{spider:" + name + "}:rank:*",
+		KindIndex:        "{spider:" + name + "}:index:*",
+		KindPeer:         "spider:" + name + ":{*",
+		KindProtocol:     "spider:proto:" + name + ":*",
+	}
+}
+
+// Parse returns the crawl and kind of a key, ok false for a key of no crawl.
+func Parse(key string) (crawl, kind string, ok bool) {
+	if rest, found := strings.CutPrefix(key, "{spider:"); found {
+		name, after, found := strings.Cut(rest, "}:")
+		if !found || CheckName(name) != nil {
+			return "", "", false
+		}
+		k, _, found := strings.Cut(after, ":")
+		if !found { // "{spider:C}:mw" alone is no key of the crawl's
+			return "", "", false
+		}
+		switch k {
+		case "mw":
+			return name, KindMasterWorker, true
+		case "layered":
+			return name, KindLayered, true
+		case "rank":
+			return name, KindRank, true
+		case "index":
+			return name, KindIndex, true
+		}
+		return "", "", false
+	}
+	rest, found := strings.CutPrefix(key, "spider:")
+	if !found {
+		return "", "", false
+	}
+	name, after, found := strings.Cut(rest, ":")
+	if !found || CheckName(name) != nil {
+		return "", "", false
+	}
+	if strings.HasPrefix(after, "{") {
+		return name, KindPeer, true
+	}
+	if name == "proto" {
+		pname, _, found := strings.Cut(after, ":")
+		if found && CheckName(pname) == nil {
+			return pname, KindProtocol, true
+		}
+	}
+	return "", "", false
+}
+
+// Crawl is one crawl found on a Redis.
+type Crawl struct {
+	Name string `json:"name"`
+	// Topology is the kind that ran the crawl (master-worker, peer-to-peer,
+	// layered, protocol); rank or index when only such jobs' keys remain.
+	Topology string `json:"topology"`
+	// State is running, done, stopped or unknown (see the State constants).
+	State string `json:"state"`
+	// Nodes is the number of live nodes (fresh heartbeats).
+	Nodes int `json:"nodes"`
+	// URLsDone is the crawl's completed URLs where the topology keeps the
+	// count in Redis (master–worker: the master's published counter;
+	// peer-to-peer: the nodes' shared budget counter); -1 when not known.
+	URLsDone int64 `json:"urls_done"`
+	// Keys counts the crawl's keys by kind.
+	Keys  map[string]int64 `json:"keys"`
+	Total int64            `json:"keys_total"`
+	// MemoryBytes is an estimate: MEMORY USAGE of up to SampleKeys keys per
+	// kind, scaled to the kind's key count.
+	MemoryBytes int64 `json:"memory_bytes_estimate"`
+}
+
+// SampleKeys bounds the keys per kind whose MEMORY USAGE is asked.
+const SampleKeys = 64
+
+// forEachMaster runs fn on every master of rdb (one for a plain client).
+func forEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	}
+	return fmt.Errorf("cannot scan a Redis client of type %T: use a plain or cluster client", rdb)
+}
+
+// scan calls fn with each batch of keys matching pattern on every master;
+// the masters are scanned at once, but fn is called by one at a time.
+func scan(ctx context.Context, rdb redis.UniversalClient, pattern string, fn func(c *redis.Client, keys []string) error) error {
+	var mu sync.Mutex
+	return forEachMaster(ctx, rdb, func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return fmt.Errorf("cannot scan the keys of %s: %w", c.Options().Addr, err)
+			}
+			if len(keys) > 0 {
+				mu.Lock()
+				err := fn(c, keys)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	})
+}
+
+// List returns every crawl on rdb, sorted by name, with its key counts,
+// state, live nodes, URLs done and memory estimate.
+func List(ctx context.Context, rdb redis.UniversalClient) ([]Crawl, error) {
+	found := map[string]*Crawl{}
+	samples := map[string]map[string][]sample{}
+	collect := func(c *redis.Client, keys []string) error {
+		for _, key := range keys {
+			name, kind, ok := Parse(key)
+			if !ok {
+				continue
+			}
+			cr := found[name]
+			if cr == nil {
+				cr = &Crawl{Name: name, Keys: map[string]int64{}, URLsDone: -1}
+				found[name] = cr
+				samples[name] = map[string][]sample{}
+			}
+			cr.Keys[kind]++
+			cr.Total++
+			if s := samples[name][kind]; len(s) < SampleKeys {
+				samples[name][kind] = append(s, sample{c, key})
+			}
+		}
+		return nil
+	}
+	// Two patterns cover every kind: "{spider:*" and "spider:*".
+	for _, p := range []string{"{spider:*", "spider:*"} {
+		if err := scan(ctx, rdb, p, collect); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Crawl, 0, len(found))
+	for name, cr := range found {
+		cr.MemoryBytes = estimate(ctx, cr.Keys, samples[name])
+		if err := describe(ctx, rdb, cr); err != nil {
+			return nil, err
+		}
+		out = append(out, *cr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+type sample struct {
+	c   *redis.Client
+	key string
+}
+
+// estimate scales the MEMORY USAGE of the sampled keys to each kind's count.
+func estimate(ctx context.Context, counts map[string]int64, samples map[string][]sample) int64 {
+	var total float64
+	for kind, ss := range samples {
+		var sum int64
+		n := 0
+		for _, s := range ss {
+			if b, err := s.c.MemoryUsage(ctx, s.key).Result(); err == nil {
+				sum += b
+				n++
+			}
+		}
+		if n > 0 {
+			total += float64(sum) / float64(n) * float64(counts[kind])
+		}
+	}
+	return int64(total)
+}
+
+// describe fills the topology, state, nodes and URLs done of cr from its
+// keys' kinds and the topologies' own keys.
+func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
+	for _, kind := range []string{KindMasterWorker, KindPeer, KindLayered, KindProtocol, KindIndex, KindRank} {
+		if cr.Keys[kind] > 0 {
+			cr.Topology = kind
+			break
+		}
+	}
+	cr.State = StateUnknown
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("cannot read the Redis server's time: %w", err)
+	}
+	switch cr.Topology {
+	case KindMasterWorker:
+		p := "{spider:" + cr.Name + "}:mw:"
+		pipe := rdb.Pipeline()
+		done := pipe.Exists(ctx, p+"done")
+		beats := pipe.HGetAll(ctx, p+"workers")
+		fetched := pipe.HGet(ctx, p+"stats", "fetched")
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("cannot read crawl %q's master–worker keys: %w", cr.Name, err)
+		}
+		for _, ms := range beats.Val() {
+			if last, err := strconv.ParseInt(ms, 10, 64); err == nil && now.Sub(time.UnixMilli(last)) < LiveWindow {
+				cr.Nodes++
+			}
+		}
+		if n, err := fetched.Int64(); err == nil {
+			cr.URLsDone = n
+		}
+		cr.State = state(done.Val() > 0, cr.Nodes)
+	case KindPeer:
+		keys, _ := cluster.NewKeys(cr.Name)
+		q := "spider:" + cr.Name + ":{" + cr.Name + ".p2p}:"
+		pipe := rdb.Pipeline()
+		live := pipe.ZCount(ctx, keys.Members(), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
+		done := pipe.Exists(ctx, q+"done")
+		used := pipe.Get(ctx, q+"budget:used")
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("cannot read crawl %q's peer-to-peer keys: %w", cr.Name, err)
+		}
+		cr.Nodes = int(live.Val())
+		if n, err := used.Int64(); err == nil {
+			cr.URLsDone = n
+		}
+		cr.State = state(done.Val() > 0, cr.Nodes)
+	}
+	return nil
+}
+
+func state(done bool, live int) string {
+	switch {
+	case live > 0:
+		return StateRunning
+	case done:
+		return StateDone
+	}
+	return StateStopped
+}
+
+// Get returns the crawl named name, or an error wrapping ErrNoCrawl that
+// names the crawls there are.
+func Get(ctx context.Context, rdb redis.UniversalClient, name string) (*Crawl, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	all, err := List(ctx, rdb)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(all))
+	for i := range all {
+		if all[i].Name == name {
+			return &all[i], nil
+		}
+		names = append(names, all[i].Name)
+	}
+	return nil, &NoCrawlError{Name: name, Crawls: names}
+}
+
+// ErrNoCrawl is wrapped by the error of Get for a name no key carries.
+var ErrNoCrawl = errors.New("no such crawl")
+
+// NoCrawlError names the missing crawl and the ones there are.
+type NoCrawlError struct {
+	Name   string
+	Crawls []string
+}
+
+func (e *NoCrawlError) Error() string {
+	list := "none"
+	if len(e.Crawls) > 0 {
+		list = strings.Join(e.Crawls, ", ")
+	}
+	return fmt.Sprintf("no crawl named %q on this Redis; crawls: %s (spider crawls --redis URL lists them)", e.Name, list)
+}
+
+func (e *NoCrawlError) Unwrap() error { return ErrNoCrawl }
+
+// Removed counts the keys a Drop or Expire reached, by kind.
+type Removed struct {
+	Keys  map[string]int64 `json:"keys"`
+	Total int64            `json:"keys_total"`
+}
+
+// Drop deletes every key of crawl name on every master, kind by kind,
+// and returns how many it deleted. It never refuses: the caller checks
+// the crawl's state first. On an error the returned counts are what was
+// deleted before it (running Drop again deletes the rest).
+func Drop(ctx context.Context, rdb redis.UniversalClient, name string) (Removed, error) {
+	return each(ctx, rdb, name, func(ctx context.Context, c *redis.Client, keys []string) (int64, error) {
+		// Key by key: on a cluster master the keys of one batch may lie in
+		// different slots, and a multi-key DEL must not cross slots.
+		pipe := c.Pipeline()
+		cmds := make([]*redis.IntCmd, len(keys))
+		for i, k := range keys {
+			cmds[i] = pipe.Del(ctx, k)
+		}
+		_, err := pipe.Exec(ctx)
+		var n int64
+		for _, cmd := range cmds {
+			n += cmd.Val()
+		}
+		return n, err
+	})
+}
+
+// Expire sets a time to live of ttl on every key of crawl name (keys that
+// already expire sooner keep their sooner expiry; Redis 7 or later) and returns how many it
+// set. Keys the crawl creates later do not get one.
+func Expire(ctx context.Context, rdb redis.UniversalClient, name string, ttl time.Duration) (Removed, error) {
+	return each(ctx, rdb, name, func(ctx context.Context, c *redis.Client, keys []string) (int64, error) {
+		pipe := c.Pipeline()
+		cmds := make([]*redis.Cmd, len(keys))
+		for i, k := range keys {
+			// LT: a key without an expiry gets one; a sooner one stays.
+			cmds[i] = pipe.Do(ctx, "PEXPIRE", k, ttl.Milliseconds(), "LT")
+		}
+		_, err := pipe.Exec(ctx)
+		var n int64
+		for _, cmd := range cmds {
+			if v, _ := cmd.Int64(); v == 1 {
+				n++
+			}
+		}
+		return n, err
+	})
+}
+
+func each(ctx context.Context, rdb redis.UniversalClient, name string, fn func(context.Context, *redis.Client, []string) (int64, error)) (Removed, error) {
+	r := Removed{Keys: map[string]int64{}}
+	if err := CheckName(name); err != nil {
+		return r, err
+	}
+	pats := Patterns(name)
+	kinds := make([]string, 0, len(pats))
+	for k := range pats {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, kind := range kinds {
+		err := scan(ctx, rdb, pats[kind], func(c *redis.Client, keys []string) error {
+			n, err := fn(ctx, c, keys)
+			r.Keys[kind] += n
+			r.Total += n
+			if err != nil {
+				return fmt.Errorf("cannot change the keys on %s: %w", c.Options().Addr, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,236 @@
+package crawls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+)
+
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		key, crawl, kind string
+	}{
+		{"{spider:news}:mw:srq", "news", KindMasterWorker},
+		{"{spider:news}:layered:round", "news", KindLayered},
+		{"{spider:a.b-c_1}:rank:task:3", "a.b-c_1", KindRank},
+		{"{spider:news}:index:seg", "news", KindIndex},
+		{"spider:news:{b17}:pending", "news", KindPeer},
+		{"spider:news:{news.m}:members", "news", KindPeer},
+		{"spider:proto:news:NET:pool", "news", KindProtocol},
+		{"spider:proto:{b3}:owner", "proto", KindPeer}, // a p2p crawl named "proto"
+		{"spider:proto:news:{budget}:used", "news", KindProtocol},
+		{"spider:lost", "", ""},
+		{"spider:news:plain", "", ""},
+		{"{spider:news}:other:x", "", ""},
+		{"{spider:a:b}:mw:srq", "", ""},
+		{"{spider:a*}:mw:srq", "", ""},
+		{"user:1", "", ""},
+	} {
+		crawl, kind, ok := Parse(c.key)
+		if crawl != c.crawl || kind != c.kind || ok != (c.crawl != "") {
+			t.Errorf("Parse(%q) = %q, %q, %v; want %q, %q", c.key, crawl, kind, ok, c.crawl, c.kind)
+		}
+	}
+}
+
+// FuzzParse: a key Parse gives to a crawl matches that crawl's pattern
+// of that kind and of no other crawl's: dropping one crawl can never
+// touch another's keys.
+func FuzzParse(f *testing.F) {
+	for _, k := range []string{"{spider:a}:mw:x", "spider:a:{b1}:p", "spider:proto:a:N:x", "spider:proto:{x}", "spider:lost"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		crawl, kind, ok := Parse(key)
+		if !ok {
+			return
+		}
+		if err := CheckName(crawl); err != nil {
+			t.Fatalf("Parse(%q) gave a bad name %q", key, crawl)
+		}
+		pat := Patterns(crawl)[kind]
+		if !strings.HasPrefix(key, strings.TrimSuffix(pat, "*")) {
+			t.Fatalf("Parse(%q) = %q %s, but the pattern %q does not match it", key, crawl, kind, pat)
+		}
+	})
+}
+
+func set(t *testing.T, rdb redis.UniversalClient, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if err := rdb.Set(context.Background(), k, "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDropKeepsOtherCrawls: Drop removes every key of its crawl, of every
+// kind, and no key of a crawl whose name it prefixes, of a p2p crawl named
+// "proto", or of anything else.
+func TestDropKeepsOtherCrawls(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	defer rdb.Close()
+	mine := []string{"{spider:a}:mw:srq", "{spider:a}:mw:stats", "{spider:a}:rank:t", "{spider:a}:index:x", "{spider:a}:layered:r",
+		"spider:a:{b1}:pending", "spider:a:{a.m}:members", "spider:proto:a:NET:pool"}
+	others := []string{"{spider:ab}:mw:srq", "spider:ab:{b1}:pending", "spider:proto:{b1}:x", "spider:proto:ab:NET:pool",
+		"{spider:a.}:mw:srq", "spider:lost", "user:a"}
+	set(t, rdb, mine...)
+	set(t, rdb, others...)
+	r, err := Drop(ctx, rdb, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total != int64(len(mine)) || r.Keys[KindMasterWorker] != 2 || r.Keys[KindPeer] != 2 || r.Keys[KindProtocol] != 1 {
+		t.Errorf("removed %+v, want %d keys (master-worker 2, peer-to-peer 2, protocol 1)", r, len(mine))
+	}
+	for _, k := range mine {
+		if n := rdb.Exists(ctx, k).Val(); n != 0 {
+			t.Errorf("%s survived the drop", k)
+		}
+	}
+	for _, k := range others {
+		if n := rdb.Exists(ctx, k).Val(); n != 1 {
+			t.Errorf("%s of another crawl was removed", k)
+		}
+	}
+	list, err := List(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range list {
+		names = append(names, c.Name+"/"+c.Topology)
+	}
+	if got := strings.Join(names, " "); got != "a./master-worker ab/master-worker proto/peer-to-peer" {
+		t.Errorf("crawls after the drop: %s", got)
+	}
+	if _, err := Get(ctx, rdb, "a"); !errors.Is(err, ErrNoCrawl) || !strings.Contains(err.Error(), `no crawl named "a" on this Redis; crawls: a., ab, proto`) {
+		t.Errorf("Get of the dropped crawl: %v", err)
+	}
+	if _, err := Drop(ctx, rdb, "a*"); err == nil {
+		t.Error("Drop accepted the name a*")
+	}
+}
+
+// failAfter fails every DEL pipeline after the first n: Redis going away in
+// the middle of a drop.
+type failAfter struct{ n atomic.Int64 }
+
+func (f *failAfter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *failAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (f *failAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "del" && f.n.Add(-1) < 0 {
+			return errors.New("connection reset by peer")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestDropInterrupted: an error in the middle returns the error and the
+// count removed so far (never the whole), and running Drop again removes
+// the rest.
+func TestDropInterrupted(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Start(t).Addr()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	const n = 5000
+	pipe := rdb.Pipeline()
+	for i := range n {
+		pipe.Set(ctx, fmt.Sprintf("spider:c:{b%d}:pending", i), "x", 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	broken := redis.NewClient(&redis.Options{Addr: addr})
+	defer broken.Close()
+	f := &failAfter{}
+	f.n.Store(1)
+	broken.AddHook(f)
+	r, err := Drop(ctx, broken, "c")
+	if err == nil || r.Total == 0 || r.Total >= n {
+		t.Fatalf("interrupted drop: removed %d of %d, err %v; want an error after some keys", r.Total, n, err)
+	}
+	left := rdb.DBSize(ctx).Val()
+	if left+r.Total != n {
+		t.Errorf("the drop reported %d removed, but %d of %d keys are left", r.Total, left, n)
+	}
+	r2, err := Drop(ctx, rdb, "c")
+	if err != nil || r2.Total != left || rdb.DBSize(ctx).Val() != 0 {
+		t.Errorf("second drop: removed %d (want %d), err %v, %d keys left", r2.Total, left, err, rdb.DBSize(ctx).Val())
+	}
+}
+
+// TestCluster: on a 3-master Redis Cluster, List counts the keys of every
+// master and Drop removes keys spread over every slot.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx := context.Background()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client()
+	const n = 600
+	for i := range n {
+		set(t, rdb, fmt.Sprintf("spider:c:{b%d}:pending", i))
+	}
+	set(t, rdb, "{spider:c}:mw:srq", "spider:d:{b1}:pending", "spider:d:{b2}:pending")
+	list, err := List(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "c" || list[0].Total != n+1 || list[1].Total != 2 {
+		t.Fatalf("crawls on the cluster: %+v", list)
+	}
+	r, err := Drop(ctx, rdb, "c")
+	if err != nil || r.Total != n+1 {
+		t.Fatalf("drop on the cluster: removed %d, err %v; want %d", r.Total, err, n+1)
+	}
+	var left int64
+	if err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		left += m.DBSize(ctx).Val()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if left != 2 {
+		t.Errorf("%d keys left on the cluster, want crawl d's 2", left)
+	}
+}
+
+// TestExpire: every key of the crawl gets the time to live, a sooner one
+// is kept, other crawls' keys get none.
+func TestExpire(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	defer rdb.Close()
+	set(t, rdb, "{spider:a}:mw:srq", "spider:a:{b1}:p", "spider:b:{b1}:p")
+	rdb.Set(ctx, "spider:a:{b2}:p", "x", time.Minute)
+	r, err := Expire(ctx, rdb, "a", time.Hour)
+	if err != nil || r.Total != 2 {
+		t.Fatalf("expire: %+v, %v; want 2 keys given the TTL", r, err)
+	}
+	for k, want := range map[string][2]time.Duration{"{spider:a}:mw:srq": {59 * time.Minute, time.Hour}, "spider:a:{b1}:p": {59 * time.Minute, time.Hour},
+		"spider:a:{b2}:p": {0, time.Minute}, "spider:b:{b1}:p": {-1, -1}} {
+		ttl := rdb.PTTL(ctx, k).Val()
+		if want[0] == -1 {
+			if ttl != -1 {
+				t.Errorf("%s of another crawl got TTL %s", k, ttl)
+			}
+		} else if ttl <= want[0] || ttl > want[1] {
+			t.Errorf("%s: TTL %s, want in (%s, %s]", k, ttl, want[0], want[1])
+		}
+	}
+}
