@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/server"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestMasterWorkerStatusAtEnd: once a master–worker crawl has ended,
+// status --json agrees with the union of the workers' records: done, the
+// master's fetched count equal to the distinct URLs recorded, nothing
+// queued or in flight (issue #24: status showed 256 done and 19 queued
+// while the master reported 275, the counters of its last heartbeat
+// before the end).
+func TestMasterWorkerStatusAtEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 7, Hosts: 6, PagesPerHost: 30, Latency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	seeds := srv.SeedURLs(2)
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type proc struct {
+		out  bytes.Buffer
+		done chan error
+	}
+	start := func(args ...string) *proc {
+		p := &proc{done: make(chan error, 1)}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = &p.out, &p.out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return p
+	}
+	// The master publishes its counters every heartbeat (1 s); the crawl's
+	// last results come between two publications.
+	master := start(append([]string{"master", "--redis", rs.URL(), "--crawl", "end", "--data", filepath.Join(dir, "master"),
+		"--resolve-file", resolve, "--allow-private", "--delay", "1ms", "--scope", "any", "--max-depth", "3"}, seeds...)...)
+	var wdirs []string
+	var workers []*proc
+	for _, w := range []string{"w0", "w1"} {
+		d := filepath.Join(dir, w)
+		wdirs = append(wdirs, d)
+		workers = append(workers, start("worker", "--redis", rs.URL(), "--crawl", "end", "--data", d,
+			"--resolve-file", resolve, "--allow-private", "--concurrency", "4"))
+	}
+	for name, p := range map[string]*proc{"master": master, "w0": workers[0], "w1": workers[1]} {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", name, err, &p.out)
+			}
+		case <-time.After(120 * time.Second):
+			t.Fatalf("%s did not end\n%s", name, &p.out)
+		}
+	}
+	urls := map[string]bool{}
+	for _, d := range wdirs {
+		recs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs.Iterate(func(r store.Record) error { urls[r.URL] = true; return nil })
+		recs.Close()
+	}
+	code, out, errOut := runCLI(t, "status", "--redis", rs.URL(), "--crawl", "end", "--json")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	var st server.ClusterStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Done || st.Master["fetched"] != int64(len(urls)) || st.Queue.Queued != 0 || st.Queue.InFlight != 0 {
+		t.Errorf("status at the end: done %v, fetched %d, queued %d, in flight %d; the workers recorded %d URLs\nmaster:\n%s",
+			st.Done, st.Master["fetched"], st.Queue.Queued, st.Queue.InFlight, len(urls), &master.out)
+	}
+}
