@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,5 +180,41 @@ func TestDropRedisGone(t *testing.T) {
 	if r.code != 3 || strings.Contains(r.out, "dropped") ||
 		!strings.Contains(r.errOut, "0 of its 50 keys removed before the error; run the same command again to finish") {
 		t.Errorf("drop with Redis gone: exit %d\n%s%s\nwant exit 3, 0 of 50 removed, run again", r.code, r.out, r.errOut)
+	}
+}
+
+// TestDropCluster: on a 3-master Redis Cluster, crawls counts the keys of
+// every master and drop removes a crawl whose keys lie on all of them,
+// leaving another crawl's keys.
+func TestDropCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ctx := context.Background()
+	c := redistest.StartCluster(t, 3)
+	rdb := c.Client()
+	const n = 300
+	for i := range n {
+		seedKeys(t, rdb, fmt.Sprintf("spider:wide:{b%d}:pending", i))
+	}
+	seedKeys(t, rdb, "{spider:wide}:rank:t", "spider:keep:{b1}:pending", "spider:keep:{b2}:pending")
+	addrs := c.Addrs()
+	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	code, out, errOut := runCLI(t, "crawls", "--redis", url, "--redis-cluster", "--json")
+	var list crawlsOutput
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Crawls) != 2 || list.Crawls[1].Total != n+1 {
+		t.Fatalf("crawls on the cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "drop", "--redis", url, "--redis-cluster", "--crawl", "wide")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d keys removed (peer-to-peer %d, rank 1)", n+1, n)) {
+		t.Errorf("drop on the cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	var left atomic.Int64 // ForEachMaster calls at once
+	rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		left.Add(m.DBSize(ctx).Val())
+		return nil
+	})
+	if left := left.Load(); left != 2 {
+		t.Errorf("%d keys left on the cluster, want keep's 2", left)
 	}
 }
