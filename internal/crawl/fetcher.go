@@ -722,6 +722,13 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 	nofollowPage := page.MetaRobots.NoFollow && !f.cfg.FollowNofollow
 	seen := make(map[string]struct{}, len(page.Links)+1)
 	res.rec.OutLinks = make([]string, 0, len(page.Links))
+	var lastScheme, lastHost, lastKey string // most links share a host: its key once
+	request := func(n *url.URL, s string, depth int) frontier.Request {
+		if n.Host != lastHost || n.Scheme != lastScheme || lastKey == "" {
+			lastScheme, lastHost, lastKey = n.Scheme, n.Host, f.key(n)
+		}
+		return frontier.Request{URL: s, Key: lastKey, Depth: depth, Priority: depth}
+	}
 	for i := range page.Links {
 		l := &page.Links[i]
 		n, s, err := f.norm.ResolveString(page.Base, l.Raw)
@@ -738,14 +745,14 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 		}
 		if f.chain.Check(n, depth+1) != nil {
 			if f.beyondChain != nil && f.beyondChain.Check(n, depth+1) == nil {
-				res.beyond = append(res.beyond, f.requestOf(n, s, depth+1, 0))
+				res.beyond = append(res.beyond, request(n, s, depth+1))
 			}
 			continue
 		}
 		if res.discovered == nil {
 			res.discovered = make([]frontier.Request, 0, len(page.Links)-i)
 		}
-		res.discovered = append(res.discovered, f.requestOf(n, s, depth+1, 0))
+		res.discovered = append(res.discovered, request(n, s, depth+1))
 	}
 	// A meta refresh's target is among the links (parse.Page.Links).
 }

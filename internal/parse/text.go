@@ -28,6 +28,38 @@ func (t *textBuf) brk() {
 // whether or not they fit the budget.
 func (t *textBuf) write(s []byte) (runes int) {
 	for len(s) > 0 {
+		if c := s[0]; c < utf8.RuneSelf && !isSpaceByte(c) {
+			// A run of ASCII non-space bytes is copied at once, as much
+			// of it as the budget takes (one byte per rune, one more for
+			// a pending space before it): what the rune-by-rune path
+			// below would append.
+			j := 1
+			for j < len(s) && s[j] < utf8.RuneSelf && !isSpaceByte(s[j]) {
+				j++
+			}
+			runes += j
+			run := s[:j]
+			s = s[j:]
+			if t.truncated {
+				continue
+			}
+			if t.pending {
+				if *t.budget < 2 {
+					t.truncated = true
+					continue
+				}
+				*t.budget--
+				t.b = append(t.b, ' ')
+				t.pending = false
+			}
+			k := min(*t.budget, len(run))
+			*t.budget -= k
+			t.b = append(t.b, run[:k]...)
+			if k < len(run) {
+				t.truncated = true
+			}
+			continue
+		}
 		r, size := rune(s[0]), 1
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRune(s)
@@ -71,7 +103,13 @@ func (t *textBuf) reset() {
 
 func isSpace(r rune) bool {
 	if r < utf8.RuneSelf {
-		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v'
+		return isSpaceByte(byte(r))
 	}
 	return unicode.IsSpace(r)
+}
+
+// isSpaceByte reports whether an ASCII byte is white space (as
+// unicode.IsSpace).
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }

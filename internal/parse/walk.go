@@ -44,6 +44,7 @@ type walker struct {
 	skipped   int
 	truncated bool
 
+	attrBuf    []html.Attribute // readAttrs' scratch
 	haveBase   bool
 	baseHref   string
 	robots     MetaRobots
@@ -181,7 +182,7 @@ func (w *walker) onStart(f *frame, selfClosing bool) {
 	}
 	var attrs []html.Attribute
 	if ti.flags&tAttrs != 0 {
-		attrs = readAttrs(f.z)
+		attrs = w.readAttrs(f.z)
 	}
 	switch tag {
 	case "html":
@@ -352,18 +353,52 @@ func (w *walker) addLink(raw, tag, attrName, rel string) int {
 	return len(w.links) - 1
 }
 
-func readAttrs(z *html.Tokenizer) []html.Attribute {
-	var attrs []html.Attribute
+// readAttrs reads the tag's attributes the walker looks at (wantedAttr),
+// into the walker's scratch slice: valid until the next readAttrs. Other
+// attributes (class, id, style…) are skipped without a copy.
+func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
+	attrs := w.attrBuf[:0]
 	for {
 		k, v, more := z.TagAttr()
 		if k == nil {
-			return attrs
+			break
 		}
-		attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
+		if key := wantedAttr(k); key != "" {
+			attrs = append(attrs, html.Attribute{Key: key, Val: string(v)})
+		}
 		if !more {
-			return attrs
+			break
 		}
 	}
+	w.attrBuf = attrs
+	return attrs
+}
+
+// wantedAttr returns the name of an attribute the walker reads (as a
+// constant: no allocation), or "" for one it ignores. Every name passed to
+// lookupAttr or attr must be here.
+func wantedAttr(k []byte) string {
+	switch string(k) {
+	case "href":
+		return "href"
+	case "src":
+		return "src"
+	case "rel":
+		return "rel"
+	case "alt":
+		return "alt"
+	case "content":
+		return "content"
+	case "http-equiv":
+		return "http-equiv"
+	case "name":
+		return "name"
+	case "lang":
+		return "lang"
+	case "xml:lang":
+		return "xml:lang"
+	}
+	return ""
 }
 
 // lookupAttr returns the first attribute named key (names are lower-case).
