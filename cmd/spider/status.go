@@ -85,20 +85,33 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 		enc.SetIndent("", "  ")
 		return enc.Encode(server.PeerStatus(st))
 	}
+	live := 0
+	for _, n := range st.Nodes {
+		if !n.Left {
+			live++
+		}
+	}
 	state := "running"
 	if st.Done {
 		state = "done"
-	} else if len(st.Nodes) == 0 {
+	} else if live == 0 {
 		state = "no live nodes"
 	}
 	fmt.Fprintf(stdout, "crawl %q (peer-to-peer): %s, member epoch %d\n", st.Crawl, state, st.Epoch)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  node\tweight\tbuckets\tpages/s\tfetched\tqueued\tinbox\tidle")
+	var total int64
 	for _, n := range st.Nodes {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%d\t%d\t%d\t%v\n", n.ID, n.Weight, n.Buckets, n.PagesPerSec, n.Fetched, n.Queue, n.Inbox, n.Idle)
+		id := n.ID
+		if n.Left {
+			id += " (left)"
+		}
+		total += n.Fetched
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.1f\t%d\t%d\t%d\t%v\n", id, n.Weight, n.Buckets, n.PagesPerSec, n.Fetched, n.Queue, n.Inbox, n.Idle)
 	}
 	tw.Flush()
-	if len(st.Nodes) > 1 {
+	fmt.Fprintf(stdout, "  %d URLs done by all nodes\n", total)
+	if live > 1 {
 		fmt.Fprintf(stdout, "load spread (largest deviation from the weight's share): fetched %.1f%%, queued %.1f%%\n",
 			100*st.Spread.FetchedMaxDev, 100*st.Spread.QueueMaxDev)
 	}

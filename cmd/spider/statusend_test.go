@@ -99,3 +99,86 @@ func TestMasterWorkerStatusAtEnd(t *testing.T) {
 			st.Done, st.Master["fetched"], st.Queue.Queued, st.Queue.InFlight, len(urls), &master.out)
 	}
 }
+
+// TestPeerStatusAtEnd: once a peer-to-peer crawl has ended (every node left
+// the member list), status --json still has one row per node whose fetched
+// counts sum to the union of the nodes' records, and crawls shows the
+// crawl done with that many URLs (issue #24: status showed nothing after
+// the end).
+func TestPeerStatusAtEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 8, PagesPerHost: 20, Latency: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	seeds := srv.SeedURLs(2)
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	var dones []chan error
+	var outs []*bytes.Buffer
+	for _, id := range []string{"p0", "p1"} {
+		d := filepath.Join(dir, id)
+		dirs = append(dirs, d)
+		cmd := exec.Command(bin, append([]string{"crawl", "--redis", rs.URL(), "--crawl", "pend", "--node-id", id,
+			"--buckets", "64", "--data", d, "--resolve-file", resolve, "--allow-private", "--delay", "1ms",
+			"--concurrency", "4", "--scope", "any", "--max-depth", "3"}, seeds...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		dones, outs = append(dones, done), append(outs, &out)
+	}
+	for i, done := range dones {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("peer %d: %v\n%s", i, err, outs[i])
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("peer %d did not end\n%s", i, outs[i])
+		}
+	}
+	urls := map[string]bool{}
+	for _, d := range dirs {
+		recs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs.Iterate(func(r store.Record) error { urls[r.URL] = true; return nil })
+		recs.Close()
+	}
+	code, out, errOut := runCLI(t, "status", "--redis", rs.URL(), "--crawl", "pend", "--buckets", "64", "--json")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	var st server.ClusterStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, n := range st.Nodes {
+		sum += n.Fetched
+	}
+	if !st.Done || len(st.Nodes) != 2 || sum != int64(len(urls)) {
+		t.Errorf("status at the end: done %v, %d nodes, %d URLs fetched; the nodes recorded %d URLs\n%s", st.Done, len(st.Nodes), sum, len(urls), out)
+	}
+	code, out, _ = runCLI(t, "crawls", "--redis", rs.URL(), "--json")
+	var list crawlsOutput
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Crawls) != 1 ||
+		list.Crawls[0].State != "done" || list.Crawls[0].URLsDone != int64(len(urls)) {
+		t.Errorf("crawls at the end: exit %d, want crawl pend done with %d URLs\n%s", code, len(urls), out)
+	}
+}

@@ -136,7 +136,8 @@ type Crawl struct {
 	Nodes int `json:"nodes"`
 	// URLsDone is the crawl's completed URLs where the topology keeps the
 	// count in Redis (master–worker: the master's published counter;
-	// peer-to-peer: the nodes' shared budget counter); -1 when not known.
+	// peer-to-peer: the live nodes' counts plus the final counts of the
+	// runs that ended); -1 when not known.
 	URLsDone int64 `json:"urls_done"`
 	// Keys counts the crawl's keys by kind.
 	Keys  map[string]int64 `json:"keys"`
@@ -290,15 +291,26 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 		keys, _ := cluster.NewKeys(cr.Name)
 		q := "spider:" + cr.Name + ":{" + cr.Name + ".p2p}:"
 		pipe := rdb.Pipeline()
-		live := pipe.ZCount(ctx, keys.Members(), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
 		done := pipe.Exists(ctx, q+"done")
-		used := pipe.Get(ctx, q+"budget:used")
+		final := pipe.HVals(ctx, q+"final") // node → URLs of its ended runs
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("cannot read crawl %q's peer-to-peer keys: %w", cr.Name, err)
 		}
-		cr.Nodes = int(live.Val())
-		if n, err := used.Int64(); err == nil {
-			cr.URLsDone = n
+		view, err := cluster.NewMembership(rdb, keys, cluster.MembershipConfig{}).Members(ctx)
+		if err != nil {
+			return fmt.Errorf("cannot read crawl %q's members: %w", cr.Name, err)
+		}
+		cr.Nodes = len(view.Members)
+		var urls int64
+		for _, m := range view.Members {
+			urls += m.Load.Fetched
+		}
+		for _, v := range final.Val() {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			urls += n
+		}
+		if urls > 0 || len(final.Val()) > 0 {
+			cr.URLsDone = urls
 		}
 		cr.State = state(done.Val() > 0, cr.Nodes)
 	}

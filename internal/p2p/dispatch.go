@@ -27,6 +27,7 @@ func (k qkeys) sent() string             { return k.prefix + "sent" }     // "fr
 func (k qkeys) received() string         { return k.prefix + "received" } // node → URLs
 func (k qkeys) idle() string             { return k.prefix + "idle" }     // node → idle report
 func (k qkeys) done() string             { return k.prefix + "done" }
+func (k qkeys) final() string            { return k.prefix + "final" }       // node → URLs completed in its ended runs
 func (k qkeys) used() string             { return k.prefix + "budget:used" } // URLs completed, all nodes and runs
 func (k qkeys) held() string             { return k.prefix + "budget:held" } // --max-pages slots in flight → expiry (ms)
 

@@ -340,6 +340,12 @@ func (n *Node) Run(ctx context.Context) error {
 	err = g.Wait()
 	leaveCtx, lc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer lc()
+	// The member list forgets a node that leaves; its count stays here for
+	// `spider status` and `spider crawls` after the end (issue #24). A node
+	// killed with -9 never adds its run.
+	if ferr := n.rdb.HIncrBy(leaveCtx, n.k.final(), n.opt.NodeID, n.Fetched()).Err(); ferr != nil {
+		n.log.Warn("cannot record the node's final count for spider status", "err", ferr)
+	}
 	if lerr := n.mem.Leave(leaveCtx); lerr != nil {
 		n.log.Warn("cannot leave the member list", "err", lerr)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +24,9 @@ type NodeStatus struct {
 	Fetched     int64   `json:"fetched"`
 	Inbox       int64   `json:"inbox"` // batches waiting
 	Idle        bool    `json:"idle"`
+	// Left is true for a node that ran and left the crawl (its row is its
+	// final count); Fetched of a live node adds its earlier runs' counts.
+	Left bool `json:"left,omitempty"`
 }
 
 // LoadSpread says how evenly the two-level mapping (host → bucket → node,
@@ -93,14 +98,44 @@ func ReadStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string
 		}
 	}
 	idle, _ := rdb.HGetAll(ctx, k.idle()).Result()
+	final, err := finalCounts(ctx, rdb, k)
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range view.Members {
 		inbox, _ := rdb.LLen(ctx, k.inbox(m.ID)).Result()
 		var rep idleReport
 		_ = json.Unmarshal([]byte(idle[m.ID]), &rep)
 		st.Nodes = append(st.Nodes, NodeStatus{ID: m.ID, Weight: m.Weight, Buckets: owned[m.ID],
-			PagesPerSec: m.Load.PagesPerSec, Queue: m.Load.Queue, Fetched: m.Load.Fetched, Inbox: inbox, Idle: rep.Idle})
+			PagesPerSec: m.Load.PagesPerSec, Queue: m.Load.Queue, Fetched: m.Load.Fetched + final[m.ID], Inbox: inbox, Idle: rep.Idle})
+		delete(final, m.ID)
 	}
-	st.Spread = spread(st.Nodes)
+	// The nodes that left: after the end, every node; their rows keep the
+	// status equal to the union of the nodes' records.
+	left := make([]string, 0, len(final))
+	for id := range final {
+		left = append(left, id)
+	}
+	sort.Strings(left)
+	for _, id := range left {
+		st.Nodes = append(st.Nodes, NodeStatus{ID: id, Fetched: final[id], Idle: true, Left: true})
+	}
+	st.Spread = spread(st.Nodes[:len(view.Members)])
 	st.Sent, err = SentTable(ctx, rdb, crawlName)
 	return st, err
+}
+
+// finalCounts returns each node's URLs completed in its ended runs.
+func finalCounts(ctx context.Context, rdb redis.UniversalClient, k qkeys) (map[string]int64, error) {
+	raw, err := rdb.HGetAll(ctx, k.final()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the nodes' final counts: %w", err)
+	}
+	out := make(map[string]int64, len(raw))
+	for id, v := range raw {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[id] = n
+		}
+	}
+	return out, nil
 }
