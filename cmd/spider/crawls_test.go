@@ -80,6 +80,7 @@ func TestCrawlsAndDrop(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("crawls: exit %d\n%s%s", code, out, errOut)
 	}
+	checkJSON(t, "crawls --json", "CrawlList", out)
 	var list crawlsOutput
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
@@ -114,6 +115,8 @@ func TestCrawlsAndDrop(t *testing.T) {
 	}
 	if code, out, errOut := runCLI(t, "drop", "--redis", rs.URL(), "--crawl", "live", "--force", "--json"); code != 0 || !strings.Contains(out, `"keys_total": 2`) {
 		t.Errorf("drop live --force: exit %d\n%s%s", code, out, errOut)
+	} else {
+		checkJSON(t, "drop --json", "DropResult", out)
 	}
 	code, out, errOut = runCLI(t, "drop", "--redis", rs.URL(), "--crawl", "older", "--after", "2h")
 	if code != 0 || !strings.Contains(out, "1 keys (master-worker 1) expire in 2h0m0s") {

@@ -27,10 +27,10 @@ are not touched.`
 type dropOutput struct {
 	Crawl string `json:"crawl"`
 	// Action is "deleted" or "expire" (with --after).
-	Action   string           `json:"action"`
-	AfterSec int64            `json:"after_s,omitempty"`
-	Keys     map[string]int64 `json:"keys"`
-	Total    int64            `json:"keys_total"`
+	Action  string           `json:"action"`
+	AfterMS int64            `json:"after_ms,omitempty"`
+	Keys    map[string]int64 `json:"keys"`
+	Total   int64            `json:"keys_total"`
 }
 
 func runDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,7 +72,7 @@ func runDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := dropOutput{Crawl: c.Name, Action: "deleted"}
 	var r crawls.Removed
 	if *after > 0 {
-		out.Action, out.AfterSec = "expire", int64(after.Seconds())
+		out.Action, out.AfterMS = "expire", after.Milliseconds()
 		r, err = crawls.Expire(ctx, rdb, c.Name, *after)
 	} else {
 		r, err = crawls.Drop(ctx, rdb, c.Name)
