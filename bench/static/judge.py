@@ -53,7 +53,7 @@ def judge(manifest_path, log_path, name, wall, cpu, rss):
         per_host[r["addr"]].append(r)
         if r["uri"] == "/robots.txt":
             continue
-        counts[key] += 1
+        counts[r["addr"] + r["uri"]] += 1  # the query makes another URL
         if key in disallowed:
             violations += 1
         if key in allowed and r["status"] == 200:
