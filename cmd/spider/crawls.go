@@ -106,10 +106,16 @@ func findCrawl(ctx context.Context, rdb redis.UniversalClient, rf *redisFlags) (
 }
 
 // checkCrawl is findCrawl for the read-only commands that only need to
-// know the crawl exists.
+// know the crawl exists (cheaper than listing every crawl).
 func checkCrawl(ctx context.Context, rdb redis.UniversalClient, rf *redisFlags) error {
-	_, err := findCrawl(ctx, rdb, rf)
-	return err
+	err := crawls.Check(ctx, rdb, rf.crawl)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, crawls.ErrNoCrawl), errors.Is(err, cluster.ErrBadName):
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return rf.lost(err)
 }
 
 // lost marks an error met while talking to Redis after it answered the

@@ -347,6 +347,48 @@ func Get(ctx context.Context, rdb redis.UniversalClient, name string) (*Crawl, e
 	return nil, &NoCrawlError{Name: name, Crawls: names}
 }
 
+// Exists reports whether any key of crawl name is on rdb: first the keys
+// every master–worker and peer-to-peer crawl writes at its start (a few
+// EXISTS), then a SCAN per kind that stops at the first key found.
+func Exists(ctx context.Context, rdb redis.UniversalClient, name string) (bool, error) {
+	if err := CheckName(name); err != nil {
+		return false, err
+	}
+	keys, _ := cluster.NewKeys(name)
+	for _, k := range []string{"{spider:" + name + "}:mw:epoch", "{spider:" + name + "}:mw:stats", keys.Epoch(), keys.Info()} {
+		n, err := rdb.Exists(ctx, k).Result() // one key a call: they lie in different slots
+		if err != nil {
+			return false, fmt.Errorf("cannot ask Redis for crawl %q: %w", name, err)
+		}
+		if n > 0 {
+			return true, nil
+		}
+	}
+	errFound := errors.New("found")
+	for _, pat := range Patterns(name) {
+		err := scan(ctx, rdb, pat, func(*redis.Client, []string) error { return errFound })
+		if errors.Is(err, errFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// Check returns nil when crawl name has keys on rdb, an error wrapping
+// ErrNoCrawl that names the crawls there are when it has none, and an
+// error wrapping cluster.ErrBadName for a name no crawl can have.
+func Check(ctx context.Context, rdb redis.UniversalClient, name string) error {
+	ok, err := Exists(ctx, rdb, name)
+	if err != nil || ok {
+		return err
+	}
+	_, err = Get(ctx, rdb, name)
+	return err
+}
+
 // ErrNoCrawl is wrapped by the error of Get for a name no key carries.
 var ErrNoCrawl = errors.New("no such crawl")
 

@@ -234,3 +234,29 @@ func TestExpire(t *testing.T) {
 		}
 	}
 }
+
+// TestExists: a crawl exists by any key of any kind, and not by the keys of
+// a crawl whose name extends its own.
+func TestExists(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	defer rdb.Close()
+	set(t, rdb, "{spider:ab}:mw:stats", "spider:ab:{ab.m}:epoch", "spider:proto:ab:NET:x")
+	for _, key := range []string{"", "{spider:a}:layered:r", "{spider:a}:rank:t", "{spider:a}:index:x", "spider:a:{b9}:pending",
+		"spider:proto:a:NET:pool", "{spider:a}:mw:srq", "spider:a:{a.m}:info"} {
+		if key != "" {
+			set(t, rdb, key)
+		}
+		ok, err := Exists(ctx, rdb, "a")
+		if err != nil || ok != (key != "") {
+			t.Errorf("Exists(a) with key %q: %v, %v", key, ok, err)
+		}
+		if err := Check(ctx, rdb, "a"); (err == nil) != (key != "") {
+			t.Errorf("Check(a) with key %q: %v", key, err)
+		}
+		rdb.Del(ctx, key)
+	}
+	if _, err := Exists(ctx, rdb, "a?"); err == nil {
+		t.Error("Exists accepted the name a?")
+	}
+}
