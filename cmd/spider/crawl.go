@@ -273,6 +273,11 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	}
 	start := time.Now()
 	runErr := node.Run(ctx)
+	// Stopped by spider control: the summary, exit 0; a new run resumes.
+	stopped := errors.Is(runErr, p2p.ErrStopped)
+	if stopped {
+		runErr = nil
+	}
 	if cerr := node.Close(); runErr == nil {
 		runErr = cerr
 	}
@@ -283,6 +288,9 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	}
 	el := time.Since(start)
 	verb := "crawled"
+	if stopped {
+		verb = "stopped by spider control after"
+	}
 	if interrupted {
 		verb = "interrupted after"
 	}

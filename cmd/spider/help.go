@@ -94,6 +94,11 @@ var commandExamples = map[string]string{
   spider status --data spider-data --json`,
 	"crawls": `  spider crawls --redis redis://10.0.0.5:6379/0
   spider crawls --redis redis://10.0.0.5:6379/0 --json`,
+	"control": `  spider control --redis redis://10.0.0.5:6379/0 --crawl news pause
+  spider control --redis redis://10.0.0.5:6379/0 --crawl news resume
+  spider control --redis redis://10.0.0.5:6379/0 --crawl news seed https://example.org/new/
+  # every node finishes what it fetches and exits 0; run them again to resume
+  spider control --redis redis://10.0.0.5:6379/0 --crawl news stop`,
 	"drop": `  # remove a finished crawl's keys
   spider drop --redis redis://10.0.0.5:6379/0 --crawl news
 

@@ -43,6 +43,7 @@ func init() {
 		{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
 		{"crawls", "list the crawls on a Redis: topology, state, nodes, URLs done, keys, memory", runCrawls},
 		{"drop", "remove a finished crawl's keys from Redis (or give them a time to live)", runDrop},
+		{"control", "pause, resume or stop a distributed crawl, or add seeds to it, on every node within a second", runControl},
 		{"index", "build the search index from a crawl (embedded or over Redis)", runIndex},
 		{"search", "query the search index", runSearch},
 		{"rank", "compute PageRank over the crawl's link graph (in memory or over Redis)", runRank},

@@ -103,8 +103,14 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer m.Close()
+	m.AcceptSeeds(fetcher)
 	start := time.Now()
 	runErr := m.Run(ctx)
+	// Stopped by spider control: the summary, exit 0; a new run resumes.
+	stopped := errors.Is(runErr, masterworker.ErrStopped)
+	if stopped {
+		runErr = nil
+	}
 	// Interrupted (Ctrl-C): the summary so far, then runErr (exit 130).
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
 	if runErr != nil && !interrupted {
@@ -123,6 +129,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		p := m.Progress()
 		el := time.Since(start)
 		verb := "done:"
+		if stopped {
+			verb = "stopped by spider control after"
+		}
 		if interrupted {
 			verb = "interrupted after"
 		}
@@ -140,7 +149,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if interrupted {
 		return runErr
 	}
-	if cerr == nil && rows[crawl.Row200] == 0 {
+	if cerr == nil && rows[crawl.Row200] == 0 && !stopped {
 		if failed := failedOutcomes(counters); failed != "" {
 			return fmt.Errorf("no page was fetched: every seed failed\n%s\nthe workers' records say why for each URL: spider stats --data DIR on a worker's data directory", failed)
 		}

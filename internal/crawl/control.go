@@ -142,3 +142,48 @@ func (e *Engine) AddSeeds(ctx context.Context, raw []string) (int, error) {
 	}
 	return len(news), nil
 }
+
+// Pause stops the hand-out of new URLs by Next (leases out finish); it is
+// the run control of a crawl whose loop is not Engine.Run (a peer, a
+// master). Safe from any goroutine.
+func (s *Scheduler) Pause() { s.fr.Pause() }
+
+// Resume undoes Pause.
+func (s *Scheduler) Resume() { s.fr.Resume() }
+
+// AddSeeds records reqs (built by Fetcher.Requests) in the State as if
+// discovered and queues those that are new here; it returns how many were.
+// A State that routes URLs (a peer's buckets) sends the others to their
+// owners.
+func (s *Scheduler) AddSeeds(ctx context.Context, reqs []frontier.Request) (int, error) {
+	news, err := s.st.Discover(ctx, reqs)
+	if err != nil {
+		return 0, fmt.Errorf("cannot record seeds: %w", err)
+	}
+	if err := s.fr.PushAll(news); err != nil {
+		return 0, fmt.Errorf("cannot queue seeds: %w", err)
+	}
+	return len(news), nil
+}
+
+// Requests builds depth-0 requests of raw URLs added to a running crawl;
+// the crawl's rules apply as to a discovered link (length, suffix, scope,
+// hosts). The URLs it cannot use are reported in the joined error, the
+// others returned.
+func (f *Fetcher) Requests(raw []string) ([]frontier.Request, error) {
+	var out []frontier.Request
+	var errs []error
+	for _, s := range raw {
+		u, err := f.norm.Parse(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seed %q is not a usable http(s) URL: %w", s, err))
+			continue
+		}
+		if err := f.chain.Check(u, 0); err != nil {
+			errs = append(errs, fmt.Errorf("seed %q is outside the crawl's rules: %w", s, err))
+			continue
+		}
+		out = append(out, f.request(u, 0, 0))
+	}
+	return out, errors.Join(errs...)
+}

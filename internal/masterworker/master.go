@@ -40,6 +40,7 @@ type Master struct {
 	k     keys
 
 	maxInFlight int
+	ctlKeys     cluster.Keys
 	sem         chan struct{} // one slot per task out
 	epoch       int64
 
@@ -48,7 +49,15 @@ type Master struct {
 	nextID uint64
 
 	handed, results, stale, requeued, bad, expired atomic.Int64
+
+	held    atomic.Bool    // paused or stopping by spider control: hand out nothing
+	fetcher *crawl.Fetcher // builds the requests of seeds added by spider control
 }
+
+// AcceptSeeds lets the master add the seeds `spider control seed` queues:
+// f (closed or not: only its normaliser and rules are used) builds their
+// requests under the crawl's rules. Call it before Run.
+func (m *Master) AcceptSeeds(f *crawl.Fetcher) { m.fetcher = f }
 
 // outTask is a task handed out and not answered yet.
 type outTask struct {
@@ -108,7 +117,15 @@ func (m *Master) Run(ctx context.Context) error {
 		g.Go(func() error { return m.apply(gctx, results) })
 	}
 	g.Go(func() error { return m.reap(gctx) })
+	ctl := cluster.NewControl(m.rdb, m.ctlKeys)
+	g.Go(func() error { return m.follow(gctx, ctl) })
 	err := g.Wait()
+	if errors.Is(err, ErrStopped) {
+		if serr := m.sched.Sync(); serr != nil {
+			return serr
+		}
+		return err
+	}
 	if !errors.Is(err, errDone) {
 		return err // errDone comes only from finished, which marked the crawl done
 	}
@@ -125,6 +142,12 @@ func (m *Master) prepare(ctx context.Context) error {
 		return fmt.Errorf("cannot reach Redis to start the master (is redis-server running and the URL right?): %w", err)
 	}
 	m.epoch = epoch
+	if m.ctlKeys, err = cluster.NewKeys(m.opt.Crawl); err != nil {
+		return err
+	}
+	if err := cluster.NewControl(m.rdb, m.ctlKeys).Fresh(ctx); err != nil {
+		return err
+	}
 	// Only the crawl's rules are published: the master's SSRF guard, name
 	// resolution, paths and limits are its own (crawl.LocalFields).
 	cfgJSON, err := m.cfg.RulesJSON()
@@ -178,6 +201,15 @@ func (m *Master) dispatch(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if m.held.Load() { // paused meanwhile: queued again as it was
+			m.sched.Release(lease, false)
+			err := m.sched.Enqueue([]frontier.Request{lease.Request})
+			<-m.sem
+			if err != nil {
+				return fmt.Errorf("cannot queue %s again: %w", lease.Request.URL, err)
+			}
+			continue
 		}
 		m.mu.Lock()
 		m.nextID++

@@ -74,6 +74,7 @@ type Worker struct {
 	instance string // this process's token in the owners hash
 	epoch    atomic.Int64
 	fetched  atomic.Int64
+	stopping atomic.Bool // spider control stop: take no more tasks
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
@@ -124,8 +125,17 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	if err := w.beat(ctx, true); err != nil {
 		return err
 	}
+	ctlKeys, err := cluster.NewKeys(w.opt.Crawl)
+	if err != nil {
+		return err
+	}
+	ctl := cluster.NewControl(w.rdb, ctlKeys)
+	if err := ctl.Fresh(ctx); err != nil { // a stopped crawl runs again
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.heartbeat(gctx) })
+	g.Go(func() error { return w.follow(gctx, ctl) })
 	for i := 0; i < w.concurrency; i++ {
 		g.Go(func() error { return w.loop(gctx) })
 	}
@@ -255,6 +265,9 @@ func (w *Worker) loop(ctx context.Context) error {
 	proc := w.k.processing(w.id)
 	var down outage
 	for {
+		if w.stopping.Load() {
+			return errDone // spider control stop: the tasks taken are done
+		}
 		raw, err := w.rdb.BLMove(ctx, w.k.srq(), proc, "LEFT", "RIGHT", popWait).Result()
 		if errors.Is(err, redis.Nil) {
 			done, err := w.isDone(ctx)

@@ -322,6 +322,11 @@ func (n *Node) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { n.disp.run(gctx); return nil })
 	g.Go(func() error { return n.receive(gctx) })
+	ctl := cluster.NewControl(n.rdb, n.keys)
+	if err := ctl.Fresh(ctx); err != nil {
+		return err
+	}
+	g.Go(func() error { return n.follow(gctx, ctl) })
 	seeds, serr := n.fetcher.SeedRequests()
 	if serr != nil {
 		return serr
@@ -352,10 +357,71 @@ func (n *Node) Run(ctx context.Context) error {
 	if errors.Is(err, doneErr) {
 		return nil
 	}
+	if errors.Is(err, ErrStopped) {
+		return err
+	}
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped from outside: what failed while stopping does not matter
 	}
 	return err
+}
+
+// ErrStopped is returned by Run when `spider control stop` stopped the
+// crawl: this node finished its fetches in flight and left; what is
+// pending stays pending for the next run.
+var ErrStopped = errors.New("the crawl was stopped by spider control; run the same command again to resume it")
+
+// follow applies the crawl's control word (cluster.Control): pause and
+// resume the hand-out, add the seeds queued by spider control (routed to
+// their buckets' owners), stop after the fetches in flight.
+func (n *Node) follow(ctx context.Context, ctl *cluster.Control) error {
+	return ctl.Follow(ctx, n.opt.NodeID, n.log, func(ctx context.Context, cmd cluster.Command) error {
+		switch cmd.State {
+		case cluster.ControlPaused, cluster.ControlStopping:
+			n.sched.Pause()
+		default:
+			n.sched.Resume()
+		}
+		if err := n.popSeeds(ctx, ctl); err != nil {
+			n.log.Warn("cannot add the seeds given by spider control", "err", err)
+		}
+		if cmd.State != cluster.ControlStopping {
+			return nil
+		}
+		for n.sched.Progress().InFlight > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if err := ctl.Ack(ctx, n.opt.NodeID, cmd.Seq); err != nil {
+			return err
+		}
+		n.log.Info("stopped by spider control: fetches in flight finished, the rest stays pending")
+		return ErrStopped
+	})
+}
+
+// popSeeds takes the seeds spider control queued (each URL is popped by
+// one node) and records them as discovered: the crawl's rules apply and
+// each goes to its bucket's owner.
+func (n *Node) popSeeds(ctx context.Context, ctl *cluster.Control) error {
+	for {
+		raw, err := ctl.PopSeeds(ctx, 100)
+		if err != nil || len(raw) == 0 {
+			return err
+		}
+		reqs, rerr := n.fetcher.Requests(raw)
+		if rerr != nil {
+			n.log.Warn("seeds refused", "err", rerr)
+		}
+		added, err := n.sched.AddSeeds(ctx, reqs)
+		if err != nil {
+			return err
+		}
+		n.log.Info("seeds added by spider control", "given", len(raw), "new_here", added)
+	}
 }
 
 // watch keeps the bucket table in step with the member list.

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestControlP2P and TestControlMasterWorker drive a distributed crawl of
+// real processes with `spider control` on a websim with latency: pause (no
+// request starts later than a second after every node acknowledged), seed
+// a URL outside the seeds' reach while paused, resume (requests again, the
+// seed fetched), stop (every process exits 0), then the same commands
+// again finish the crawl with nothing missing and nothing fetched twice.
+func TestControlP2P(t *testing.T) { controlScenario(t, "p2p") }
+
+func TestControlMasterWorker(t *testing.T) { controlScenario(t, "mw") }
+
+var ackedRE = regexp.MustCompile(`(\d+) of (\d+) live node\(s\) acknowledged in (\S+)`)
+
+func controlScenario(t *testing.T, topo string) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 77, Hosts: 16, PagesPerHost: 30, Latency: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	seeds := srv.SeedURLs(2)
+	rules := websim.TruthRules{Seeds: seeds, MaxDepth: 2, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := srv.Truth(websim.TruthRules{Seeds: srv.SeedURLs(16), MaxDepth: -1, Scope: websim.ScopeAny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra string // a page the seeds do not reach within the depth limit
+	for _, u := range all.MustFetch {
+		if !slices.Contains(truth.MustFetch, u) && all.Final[u] == "200" {
+			extra = u
+			break
+		}
+	}
+	if extra == "" {
+		t.Fatal("the web has no page beyond the seeds' reach: pick other websim parameters")
+	}
+	want, err := srv.Truth(websim.TruthRules{Seeds: append(slices.Clone(seeds), extra), MaxDepth: 2, Scope: websim.ScopeAny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type proc struct {
+		cmd  *exec.Cmd
+		out  *syncBuffer
+		done chan error
+	}
+	start := func(args ...string) *proc {
+		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
+		p.cmd = exec.Command(bin, args...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+		return p
+	}
+	common := []string{"--resolve-file", resolve, "--allow-private"}
+	var datas []string
+	for i := range 3 {
+		datas = append(datas, filepath.Join(dir, fmt.Sprintf("n%d", i)))
+	}
+	wantAcks := "3 of 3" // three peers; or a master and two workers
+	launch := func() []*proc {
+		var ps []*proc
+		if topo == "p2p" {
+			for i := range 3 {
+				ps = append(ps, start(append(append([]string{"crawl", "--redis", rs.URL(), "--crawl", "c", "--node-id", fmt.Sprintf("n%d", i),
+					"--buckets", "64", "--data", datas[i], "--delay", "150ms", "--concurrency", "4", "--scope", "any", "--max-depth", "2"}, common...), seeds...)...))
+			}
+			return ps
+		}
+		ps = append(ps, start(append(append([]string{"master", "--redis", rs.URL(), "--crawl", "c", "--data", datas[0],
+			"--delay", "150ms", "--scope", "any", "--max-depth", "2",
+			// A seed added mid-crawl may lower the depth of a page already
+			// seen: the master relinks only with --loose-depth (peers always).
+			"--loose-depth"}, common...), seeds...)...))
+		for i := 1; i < 3; i++ {
+			ps = append(ps, start(append([]string{"worker", "--redis", rs.URL(), "--crawl", "c", "--data", datas[i], "--concurrency", "4"}, common...)...))
+		}
+		return ps
+	}
+	control := func(args ...string) (time.Time, string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"control", "--redis", rs.URL(), "--crawl", "c"}, args...)...)
+		at := time.Now()
+		if code != 0 || !strings.Contains(out, wantAcks+" live node(s) acknowledged") {
+			t.Fatalf("control %v: exit %d, want 0 and %q\n%s%s", args, code, wantAcks, out, errOut)
+		}
+		m := ackedRE.FindStringSubmatch(out)
+		t.Logf("control %v: %s", args, strings.TrimSpace(out))
+		return at, m[3]
+	}
+	ps := launch()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := srv.Log().WaitFor(ctx, func(es []websim.Entry) bool { return len(es) >= 20 }); err != nil {
+		t.Fatalf("the crawl did not start: %v\n%s", err, ps[0].out)
+	}
+	// Every node must be following before the command counts them.
+	time.Sleep(2 * time.Second)
+	pausedAt, _ := control("pause")
+	time.Sleep(2 * time.Second) // the subject: nothing happens
+	var late, after int
+	for _, e := range srv.Log().Entries() {
+		if e.Time.After(pausedAt) {
+			after++
+		}
+		if e.Time.After(pausedAt.Add(time.Second)) {
+			late++
+		}
+	}
+	if late > 0 {
+		t.Fatalf("paused: %d requests started more than 1 s after every node acknowledged (%d after the ack: fetches in flight)", late, after)
+	}
+	t.Logf("paused: %d requests started after the ack (leases handed before it), none later than 1 s", after)
+	if extraSeen := srv.Log().Count(extra); extraSeen != 0 {
+		t.Fatalf("%s fetched before it was seeded", extra)
+	}
+	control("seed", extra)
+	n := srv.Log().Len()
+	control("resume")
+	if err := srv.Log().WaitFor(ctx, func(es []websim.Entry) bool {
+		return len(es) >= n+10 && slices.ContainsFunc(es, func(e websim.Entry) bool { return e.URL == extra })
+	}); err != nil {
+		t.Fatalf("after resume + seed: %v (%d requests, seed fetched %d times)", err, srv.Log().Len(), srv.Log().Count(extra))
+	}
+	control("stop")
+	for i, p := range ps {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("process %d after stop: %v, want exit 0\n%s", i, err, p.out)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("process %d did not exit after stop\n%s", i, p.out)
+		}
+	}
+	if !strings.Contains(ps[0].out.String(), "stopped by spider control") {
+		t.Errorf("the summary does not say the crawl was stopped:\n%s", ps[0].out)
+	}
+	stoppedAt := srv.Log().Len()
+	ps = launch()
+	for i, p := range ps {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("process %d of the second run: %v\n%s", i, err, p.out)
+			}
+		case <-ctx.Done():
+			t.Fatalf("process %d of the second run did not finish\n%s", i, p.out)
+		}
+	}
+	got := map[string]bool{}
+	for _, d := range datas {
+		r, err := store.OpenRecords(d, store.Options{})
+		if err != nil {
+			continue // the master of master–worker keeps no records
+		}
+		r.Iterate(func(rec store.Record) error { got[rec.URL] = true; return nil })
+		r.Close()
+	}
+	missing := 0
+	for _, u := range want.MustFetch {
+		if !got[u] {
+			if missing++; missing <= 5 {
+				t.Errorf("missing: %s", u)
+			}
+		}
+	}
+	dups := srv.Log().Duplicates()
+	for u, c := range dups {
+		t.Errorf("fetched %d times: %s", c, u)
+	}
+	if missing > 0 {
+		for _, p := range ps {
+			t.Logf("%s", p.out)
+		}
+	}
+	if missing > 0 || len(dups) > 0 {
+		t.Fatalf("%d of %d URLs missing, %d fetched more than once", missing, len(want.MustFetch), len(dups))
+	}
+	t.Logf("%s: %d URLs (the first run fetched %d requests before stop), nothing missing, nothing twice", topo, len(want.MustFetch), stoppedAt)
+}

@@ -1,0 +1,134 @@
+package masterworker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// ControlNode is the node name a master acknowledges control commands
+// with; a worker acknowledges as "worker-N" (its work number). Workers
+// follow the master for pause and seeds (a paused master hands out
+// nothing) and apply stop themselves.
+const ControlNode = "master"
+
+// ErrStopped is returned by Master.Run when `spider control stop` stopped
+// the crawl: the tasks out were answered, the workers were told to exit,
+// what is pending stays pending for the next master run.
+var ErrStopped = errors.New("the crawl was stopped by spider control; run the same master command again to resume it")
+
+// follow applies the crawl's control word (cluster.Control) to the master:
+// pause takes back the tasks still waiting on srq and hands out nothing;
+// resume hands out again; seeds are recorded as discovered; stop waits for
+// the tasks out (the workers finish them and exit) and returns ErrStopped
+// without marking the crawl done: the next master run resumes it.
+func (m *Master) follow(ctx context.Context, ctl *cluster.Control) error {
+	return ctl.Follow(ctx, ControlNode, m.log, func(ctx context.Context, cmd cluster.Command) error {
+		switch cmd.State {
+		case cluster.ControlPaused, cluster.ControlStopping:
+			m.held.Store(true)
+			m.sched.Pause()
+			m.takeBack(ctx)
+		default:
+			m.held.Store(false)
+			m.sched.Resume()
+		}
+		m.popSeeds(ctx, ctl)
+		if cmd.State != cluster.ControlStopping {
+			return nil
+		}
+		for {
+			m.takeBack(ctx) // a task pushed while Pause took effect
+			m.mu.Lock()
+			out := len(m.leases)
+			m.mu.Unlock()
+			if out == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		m.publish(ctx)
+		if err := ctl.Ack(ctx, ControlNode, cmd.Seq); err != nil {
+			return err
+		}
+		m.log.Info("stopped by spider control: tasks out answered, the rest stays pending")
+		return ErrStopped
+	})
+}
+
+// takeBack removes the tasks still waiting on srq (no worker took them)
+// and gives their URLs back to the scheduler, pending.
+func (m *Master) takeBack(ctx context.Context) {
+	pipe := m.rdb.TxPipeline()
+	all := pipe.LRange(ctx, m.k.srq(), 0, -1)
+	pipe.Del(ctx, m.k.srq())
+	if _, err := pipe.Exec(ctx); err != nil {
+		m.log.Warn("cannot take back the tasks waiting on srq", "err", err)
+		return
+	}
+	for _, raw := range all.Val() {
+		if raw == doneSentinel {
+			continue
+		}
+		t, err := decodeTask([]byte(raw))
+		if err != nil || t.Epoch != m.epoch {
+			continue
+		}
+		if lease := m.take(t.ID); lease != nil {
+			// Queued again as it was (no attempt counted): it was never
+			// fetched, and stays pending in the state.
+			m.sched.Release(lease, false)
+			if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
+				m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", lease.Request.URL, "err", err)
+			}
+			<-m.sem
+		}
+	}
+}
+
+// popSeeds records the seeds spider control queued (the crawl's rules
+// apply) and queues the new ones.
+func (m *Master) popSeeds(ctx context.Context, ctl *cluster.Control) {
+	if m.fetcher == nil {
+		return
+	}
+	for {
+		raw, err := ctl.PopSeeds(ctx, 100)
+		if err != nil {
+			m.log.Warn("cannot pop the seeds given by spider control", "err", err)
+			return
+		}
+		if len(raw) == 0 {
+			return
+		}
+		reqs, rerr := m.fetcher.Requests(raw)
+		if rerr != nil {
+			m.log.Warn("seeds refused", "err", rerr)
+		}
+		added, err := m.sched.AddSeeds(ctx, reqs)
+		if err != nil {
+			m.log.Warn("cannot add the seeds given by spider control", "err", err)
+			return
+		}
+		m.log.Info("seeds added by spider control", "given", len(raw), "new", added)
+	}
+}
+
+// follow makes the worker stop taking tasks once the crawl is stopping:
+// each loop finishes its task and the worker leaves (Run returns nil).
+func (w *Worker) follow(ctx context.Context, ctl *cluster.Control) error {
+	return ctl.Follow(ctx, "worker-"+strconv.Itoa(w.id), w.log, func(ctx context.Context, cmd cluster.Command) error {
+		if cmd.State == cluster.ControlStopping && !w.stopping.Swap(true) {
+			w.log.Info("stopped by spider control: finishing the tasks taken")
+		}
+		return nil
+	})
+}
