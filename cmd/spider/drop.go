@@ -17,9 +17,9 @@ const dropSynopsis = `drop --redis URL --crawl NAME [--force] [--after DURATION]
 Removes every Redis key of a finished crawl (all topologies: master–worker,
 peer-to-peer, layered, the §0 protocol, and the rank and index jobs run
 over Redis) and prints how many keys of each kind it removed. A crawl with
-a live node (a fresh heartbeat) is refused, and so is one whose topology
-keeps no heartbeats (layered, §0, rank, index: spider cannot tell whether it
-runs), unless --force. With --after 24h the keys are not deleted but given
+a live node (a fresh heartbeat or lease) is refused, and so is one whose
+topology keeps no heartbeats spider reads (§0, rank, index: spider cannot
+tell whether it runs), unless --force. With --after 24h the keys are not deleted but given
 that time to live, so Redis removes them then. The crawl's data directories
 are not touched.`
 
@@ -66,7 +66,7 @@ func runDrop(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case crawls.StateRunning:
 			return fmt.Errorf("%w: crawl %q is running (%d live nodes); stop it first, or pass --force to drop it anyway", errUsage, c.Name, c.Nodes)
 		case crawls.StateUnknown:
-			return fmt.Errorf("%w: crawl %q is a %s crawl, which keeps no heartbeats, so spider cannot tell whether it still runs; pass --force once it has stopped", errUsage, c.Name, c.Topology)
+			return fmt.Errorf("%w: crawl %q is a %s crawl, which keeps no heartbeats spider reads, so spider cannot tell whether it still runs; pass --force once it has stopped", errUsage, c.Name, c.Topology)
 		}
 	}
 	out := dropOutput{Crawl: c.Name, Action: "deleted"}

@@ -54,7 +54,7 @@ const (
 	StateRunning = "running" // a live node: a fresh heartbeat
 	StateDone    = "done"    // the topology marked it done
 	StateStopped = "stopped" // known topology, not done, no live node
-	StateUnknown = "unknown" // keys only of a kind without heartbeats (layered, §0, rank, index)
+	StateUnknown = "unknown" // keys only of a kind without heartbeats spider reads (§0, rank, index)
 )
 
 // LiveWindow is how old a master–worker worker's heartbeat may be for the
@@ -313,6 +313,24 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 			cr.URLsDone = urls
 		}
 		cr.State = state(done.Val() > 0, cr.Nodes)
+	case KindLayered:
+		// internal/layered: "coord" is the coordinator's lease and "hb:W"
+		// a worker's, both expiring; "finished" marks the crawl done.
+		p := "{spider:" + cr.Name + "}:layered:"
+		pipe := rdb.Pipeline()
+		coord := pipe.Exists(ctx, p+"coord")
+		finished := pipe.Exists(ctx, p+"finished")
+		workers := pipe.SMembers(ctx, p+"workers")
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("cannot read crawl %q's layered keys: %w", cr.Name, err)
+		}
+		cr.Nodes = int(coord.Val())
+		for _, w := range workers.Val() {
+			if n, err := rdb.Exists(ctx, p+"hb:"+w).Result(); err == nil {
+				cr.Nodes += int(n)
+			}
+		}
+		cr.State = state(finished.Val() > 0, cr.Nodes)
 	}
 	return nil
 }

@@ -260,3 +260,30 @@ func TestExists(t *testing.T) {
 		t.Error("Exists accepted the name a?")
 	}
 }
+
+// TestLayeredState: a layered crawl is running while its coordinator's or a
+// worker's lease lives, done once finished, stopped otherwise.
+func TestLayeredState(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	defer rdb.Close()
+	p := "{spider:l}:layered:"
+	rdb.SAdd(ctx, p+"workers", "w1", "w2")
+	rdb.Set(ctx, p+"coord", "x", time.Minute)
+	rdb.Set(ctx, p+"hb:w1", "1", time.Minute)
+	for _, c := range []struct {
+		step  func()
+		state string
+		nodes int
+	}{
+		{func() {}, StateRunning, 2},
+		{func() { rdb.Del(ctx, p+"coord", p+"hb:w1") }, StateStopped, 0},
+		{func() { rdb.Set(ctx, p+"finished", "1", 0) }, StateDone, 0},
+	} {
+		c.step()
+		cr, err := Get(ctx, rdb, "l")
+		if err != nil || cr.Topology != KindLayered || cr.State != c.state || cr.Nodes != c.nodes {
+			t.Errorf("layered crawl: %+v, %v; want %s with %d nodes", cr, err, c.state, c.nodes)
+		}
+	}
+}
