@@ -32,9 +32,10 @@ Serves the search page (/), the crawl dashboard (/dashboard), the JSON API
 --data DIR searches DIR/index (once spider index has built it) and shows the
 crawl recorded in DIR/records.jsonl, live while a crawl writes it. --redis
 URL shows a distributed crawl's nodes, buckets and queues. Control endpoints
-(pause, resume, stop, add seeds) need the crawl in the same process: use
-spider crawl --addr; they need the bearer token of --token-file or
-SPIDER_TOKEN.`
+(pause, resume, stop, add seeds) act on a crawl in the same process
+(spider crawl --addr) or, with --redis, on every node of a distributed crawl
+within a second (as spider control does); they need the bearer token of
+--token-file or SPIDER_TOKEN.`
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", serveSynopsis, stderr)
@@ -137,7 +138,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := checkCrawl(ctx, rdb, &rf); err != nil {
 			return err
 		}
-		opt.Crawl = server.NewRedisView(rdb, rf.crawl, *buckets, dir, nil)
+		view := server.NewRedisView(rdb, rf.crawl, *buckets, dir, nil)
+		// The control endpoints write the crawl's control word: every node
+		// applies it within a second (spider control, docs/distributed.md).
+		opt.Crawl, opt.Control = view, view
 	}
 	if *data != "" && *preload == "wait" {
 		preloadAnalyzer(logger, nil)

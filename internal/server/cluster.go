@@ -98,6 +98,8 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		}
 		st.Queue = peerQueue(ps)
 	}
+	st.State = v.controlState(ctx, st.State)
+	st.Control = st.State == "running" || st.State == "paused"
 	st.Series = v.sample(st.PagesPerSec)
 	return st, nil
 }
