@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
@@ -211,4 +212,39 @@ func controlScenario(t *testing.T, topo string) {
 		t.Fatalf("%d of %d URLs missing, %d fetched more than once", missing, len(want.MustFetch), len(dups))
 	}
 	t.Logf("%s: %d URLs (the first run fetched %d requests before stop), nothing missing, nothing twice", topo, len(want.MustFetch), stoppedAt)
+}
+
+// TestControlBadInput: an unknown crawl is exit 2 naming it; a live node
+// that does not acknowledge makes control exit 1 naming it; bad actions
+// are exit 2.
+func TestControlBadInput(t *testing.T) {
+	rs := redistest.Start(t)
+	ctx := context.Background()
+	code, _, errOut := runCLI(t, "control", "--redis", rs.URL(), "--crawl", "typo", "pause")
+	if code != 2 || !strings.Contains(errOut, "typo") {
+		t.Errorf("unknown crawl: exit %d, want 2 naming it\n%s", code, errOut)
+	}
+	for _, args := range [][]string{{"pause", "x"}, {"seed"}, {"seed", "ftp://a/"}, {"jump"}, {}} {
+		code, _, errOut := runCLI(t, append([]string{"control", "--redis", rs.URL(), "--crawl", "c"}, args...)...)
+		if code != 2 {
+			t.Errorf("control %v: exit %d, want 2\n%s", args, code, errOut)
+		}
+	}
+	keys, err := cluster.NewKeys("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := cluster.NewMembership(rs.Client(), keys, cluster.MembershipConfig{})
+	if _, err := ms.Join(ctx, cluster.Member{ID: "mute", Weight: 1}); err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	// A node that acknowledged once (live) and then stopped answering.
+	if err := cluster.NewControl(rs.Client(), keys).Ack(ctx, "mute", 0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "control", "--redis", rs.URL(), "--crawl", "c", "--wait", "300ms", "pause")
+	if code != 1 || !strings.Contains(errOut, "mute") || !strings.Contains(out, "0 of 1 live node(s)") {
+		t.Errorf("a mute live node: exit %d, want 1 naming it\n%s%s", code, out, errOut)
+	}
 }
