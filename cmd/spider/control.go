@@ -107,8 +107,18 @@ func runControl(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if action == "seed" {
 		what = fmt.Sprintf("%d URL(s) queued; %s", len(rest), cmd.State)
 	}
-	fmt.Fprintf(stdout, "crawl %q: %s (seq %d); %d of %d live node(s) acknowledged in %s\n",
-		c.Name, what, cmd.Seq, len(acked), len(live), took.Round(time.Millisecond))
+	// The last ack's delay after the command on Redis server time: the
+	// latency of the nodes, without this command's polling of the acks.
+	last := ""
+	if acks, _, err := ctl.Acks(ctx); err == nil && len(acked) > 0 {
+		var ms int64
+		for _, n := range acked {
+			ms = max(ms, acks[n].AckedMS-cmd.AtMS)
+		}
+		last = fmt.Sprintf(" (the last %dms after the command, Redis time)", ms)
+	}
+	fmt.Fprintf(stdout, "crawl %q: %s (seq %d); %d of %d live node(s) acknowledged in %s%s\n",
+		c.Name, what, cmd.Seq, len(acked), len(live), took.Round(time.Millisecond), last)
 	if len(live) == 0 {
 		fmt.Fprintf(stdout, "no node is running: the command waits in Redis for the next run (a stop is undone by it)\n")
 	}

@@ -51,7 +51,10 @@ type Command struct {
 // Ack is a node's last acknowledged seq and when it wrote it.
 type Ack struct {
 	Seq  int64 `json:"seq"`
-	AtMS int64 `json:"at_ms"` // Redis server time, Unix ms
+	AtMS int64 `json:"at_ms"` // the last refresh, Redis server time, Unix ms
+	// AckedMS is when the node first acknowledged Seq (Redis server time,
+	// Unix ms): AckedMS − Command.AtMS is the node's control latency.
+	AckedMS int64 `json:"acked_ms"`
 }
 
 // ErrBadControl is returned for a state that is not one of the Control*
@@ -97,11 +100,18 @@ redis.call('SET', KEYS[1], v)
 redis.call('PUBLISH', KEYS[3], seq)
 return v`)
 
-// ackScript: KEYS acks; ARGV node, seq. Writes {seq, at_ms} with server time.
+// ackScript: KEYS acks; ARGV node, seq. Writes {seq, at_ms, acked_ms} with
+// server time; acked_ms is kept while seq stays the same.
 var ackScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], '{"seq":' .. ARGV[2] .. ',"at_ms":' .. string.format('%d', now) .. '}')
+local acked = now
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then
+  local ok, c = pcall(cjson.decode, cur)
+  if ok and tostring(c.seq) == ARGV[2] and c.acked_ms then acked = c.acked_ms end
+end
+redis.call('HSET', KEYS[1], ARGV[1], '{"seq":' .. ARGV[2] .. ',"at_ms":' .. string.format('%d', now) .. ',"acked_ms":' .. string.format('%d', acked) .. '}')
 return now`)
 
 // Get returns the current command: Command{State: ControlRunning} when no

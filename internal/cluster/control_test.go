@@ -70,12 +70,28 @@ func TestControlStatesAcksAndSeeds(t *testing.T) {
 		if err != nil || len(missing) != 0 || len(acked) != 2 {
 			t.Fatalf("%s: acked %v missing %v err %v", state, acked, missing, err)
 		}
+		acks, _, err := c.Acks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"n1", "n2"} {
+			if a := acks[n]; a.AckedMS < cmd.AtMS || a.AckedMS > a.AtMS {
+				t.Fatalf("%s: ack %+v of command %+v: want command ≤ acked ≤ refreshed", n, a, cmd)
+			}
+		}
 		// An ack is written only after apply returned: each follower saw it.
 		for _, f := range []*follower{f1, f2} {
 			if got := f.last(); got.Seq != cmd.Seq || got.State != state {
 				t.Fatalf("%s acked but the follower's last command is %+v", state, got)
 			}
 		}
+	}
+	// Refreshes keep the time of the first ack of a seq.
+	before, _, _ := c.Acks(ctx)
+	time.Sleep(2 * ControlPoll) // the subject: refreshes over time
+	after, _, _ := c.Acks(ctx)
+	if b, a := before["n1"], after["n1"]; a.AckedMS != b.AckedMS || a.AtMS <= b.AtMS {
+		t.Fatalf("refresh: before %+v after %+v: want the same acked_ms, a later at_ms", b, a)
 	}
 	// Seeds raise seq, keep the state, and go to exactly one popper.
 	cmd, err := c.AddSeeds(ctx, []string{"http://a/", "http://b/", "http://c/"})
