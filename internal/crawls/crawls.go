@@ -14,6 +14,12 @@
 //	spider:C:{*            peer-to-peer (§3): membership {C.m}, buckets {bN}, dispatch {C.p2p}
 //	spider:proto:C:*       the §0 protocol and its mixed hosts
 //
+// The §0 protocol also keeps membership lists (internal/cluster) under the
+// crawl names "proto.C.centers" and "proto.C.NET.hosts"; their keys
+// ("spider:proto.C.centers:{…") are counted and dropped with §0 crawl C.
+// Since crawl and network names may hold '.', a hosts list goes to the
+// longest §0 crawl name on the Redis that it starts with.
+//
 // A p2p crawl named "proto" has keys "spider:proto:{…", which no §0 crawl
 // has (its next part is a crawl name, never a brace), so the patterns of
 // two different crawls never match one key.
@@ -26,6 +32,7 @@ package crawls
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -124,6 +131,47 @@ func Parse(key string) (crawl, kind string, ok bool) {
 	return "", "", false
 }
 
+// protoOwner returns the §0 crawl whose membership list the p2p-shaped
+// crawl name belongs to ("proto.C.centers", "proto.C.NET.hosts"), choosing
+// the longest name of protos for a hosts list; ok false for any other name.
+func protoOwner(name string, protos map[string]bool) (string, bool) {
+	rest, found := strings.CutPrefix(name, "proto.")
+	if !found {
+		return "", false
+	}
+	if c, found := strings.CutSuffix(rest, ".centers"); found && CheckName(c) == nil {
+		return c, true
+	}
+	mid, found := strings.CutSuffix(rest, ".hosts")
+	if !found {
+		return "", false
+	}
+	best := ""
+	for c := range protos {
+		if strings.HasPrefix(mid, c+".") && len(c) > len(best) {
+			best = c
+		}
+	}
+	if best == "" {
+		best, _, _ = strings.Cut(mid, ".")
+	}
+	return best, CheckName(best) == nil && best != mid
+}
+
+// protoNames returns the §0 crawls on rdb (their "spider:proto:C:" keys).
+func protoNames(ctx context.Context, rdb redis.UniversalClient) (map[string]bool, error) {
+	names := map[string]bool{}
+	err := scan(ctx, rdb, "spider:proto:*", func(_ *redis.Client, keys []string) error {
+		for _, k := range keys {
+			if name, kind, ok := Parse(k); ok && kind == KindProtocol {
+				names[name] = true
+			}
+		}
+		return nil
+	})
+	return names, err
+}
+
 // Crawl is one crawl found on a Redis.
 type Crawl struct {
 	Name string `json:"name"`
@@ -218,6 +266,30 @@ func List(ctx context.Context, rdb redis.UniversalClient) ([]Crawl, error) {
 			return nil, err
 		}
 	}
+	// The §0 crawls' membership lists join their crawl.
+	protos := map[string]bool{}
+	for name, cr := range found {
+		if cr.Keys[KindProtocol] > 0 {
+			protos[name] = true
+		}
+	}
+	for name, cr := range found {
+		owner, ok := protoOwner(name, protos)
+		if !ok || cr.Keys[KindPeer] != cr.Total {
+			continue
+		}
+		oc := found[owner]
+		if oc == nil {
+			oc = &Crawl{Name: owner, Keys: map[string]int64{}, URLsDone: -1}
+			found[owner] = oc
+			samples[owner] = map[string][]sample{}
+		}
+		oc.Keys[KindProtocol] += cr.Total
+		oc.Total += cr.Total
+		samples[owner][KindProtocol] = append(samples[owner][KindProtocol], samples[name][KindPeer]...)
+		delete(found, name)
+		delete(samples, name)
+	}
 	out := make([]Crawl, 0, len(found))
 	for name, cr := range found {
 		cr.MemoryBytes = estimate(ctx, cr.Keys, samples[name])
@@ -296,14 +368,25 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("cannot read crawl %q's peer-to-peer keys: %w", cr.Name, err)
 		}
-		view, err := cluster.NewMembership(rdb, keys, cluster.MembershipConfig{}).Members(ctx)
+		// Read only (Membership.Members may expire members, a write): the
+		// members whose heartbeat deadline has not passed, and their loads.
+		live, err := rdb.ZRangeByScore(ctx, keys.Members(), &redis.ZRangeBy{Min: strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
 		if err != nil {
 			return fmt.Errorf("cannot read crawl %q's members: %w", cr.Name, err)
 		}
-		cr.Nodes = len(view.Members)
+		cr.Nodes = len(live)
 		var urls int64
-		for _, m := range view.Members {
-			urls += m.Load.Fetched
+		if len(live) > 0 {
+			infos, err := rdb.HMGet(ctx, keys.Info(), live...).Result()
+			if err != nil {
+				return fmt.Errorf("cannot read crawl %q's members: %w", cr.Name, err)
+			}
+			for _, v := range infos {
+				var m cluster.Member
+				if str, ok := v.(string); ok && json.Unmarshal([]byte(str), &m) == nil {
+					urls += m.Load.Fetched
+				}
+			}
 		}
 		for _, v := range final.Val() {
 			n, _ := strconv.ParseInt(v, 10, 64)
@@ -501,5 +584,31 @@ func each(ctx context.Context, rdb redis.UniversalClient, name string, fn func(c
 			return r, err
 		}
 	}
-	return r, nil
+	// The §0 crawl's membership lists (see the package doc).
+	protos, err := protoNames(ctx, rdb)
+	if err != nil {
+		return r, err
+	}
+	protos[name] = true
+	err = scan(ctx, rdb, "spider:proto."+name+".*", func(c *redis.Client, keys []string) error {
+		var mine []string
+		for _, k := range keys {
+			if p2p, kind, ok := Parse(k); ok && kind == KindPeer {
+				if owner, ok := protoOwner(p2p, protos); ok && owner == name {
+					mine = append(mine, k)
+				}
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		n, err := fn(ctx, c, mine)
+		r.Keys[KindProtocol] += n
+		r.Total += n
+		if err != nil {
+			return fmt.Errorf("cannot change the keys on %s: %w", c.Options().Addr, err)
+		}
+		return nil
+	})
+	return r, err
 }

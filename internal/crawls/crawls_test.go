@@ -287,3 +287,32 @@ func TestLayeredState(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolMembership: the membership lists of a §0 crawl are listed and
+// dropped with it, never as crawls of their own, and never with another §0
+// crawl whose name starts the same.
+func TestProtocolMembership(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	defer rdb.Close()
+	set(t, rdb, "spider:proto:a:NET:pool", "spider:proto.a.centers:{proto.a.centers.m}:members", "spider:proto.a.n1.hosts:{proto.a.n1.hosts.m}:members",
+		"spider:proto:a.n1:NET:pool", "spider:proto.a.n1.n2.hosts:{proto.a.n1.n2.hosts.m}:members", "spider:proto.a.n1.centers:{proto.a.n1.centers.m}:info")
+	list, err := List(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range list {
+		got = append(got, fmt.Sprintf("%s/%s/%d", c.Name, c.Topology, c.Total))
+	}
+	if strings.Join(got, " ") != "a/protocol/3 a.n1/protocol/3" {
+		t.Errorf("crawls: %v, want a and a.n1, 3 protocol keys each", got)
+	}
+	r, err := Drop(ctx, rdb, "a")
+	if err != nil || r.Total != 3 || r.Keys[KindProtocol] != 3 {
+		t.Errorf("drop a: %+v, %v; want 3 protocol keys", r, err)
+	}
+	if n := rdb.DBSize(ctx).Val(); n != 3 {
+		t.Errorf("%d keys left, want a.n1's 3", n)
+	}
+}
