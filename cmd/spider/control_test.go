@@ -248,3 +248,162 @@ func TestControlBadInput(t *testing.T) {
 		t.Errorf("a mute live node: exit %d, want 1 naming it\n%s%s", code, out, errOut)
 	}
 }
+
+// TestControlProtocol: the hosts of a §0 system (two networks of two hosts)
+// follow the control word kept in the first network's center's Redis:
+// pause (no request starts later than a second after every host
+// acknowledged), resume, stop (every host exits 0, the centers keep
+// running), and the same host commands again finish the crawl with
+// nothing missing and nothing fetched twice.
+func TestControlProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: six redis-servers and six processes")
+	}
+	bin := buildSpider(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 83, Hosts: 10, PagesPerHost: 15, Latency: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: -1, Scope: websim.ScopeAny}
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600)
+	var conf strings.Builder
+	conf.WriteString("crawl: ctl\nbatch: 32\nflush: 50ms\nanswer_timeout: 1s\nremote_timeout: 2s\nheartbeat: 200ms\nmember_ttl: 1s\nstable: 300ms\nnetworks:\n")
+	type node struct{ net, id string }
+	var hosts []node
+	var first string
+	for _, n := range []string{"n1", "n2"} {
+		c := redistest.Start(t)
+		if first == "" {
+			first = c.URL()
+		}
+		fmt.Fprintf(&conf, "  - name: %s\n    center_redis: %s\n    hosts:\n", n, c.URL())
+		for _, h := range []string{"h1", "h2"} {
+			r := redistest.Start(t)
+			fmt.Fprintf(&conf, "      - id: %s\n        redis: %s\n", h, r.URL())
+			hosts = append(hosts, node{n, h})
+		}
+	}
+	cfgFile := filepath.Join(dir, "protocol.yaml")
+	os.WriteFile(cfgFile, []byte(conf.String()), 0o600)
+	type proc struct {
+		name string
+		cmd  *exec.Cmd
+		out  *syncBuffer
+		done chan error
+	}
+	start := func(name string, args ...string) *proc {
+		p := &proc{name: name, out: new(syncBuffer), done: make(chan error, 1)}
+		p.cmd = exec.Command(bin, args...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		t.Cleanup(func() { p.cmd.Process.Kill() })
+		return p
+	}
+	var centers []*proc
+	for _, n := range []string{"n1", "n2"} {
+		centers = append(centers, start("center "+n, "center", "--protocol-config", cfgFile, "--network", n))
+	}
+	var dirs []string
+	for _, h := range hosts {
+		dirs = append(dirs, filepath.Join(dir, h.net+"-"+h.id))
+	}
+	launch := func() []*proc {
+		var ps []*proc
+		for i, h := range hosts {
+			ps = append(ps, start(h.net+"/"+h.id, append([]string{"crawl", "--dedup", "protocol", "--protocol-config", cfgFile,
+				"--network", h.net, "--host-id", h.id, "--data", dirs[i], "--resolve-file", resolve, "--allow-private",
+				"--delay", "150ms", "--concurrency", "4", "--scope", "any", "--max-depth", "-1"}, rules.Seeds...)...))
+		}
+		return ps
+	}
+	control := func(args ...string) time.Time {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"control", "--redis", first, "--crawl", "ctl"}, args...)...)
+		if code != 0 || !strings.Contains(out, "4 of 4 live node(s) acknowledged") {
+			t.Fatalf("control %v: exit %d, want 0 and 4 of 4 hosts\n%s%s", args, code, out, errOut)
+		}
+		t.Logf("control %v: %s", args, strings.TrimSpace(out))
+		return time.Now()
+	}
+	ps := launch()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := srv.Log().WaitFor(ctx, func(es []websim.Entry) bool { return len(es) >= 20 }); err != nil {
+		t.Fatalf("the crawl did not start: %v\n%s", err, ps[0].out)
+	}
+	time.Sleep(2 * time.Second) // every host following
+	pausedAt := control("pause")
+	time.Sleep(2 * time.Second) // the subject: nothing happens
+	late := 0
+	for _, e := range srv.Log().Entries() {
+		if e.Time.After(pausedAt.Add(time.Second)) {
+			late++
+		}
+	}
+	if late > 0 {
+		t.Fatalf("paused: %d requests started more than 1 s after every host acknowledged", late)
+	}
+	n := srv.Log().Len()
+	control("resume")
+	if err := srv.Log().WaitFor(ctx, func(es []websim.Entry) bool { return len(es) >= n+10 }); err != nil {
+		t.Fatalf("no request after resume: %v", err)
+	}
+	control("stop")
+	for _, p := range ps {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("%s after stop: %v, want exit 0\n%s", p.name, err, p.out)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not exit after stop\n%s", p.name, p.out)
+		}
+	}
+	stoppedAt := srv.Log().Len()
+	ps = launch()
+	for _, p := range append(ps, centers...) {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", p.name, err, p.out)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s did not finish\n%s", p.name, p.out)
+		}
+	}
+	got := map[string]bool{}
+	for _, d := range dirs {
+		rs, err := store.OpenRecords(d, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.Iterate(func(r store.Record) error { got[r.URL] = true; return nil })
+		rs.Close()
+	}
+	missing := 0
+	for _, u := range truth.MustFetch {
+		if !got[u] {
+			if missing++; missing <= 5 {
+				t.Errorf("never crawled: %s", u)
+			}
+		}
+	}
+	dups := srv.Log().Duplicates()
+	for u, c := range dups {
+		t.Errorf("fetched %d times: %s", c, u)
+	}
+	if missing > 0 || len(dups) > 0 {
+		t.Fatalf("%d of %d URLs missing, %d fetched more than once", missing, len(truth.MustFetch), len(dups))
+	}
+	t.Logf("§0: %d URLs (%d requests before stop), nothing missing, nothing twice", len(truth.MustFetch), stoppedAt)
+}

@@ -195,6 +195,20 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	for range cfg.Concurrency {
 		g.Go(func() error { return l.work(gctx) })
 	}
+	if ctl, closeCtl, err := controlOf(opt); err != nil {
+		opt.Logger.Warn("this host does not follow spider control", "err", err)
+	} else {
+		defer closeCtl()
+		if err := ctl.Fresh(ctx); err != nil {
+			opt.Logger.Warn("cannot read the crawl's control word", "err", err)
+		}
+		g.Go(func() error {
+			if err := l.follow(gctx, ctl, protocol.HostAddr(opt.Host.Network, opt.Host.ID)); gctx.Err() == nil {
+				return err
+			}
+			return nil // the run ends: its other loops say why
+		})
+	}
 	runErr := g.Wait()
 	stop()
 	res := Result{Fetched: l.fetched.Load(), Elapsed: time.Since(start), Done: l.done.Load()}

@@ -1,0 +1,96 @@
+package mixed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/protocol"
+)
+
+// controlOf returns the crawl's control word (cluster.Control, issue #24),
+// kept where the crawl-wide budget is: opt.Budget, else the first network's
+// center's Redis (Host.Center when this host is in that network, else
+// dialled). `spider control --redis FIRST-CENTER-URL --crawl CRAWL` writes
+// it. The returned function closes what was dialled.
+func controlOf(opt Options) (*cluster.Control, func(), error) {
+	pc := opt.Host.Config
+	if pc == nil || len(pc.Networks) == 0 {
+		return nil, nil, errors.New("cannot follow spider control: the protocol configuration lists no network")
+	}
+	k, err := cluster.NewKeys(pc.Crawl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot follow spider control: %w", err)
+	}
+	rdb, closeFn := opt.Budget, func() {}
+	if rdb == nil && opt.Host.Network == pc.Networks[0].Name {
+		rdb = opt.Host.Center
+	}
+	if rdb == nil {
+		ro, err := redis.ParseURL(pc.Networks[0].CenterRedis)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot follow spider control in the first network's center (%s): its Redis URL does not parse: %w", pc.Networks[0].Name, err)
+		}
+		c := redis.NewClient(ro)
+		rdb, closeFn = c, func() { c.Close() }
+	}
+	return cluster.NewControl(rdb, k), closeFn, nil
+}
+
+// follow applies the control word to this host's loop: pause and resume its
+// frontier, add seeds (through the protocol, like discovered URLs; the
+// crawl's rules apply), stop after the fetches in flight (the tasks taken
+// stay in processing for the next run, unless Leave).
+func (l *loop) follow(ctx context.Context, ctl *cluster.Control, node string) error {
+	return ctl.Follow(ctx, node, l.log, func(ctx context.Context, cmd cluster.Command) error {
+		switch cmd.State {
+		case cluster.ControlPaused, cluster.ControlStopping:
+			l.fr.Pause()
+		default:
+			l.fr.Resume()
+		}
+		for {
+			raw, err := ctl.PopSeeds(ctx, 100)
+			if err != nil {
+				l.log.Warn("cannot pop the seeds given by spider control", "err", err)
+				break
+			}
+			if len(raw) == 0 {
+				break
+			}
+			reqs, rerr := l.fetcher.Requests(raw)
+			if rerr != nil {
+				l.log.Warn("seeds refused", "err", rerr)
+			}
+			tasks := make([]protocol.Task, 0, len(reqs))
+			for _, r := range reqs {
+				tasks = append(tasks, protocol.Task{URL: r.URL})
+			}
+			if err := l.host.AddSeeds(ctx, tasks); err != nil {
+				l.log.Warn("cannot add the seeds given by spider control", "err", err)
+				break
+			}
+			l.log.Info("seeds added by spider control", "given", len(raw), "added", len(tasks))
+		}
+		if cmd.State != cluster.ControlStopping {
+			return nil
+		}
+		for l.fr.Stats().Leased > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if err := ctl.Ack(ctx, node, cmd.Seq); err != nil {
+			return err
+		}
+		l.log.Info("stopped by spider control: fetches in flight finished, the tasks taken stay for the next run")
+		l.stop()
+		return nil
+	})
+}
