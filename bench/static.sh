@@ -84,10 +84,14 @@ has() { case "$1" in
 	*) true ;;
 esac; }
 
-# measure NAME CMD…: runs CMD under /usr/bin/time into $work/time.NAME.N
+# measure NAME CMD…: runs CMD under /usr/bin/time into $work/time.NAME.N,
+# stopped after CRAWL_TIMEOUT (default 120 s) and with at most CRAWL_MEM_KB
+# of address space (default 8 GiB): Colly was seen to run away on this web
+# (tens of thousands of repeated requests, 20 GB of memory).
 measure() {
 	local name=$1; shift
-	/usr/bin/time -f '%e %U %S %M' -o "$work/time.$name.$BASHPID.$RANDOM" "$@"
+	(ulimit -v "${CRAWL_MEM_KB:-8388608}"
+		exec /usr/bin/time -f '%e %U %S %M' -o "$work/time.$name.$BASHPID.$RANDOM" timeout "${CRAWL_TIMEOUT:-120}" "$@")
 }
 
 for rep in $(seq "$repeat"); do

@@ -78,7 +78,7 @@ def judge(manifest_path, log_path, name, wall, cpu, rss):
         "coverage": round(pages / max(len(allowed), 1), 4), "pages_per_s": round(pages / wall, 1) if wall > 0 else 0,
         "cpu_ms_per_page": round(float(cpu) * 1000 / max(pages, 1), 3), "peak_rss_mb": round(float(rss) / 1024, 1),
         "robots_violations": violations, "duplicates": dups, "overlaps": overlaps,
-        "max_connections_per_host": conns, "min_gap_ms": round((min_gap or 0) * 1000, 1),
+        "connections_per_host": conns, "min_gap_ms": round((min_gap or 0) * 1000, 1),
         "bytes": sum(r["bytes"] for r in reqs),
     }
 
@@ -91,7 +91,7 @@ def summary(path):
             r = json.loads(line)
             runs[r["crawler"]].append(r)
     cols = ["wall_s", "pages_per_s", "cpu_ms_per_page", "peak_rss_mb", "coverage", "robots_violations",
-            "duplicates", "overlaps", "max_connections_per_host", "min_gap_ms"]
+            "duplicates", "overlaps", "connections_per_host", "min_gap_ms"]
     print("| crawler | runs | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     for name, rs in runs.items():
