@@ -3,7 +3,6 @@ package crawl
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"time"
 
@@ -31,13 +30,15 @@ import (
 // retry is not pipelined (Finish re-queues it under the host's turn).
 
 // pageWorkers is the number of page workers of a crawl with concurrency
-// fetch workers: four per CPU the process may use (at least four), at
-// most one per fetch worker. More than one per CPU, because a page worker
-// also waits (the state's group commit, writes): on the static-web
-// benchmark (bench/static.sh, 2 CPUs) 2 page workers took 2.0 s where 8
-// took 1.2 s, and 16 no less than 8.
+// fetch workers: as many (the slots bound the URLs in flight, processing
+// included, to concurrency anyway). A page worker also waits (the state's
+// group commit, whose batches grow with the callers, and writes), so one
+// per CPU is too few: on the static web (bench/static.sh, 2 CPUs) 2 page
+// workers took 2.0 s, 8 took 1.2 s and 16 the same; on BenchmarkCrawl
+// (200 websim hosts, concurrency 32) 8 gave 6,500 pages/s and 32 gave
+// 8,100 (7,250 before the pipeline).
 func pageWorkers(concurrency int) int {
-	return max(1, min(max(4, 4*runtime.GOMAXPROCS(0)), concurrency))
+	return max(1, concurrency)
 }
 
 // pageJob is a fetched answer waiting for a page worker.
