@@ -226,7 +226,7 @@ func (c *Control) Live(ctx context.Context) ([]string, error) {
 
 // WaitAcks waits until every node of nodes acknowledged seq or ctx ends; it
 // returns the nodes that did, and those that did not, and never an error for
-// ctx's end (only for Redis). It polls every 20 ms.
+// ctx's end (only for Redis). It polls every 5 ms.
 func (c *Control) WaitAcks(ctx context.Context, seq int64, nodes []string) (acked, missing []string, err error) {
 	for {
 		acks, _, err := c.Acks(ctx)
@@ -246,7 +246,7 @@ func (c *Control) WaitAcks(ctx context.Context, seq int64, nodes []string) (acke
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
