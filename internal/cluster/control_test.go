@@ -169,3 +169,62 @@ func TestControlOtherCrawl(t *testing.T) {
 		t.Fatalf("crawl b popped crawl a's seeds %v", v)
 	}
 }
+
+// TestControlSurvivesRedisRestart: a follower keeps following through a
+// Redis restart (its subscription and its polls reconnect); a command given
+// after the restart is applied and acknowledged.
+func TestControlSurvivesRedisRestart(t *testing.T) {
+	srv := redistest.Start(t, redistest.AppendOnly())
+	ctx := testCtx(t)
+	c := NewControl(srv.Client(), mustKeys(t, "ctl3"))
+	f := startFollower(t, ctx, c, "n1")
+	if _, err := c.Set(ctx, ControlPaused); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "paused before the restart", func() bool { return f.last().State == ControlPaused })
+	srv.Kill()
+	time.Sleep(2 * ControlPoll) // the subject: an outage of a few polls
+	srv.Restart()
+	if cmd, err := c.Get(ctx); err != nil || cmd.State != ControlPaused {
+		t.Fatalf("after the restart the control word is %+v (%v), want paused (append-only file)", cmd, err)
+	}
+	cmd, err := c.Set(ctx, ControlRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, missing, err := c.WaitAcks(wctx, cmd.Seq, []string{"n1"}); err != nil || len(missing) > 0 {
+		t.Fatalf("resume after a Redis restart not acknowledged: missing %v, %v", missing, err)
+	}
+	if got := f.last(); got.Seq != cmd.Seq || got.State != ControlRunning {
+		t.Fatalf("follower's last command %+v, want %+v", got, cmd)
+	}
+}
+
+// TestControlOnRedisCluster: the control word's script touches keys of one
+// hash tag, so it runs on a Redis Cluster; followers follow there too.
+func TestControlOnRedisCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx := testCtx(t)
+	c := NewControl(cl.Client(), mustKeys(t, "ctl4"))
+	f := startFollower(t, ctx, c, "n1")
+	cmd, err := c.AddSeeds(ctx, []string{"http://a/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd, err = c.Set(ctx, ControlPaused); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, missing, err := c.WaitAcks(wctx, cmd.Seq, []string{"n1"}); err != nil || len(missing) > 0 {
+		t.Fatalf("not acknowledged on a cluster: missing %v, %v", missing, err)
+	}
+	if got := f.last(); got.State != ControlPaused {
+		t.Fatalf("follower's last command %+v, want paused", got)
+	}
+	if v, err := c.PopSeeds(ctx, 10); err != nil || len(v) != 1 {
+		t.Fatalf("seeds on a cluster: %v %v", v, err)
+	}
+}
