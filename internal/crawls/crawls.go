@@ -54,6 +54,10 @@ const (
 	KindIndex        = "index"
 	KindPeer         = "peer-to-peer"
 	KindProtocol     = "protocol"
+	// KindControl is the run control of `spider control` (cluster.Control:
+	// spider:C:{C.m}:control and spider:C:{C.m}:ctl.*), written for every
+	// topology; it never decides a crawl's topology.
+	KindControl = "control"
 )
 
 // States of a crawl.
@@ -76,7 +80,8 @@ func CheckName(name string) error {
 }
 
 // Patterns returns the SCAN patterns of crawl name's keys, by kind. The
-// name must pass CheckName.
+// name must pass CheckName. The control keys (KindControl) have no pattern
+// of their own: the peer-to-peer pattern matches them (PatternKind).
 func Patterns(name string) map[string]string {
 	return map[string]string{
 		KindMasterWorker: "{spider:" + name + "}:mw:*",
@@ -86,6 +91,14 @@ func Patterns(name string) map[string]string {
 		KindPeer:         "spider:" + name + ":{*",
 		KindProtocol:     "spider:proto:" + name + ":*",
 	}
+}
+
+// PatternKind is the kind whose pattern (Patterns) matches the keys of kind.
+func PatternKind(kind string) string {
+	if kind == KindControl {
+		return KindPeer
+	}
+	return kind
 }
 
 // Parse returns the crawl and kind of a key, ok false for a key of no crawl.
@@ -118,6 +131,9 @@ func Parse(key string) (crawl, kind string, ok bool) {
 	name, after, found := strings.Cut(rest, ":")
 	if !found || CheckName(name) != nil {
 		return "", "", false
+	}
+	if tail, found := strings.CutPrefix(after, "{"+name+".m}:"); found && (tail == "control" || strings.HasPrefix(tail, "ctl.")) {
+		return name, KindControl, true
 	}
 	if strings.HasPrefix(after, "{") {
 		return name, KindPeer, true
@@ -572,11 +588,24 @@ func each(ctx context.Context, rdb redis.UniversalClient, name string, fn func(c
 	sort.Strings(kinds)
 	for _, kind := range kinds {
 		err := scan(ctx, rdb, pats[kind], func(c *redis.Client, keys []string) error {
-			n, err := fn(ctx, c, keys)
-			r.Keys[kind] += n
-			r.Total += n
-			if err != nil {
-				return fmt.Errorf("cannot change the keys on %s: %w", c.Options().Addr, err)
+			// A pattern may match keys of another kind of the same crawl
+			// (the peer-to-peer pattern matches the control keys): count
+			// each key under the kind Parse gives it.
+			byKind := map[string][]string{}
+			for _, k := range keys {
+				kk := kind
+				if n, pk, ok := Parse(k); ok && n == name {
+					kk = pk
+				}
+				byKind[kk] = append(byKind[kk], k)
+			}
+			for kk, ks := range byKind {
+				n, err := fn(ctx, c, ks)
+				r.Keys[kk] += n
+				r.Total += n
+				if err != nil {
+					return fmt.Errorf("cannot change the keys on %s: %w", c.Options().Addr, err)
+				}
 			}
 			return nil
 		})

@@ -24,6 +24,9 @@ func TestParse(t *testing.T) {
 		{"{spider:news}:index:seg", "news", KindIndex},
 		{"spider:news:{b17}:pending", "news", KindPeer},
 		{"spider:news:{news.m}:members", "news", KindPeer},
+		{"spider:news:{news.m}:control", "news", KindControl},
+		{"spider:news:{news.m}:ctl.acks", "news", KindControl},
+		{"spider:news:{other.m}:control", "news", KindPeer},
 		{"spider:proto:news:NET:pool", "news", KindProtocol},
 		{"spider:proto:{b3}:owner", "proto", KindPeer}, // a p2p crawl named "proto"
 		{"spider:proto:news:{budget}:used", "news", KindProtocol},
@@ -56,7 +59,7 @@ func FuzzParse(f *testing.F) {
 		if err := CheckName(crawl); err != nil {
 			t.Fatalf("Parse(%q) gave a bad name %q", key, crawl)
 		}
-		pat := Patterns(crawl)[kind]
+		pat := Patterns(crawl)[PatternKind(kind)]
 		if !strings.HasPrefix(key, strings.TrimSuffix(pat, "*")) {
 			t.Fatalf("Parse(%q) = %q %s, but the pattern %q does not match it", key, crawl, kind, pat)
 		}
@@ -314,5 +317,38 @@ func TestProtocolMembership(t *testing.T) {
 	}
 	if n := rdb.DBSize(ctx).Val(); n != 3 {
 		t.Errorf("%d keys left, want a.n1's 3", n)
+	}
+}
+
+// TestControlKeysKeepTopology: the run-control keys every topology writes
+// (spider:C:{C.m}:control, ctl.*) are counted as control keys, never make
+// a master–worker or §0 crawl look peer-to-peer, and are dropped with
+// their crawl under their own kind.
+func TestControlKeysKeepTopology(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	defer rdb.Close()
+	set(t, rdb, "{spider:mwc}:mw:srq", "spider:mwc:{mwc.m}:control", "spider:mwc:{mwc.m}:ctl.acks",
+		"spider:proto:pc:NET:pool", "spider:pc:{pc.m}:control")
+	list, err := List(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Crawl{}
+	for _, c := range list {
+		got[c.Name] = c
+	}
+	if c := got["mwc"]; c.Topology != KindMasterWorker || c.Keys[KindControl] != 2 || c.Keys[KindPeer] != 0 {
+		t.Errorf("master-worker crawl with control keys: topology %q, keys %v", c.Topology, c.Keys)
+	}
+	if c := got["pc"]; c.Topology != KindProtocol || c.Keys[KindControl] != 1 {
+		t.Errorf("§0 crawl with a control key: topology %q, keys %v", c.Topology, c.Keys)
+	}
+	r, err := Drop(ctx, rdb, "mwc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Keys[KindControl] != 2 || r.Keys[KindMasterWorker] != 1 || r.Keys[KindPeer] != 0 || r.Total != 3 {
+		t.Errorf("drop of the master-worker crawl removed %v (total %d), want 2 control, 1 master-worker", r.Keys, r.Total)
 	}
 }
