@@ -47,6 +47,29 @@ func layeredFlags(fs *pflag.FlagSet) *layeredOptions {
 	return lo
 }
 
+// check range-checks the noise filter's thresholds before anything starts:
+// a value out of range is a usage error (exit 2) naming the flag, as for
+// every other flag (the layered and denoise packages refuse them too, but
+// only once the crawl is being set up).
+func (lo *layeredOptions) check() error {
+	for _, c := range []struct {
+		flag, what string
+		v          float64
+		ok         bool
+		rng        string
+	}{
+		{"noise-threshold", "noise threshold (a link-text ratio)", lo.noiseThreshold, lo.noiseThreshold > 0 && lo.noiseThreshold <= 1, "above 0, at most 1"},
+		{"cluster-threshold", "cluster threshold (a URL similarity)", lo.clusterThreshold, lo.clusterThreshold > 0 && lo.clusterThreshold <= 1, "above 0, at most 1"},
+		{"noise-similarity", "noise similarity threshold", lo.noiseSimilarity, lo.noiseSimilarity > 0 && lo.noiseSimilarity <= 1, "above 0, at most 1"},
+		{"noise-deviation", "noise deviation", lo.deviation, lo.deviation >= 0 && lo.deviation < 1, "0 or more, below 1"},
+	} {
+		if !c.ok {
+			return fmt.Errorf("%w: --%s %v is out of range: the %s must be %s", errUsage, c.flag, c.v, c.what, c.rng)
+		}
+	}
+	return nil
+}
+
 // runLayered runs a layered crawl: embedded, or with --redis as the
 // coordinator (the first process of a crawl, or the one whose --data holds
 // it) or as a worker.
@@ -58,6 +81,9 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 	}
 	if lo.rounds < 1 {
 		return fmt.Errorf("cannot crawl %d rounds: give --rounds 1 or more", lo.rounds)
+	}
+	if err := lo.check(); err != nil {
+		return err
 	}
 	if lo.samples != "" {
 		s, err := denoise.LoadSamples(lo.samples)

@@ -157,3 +157,23 @@ func TestCrawlLayeredRedis(t *testing.T) {
 		t.Fatalf("coordinator: code %d\n%s\n%s", r.code, r.out, r.err)
 	}
 }
+
+// TestLayeredThresholdRanges: the noise filter's thresholds out of range
+// are usage errors (exit 2) naming the flag and the range, and nothing is
+// created.
+func TestLayeredThresholdRanges(t *testing.T) {
+	for _, c := range []struct{ flag, value string }{
+		{"--noise-threshold", "3"}, {"--noise-threshold", "0"},
+		{"--cluster-threshold", "-1"}, {"--cluster-threshold", "1.5"},
+		{"--noise-similarity", "0"}, {"--noise-deviation", "1"}, {"--noise-deviation", "-0.1"},
+	} {
+		data := filepath.Join(t.TempDir(), "d")
+		code, _, errOut := runCLI(t, "crawl", "--mode", "layered", "--data", data, c.flag, c.value, "http://127.0.0.1:1/")
+		if code != 2 || !strings.Contains(errOut, c.flag+" "+c.value) || !strings.Contains(errOut, "at most 1") && !strings.Contains(errOut, "below 1") {
+			t.Errorf("%s %s: exit %d, stderr %q; want exit 2 naming the flag and its range", c.flag, c.value, code, errOut)
+		}
+		if _, err := os.Stat(data); err == nil {
+			t.Errorf("%s %s: the data directory was created", c.flag, c.value)
+		}
+	}
+}
