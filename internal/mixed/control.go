@@ -2,11 +2,8 @@ package mixed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/protocol"
@@ -18,25 +15,14 @@ import (
 // dialled). `spider control --redis FIRST-CENTER-URL --crawl CRAWL` writes
 // it. The returned function closes what was dialled.
 func controlOf(opt Options) (*cluster.Control, func(), error) {
-	pc := opt.Host.Config
-	if pc == nil || len(pc.Networks) == 0 {
-		return nil, nil, errors.New("cannot follow spider control: the protocol configuration lists no network")
-	}
-	k, err := cluster.NewKeys(pc.Crawl)
+	rdb, closeFn, err := firstCenter(opt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot follow spider control: %w", err)
 	}
-	rdb, closeFn := opt.Budget, func() {}
-	if rdb == nil && opt.Host.Network == pc.Networks[0].Name {
-		rdb = opt.Host.Center
-	}
-	if rdb == nil {
-		ro, err := redis.ParseURL(pc.Networks[0].CenterRedis)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cannot follow spider control in the first network's center (%s): its Redis URL does not parse: %w", pc.Networks[0].Name, err)
-		}
-		c := redis.NewClient(ro)
-		rdb, closeFn = c, func() { c.Close() }
+	k, err := cluster.NewKeys(opt.Host.Config.Crawl)
+	if err != nil {
+		closeFn()
+		return nil, nil, fmt.Errorf("cannot follow spider control: %w", err)
 	}
 	return cluster.NewControl(rdb, k), closeFn, nil
 }

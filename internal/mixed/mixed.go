@@ -66,30 +66,42 @@ func budgetKeys(crawl string) rbudget.Keys {
 	return rbudget.Keys{Used: p + "used", Held: p + "held"}
 }
 
+// firstCenter returns the Redis of the first network's center, which holds
+// what is crawl-wide for a §0 crawl (the --max-pages budget, the run
+// control): opt.Budget if set, else Host.Center when this host is in the
+// first network, else a client dialled to the configuration's URL; the
+// returned function closes what was dialled.
+func firstCenter(opt Options) (redis.UniversalClient, func(), error) {
+	pc := opt.Host.Config
+	if pc == nil || len(pc.Networks) == 0 {
+		return nil, nil, errors.New("the protocol configuration lists no network")
+	}
+	if opt.Budget != nil {
+		return opt.Budget, func() {}, nil
+	}
+	if opt.Host.Network == pc.Networks[0].Name && opt.Host.Center != nil {
+		return opt.Host.Center, func() {}, nil
+	}
+	ro, err := redis.ParseURL(pc.Networks[0].CenterRedis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the first network's center (%s) has a Redis URL %q that does not parse: %w",
+			pc.Networks[0].Name, pc.Networks[0].CenterRedis, err)
+	}
+	c := redis.NewClient(ro)
+	return c, func() { c.Close() }, nil
+}
+
 // openBudget returns the crawl-wide budget of a limited crawl (nil without a limit) and
 // the function that closes what it dialled.
 func openBudget(opt Options, cfg crawl.Config) (*rbudget.Budget, func(), error) {
 	if cfg.MaxPages <= 0 {
 		return nil, func() {}, nil
 	}
-	pc := opt.Host.Config
-	if pc == nil || len(pc.Networks) == 0 {
-		return nil, nil, errors.New("cannot keep --max-pages: the protocol configuration lists no network")
+	rdb, closeFn, err := firstCenter(opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot keep --max-pages: %w", err)
 	}
-	rdb, closeFn := opt.Budget, func() {}
-	if rdb == nil && opt.Host.Network == pc.Networks[0].Name {
-		rdb = opt.Host.Center
-	}
-	if rdb == nil {
-		ro, err := redis.ParseURL(pc.Networks[0].CenterRedis)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cannot keep --max-pages in the first network's center (%s): its Redis URL %q does not parse: %w",
-				pc.Networks[0].Name, pc.Networks[0].CenterRedis, err)
-		}
-		c := redis.NewClient(ro)
-		rdb, closeFn = c, func() { c.Close() }
-	}
-	return rbudget.New(rdb, budgetKeys(pc.Crawl), protocol.HostAddr(opt.Host.Network, opt.Host.ID), cfg.MaxPages,
+	return rbudget.New(rdb, budgetKeys(opt.Host.Config.Crawl), protocol.HostAddr(opt.Host.Network, opt.Host.ID), cfg.MaxPages,
 		rbudget.SlotTTL(cfg), opt.Logger), closeFn, nil
 }
 
