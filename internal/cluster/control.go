@@ -170,6 +170,22 @@ func (c *Control) run(ctx context.Context, state string, urls []string) (Command
 	return cmd, nil
 }
 
+// DrainSeeds pops every queued seed URL, a batch of up to 100 at a time,
+// and hands each batch to add; each URL reaches exactly one caller on any
+// node. It returns the first error of Redis or of add; the URLs of the
+// batch add failed on are not queued again.
+func (c *Control) DrainSeeds(ctx context.Context, add func(ctx context.Context, urls []string) error) error {
+	for {
+		urls, err := c.PopSeeds(ctx, 100)
+		if err != nil || len(urls) == 0 {
+			return err
+		}
+		if err := add(ctx, urls); err != nil {
+			return err
+		}
+	}
+}
+
 // PopSeeds removes and returns up to max queued seed URLs: each URL is
 // returned to exactly one caller.
 func (c *Control) PopSeeds(ctx context.Context, max int) ([]string, error) {

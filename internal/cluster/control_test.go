@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -226,5 +227,47 @@ func TestControlOnRedisCluster(t *testing.T) {
 	}
 	if v, err := c.PopSeeds(ctx, 10); err != nil || len(v) != 1 {
 		t.Fatalf("seeds on a cluster: %v %v", v, err)
+	}
+}
+
+// TestControlDrainSeeds: DrainSeeds hands every queued seed to add once,
+// in batches of at most 100, and stops at add's first error, returning it
+// (the failed batch is not queued again; the rest stays queued).
+func TestControlDrainSeeds(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := NewControl(srv.Client(), mustKeys(t, "ctl5"))
+	var urls []string
+	for i := range 250 {
+		urls = append(urls, fmt.Sprintf("http://example.test/%d", i))
+	}
+	if _, err := c.AddSeeds(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	batches := 0
+	if err := c.DrainSeeds(ctx, func(_ context.Context, b []string) error {
+		batches++
+		if len(b) > 100 {
+			t.Errorf("a batch of %d seeds, want at most 100", len(b))
+		}
+		got = append(got, b...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, urls) || batches != 3 {
+		t.Fatalf("drained %d seeds in %d batches, want the 250 queued in 3", len(got), batches)
+	}
+	if _, err := c.AddSeeds(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	calls := 0
+	if err := c.DrainSeeds(ctx, func(context.Context, []string) error { calls++; return boom }); !errors.Is(err, boom) || calls != 1 {
+		t.Fatalf("DrainSeeds with a failing add: %v after %d calls, want boom after 1", err, calls)
+	}
+	if left, err := c.PopSeeds(ctx, 1000); err != nil || len(left) != 150 {
+		t.Fatalf("after a failed batch %d seeds left (%v), want 150", len(left), err)
 	}
 }

@@ -100,25 +100,20 @@ func (m *Master) popSeeds(ctx context.Context, ctl *cluster.Control) {
 	if m.fetcher == nil {
 		return
 	}
-	for {
-		raw, err := ctl.PopSeeds(ctx, 100)
-		if err != nil {
-			m.log.Warn("cannot pop the seeds given by spider control", "err", err)
-			return
-		}
-		if len(raw) == 0 {
-			return
-		}
+	err := ctl.DrainSeeds(ctx, func(ctx context.Context, raw []string) error {
 		reqs, rerr := m.fetcher.Requests(raw)
 		if rerr != nil {
 			m.log.Warn("seeds refused", "err", rerr)
 		}
 		added, err := m.sched.AddSeeds(ctx, reqs)
 		if err != nil {
-			m.log.Warn("cannot add the seeds given by spider control", "err", err)
-			return
+			return err
 		}
 		m.log.Info("seeds added by spider control", "given", len(raw), "new", added)
+		return nil
+	})
+	if err != nil {
+		m.log.Warn("cannot add the seeds given by spider control", "err", err)
 	}
 }
 

@@ -39,15 +39,7 @@ func (l *loop) follow(ctx context.Context, ctl *cluster.Control, node string) er
 		default:
 			l.fr.Resume()
 		}
-		for {
-			raw, err := ctl.PopSeeds(ctx, 100)
-			if err != nil {
-				l.log.Warn("cannot pop the seeds given by spider control", "err", err)
-				break
-			}
-			if len(raw) == 0 {
-				break
-			}
+		err := ctl.DrainSeeds(ctx, func(ctx context.Context, raw []string) error {
 			reqs, rerr := l.fetcher.Requests(raw)
 			if rerr != nil {
 				l.log.Warn("seeds refused", "err", rerr)
@@ -57,10 +49,13 @@ func (l *loop) follow(ctx context.Context, ctl *cluster.Control, node string) er
 				tasks = append(tasks, protocol.Task{URL: r.URL})
 			}
 			if err := l.host.AddSeeds(ctx, tasks); err != nil {
-				l.log.Warn("cannot add the seeds given by spider control", "err", err)
-				break
+				return err
 			}
 			l.log.Info("seeds added by spider control", "given", len(raw), "added", len(tasks))
+			return nil
+		})
+		if err != nil {
+			l.log.Warn("cannot add the seeds given by spider control", "err", err)
 		}
 		if cmd.State != cluster.ControlStopping {
 			return nil

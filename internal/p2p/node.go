@@ -407,11 +407,7 @@ func (n *Node) follow(ctx context.Context, ctl *cluster.Control) error {
 // one node) and records them as discovered: the crawl's rules apply and
 // each goes to its bucket's owner.
 func (n *Node) popSeeds(ctx context.Context, ctl *cluster.Control) error {
-	for {
-		raw, err := ctl.PopSeeds(ctx, 100)
-		if err != nil || len(raw) == 0 {
-			return err
-		}
+	return ctl.DrainSeeds(ctx, func(ctx context.Context, raw []string) error {
 		reqs, rerr := n.fetcher.Requests(raw)
 		if rerr != nil {
 			n.log.Warn("seeds refused", "err", rerr)
@@ -421,7 +417,8 @@ func (n *Node) popSeeds(ctx context.Context, ctl *cluster.Control) error {
 			return err
 		}
 		n.log.Info("seeds added by spider control", "given", len(raw), "new_here", added)
-	}
+		return nil
+	})
 }
 
 // watch keeps the bucket table in step with the member list.
