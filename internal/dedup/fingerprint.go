@@ -78,7 +78,15 @@ const ShingleSize = 3
 // consecutive words is hashed (xxhash64); bit j of the result is 1 when more
 // shingle hashes have bit j set than clear. A text with fewer words than
 // ShingleSize is hashed as one shingle; a text with no words hashes to 0.
+// For near-duplicate detection use PageSimHash, which refuses texts too
+// short to judge.
 func SimHash(text string) uint64 {
+	h, _ := simHash(text)
+	return h
+}
+
+// simHash is SimHash and the number of shingles hashed.
+func simHash(text string) (uint64, int) {
 	var (
 		vec    [64]int32
 		ring   [ShingleSize]uint64 // hashes of the last words
@@ -134,7 +142,7 @@ func SimHash(text string) uint64 {
 	endWord()
 	if shingl == 0 {
 		if words == 0 {
-			return 0
+			return 0, 0
 		}
 		addShingle(words)
 	}
@@ -144,7 +152,7 @@ func SimHash(text string) uint64 {
 			out |= 1 << b
 		}
 	}
-	return out
+	return out, shingl
 }
 
 func isIdeographic(r rune) bool {
