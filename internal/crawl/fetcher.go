@@ -89,6 +89,7 @@ type Fetcher struct {
 	warc        *warc.Writer
 	limit       *rateLimiter
 	m           *metrics
+	tally       Tally // the records this fetcher wrote (Tally)
 
 	robotsMu      sync.Mutex
 	robotsFetched map[string]time.Time // host:port → end of the last robots.txt fetch
@@ -537,8 +538,13 @@ func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
 		return v, fmt.Errorf("cannot append record for %s: %w", req.URL, err)
 	}
 	v.RecordsEnd = end
+	f.tally.Add(*rec)
 	return v, nil
 }
+
+// Tally returns the counts of the records this fetcher wrote since
+// NewFetcher (this run's, for the crawl-wide report).
+func (f *Fetcher) Tally() Counts { return f.tally.Counts() }
 
 // result is what visiting one URL produced, before it is made durable.
 type result struct {

@@ -7,7 +7,8 @@
 // cluster.NewKeys, so none of them can hold ':', braces or a glob
 // character):
 //
-//	{spider:C}:mw:*        master–worker (§1)
+//	{spider:C}:mw:*        master–worker (§1): queues and bookkeeping
+//	spider:C:{mw-I-K}:*    master–worker: state parts and robots.txt answers
 //	{spider:C}:layered:*   layered crawl (§2)
 //	{spider:C}:rank:*      PageRank map/reduce
 //	{spider:C}:index:*     distributed index build
@@ -58,6 +59,10 @@ const (
 	// spider:C:{C.m}:control and spider:C:{C.m}:ctl.*), written for every
 	// topology; it never decides a crawl's topology.
 	KindControl = "control"
+	// KindReport is the crawl-wide report (cluster.ReadReports:
+	// spider:C:{C.m}:report and spider:C:{C.m}:report.*), written by every
+	// topology; like KindControl it never decides a crawl's topology.
+	KindReport = "report"
 )
 
 // States of a crawl.
@@ -80,8 +85,9 @@ func CheckName(name string) error {
 }
 
 // Patterns returns the SCAN patterns of crawl name's keys, by kind. The
-// name must pass CheckName. The control keys (KindControl) have no pattern
-// of their own: the peer-to-peer pattern matches them (PatternKind).
+// name must pass CheckName. The control and report keys (KindControl,
+// KindReport) have no pattern of their own: the peer-to-peer pattern
+// matches them (PatternKind).
 func Patterns(name string) map[string]string {
 	return map[string]string{
 		KindMasterWorker: "{spider:" + name + "}:mw:*",
@@ -95,7 +101,7 @@ func Patterns(name string) map[string]string {
 
 // PatternKind is the kind whose pattern (Patterns) matches the keys of kind.
 func PatternKind(kind string) string {
-	if kind == KindControl {
+	if kind == KindControl || kind == KindReport {
 		return KindPeer
 	}
 	return kind
@@ -135,7 +141,13 @@ func Parse(key string) (crawl, kind string, ok bool) {
 	if tail, found := strings.CutPrefix(after, "{"+name+".m}:"); found && (tail == "control" || strings.HasPrefix(tail, "ctl.")) {
 		return name, KindControl, true
 	}
-	if strings.HasPrefix(after, "{") {
+	if tail, found := strings.CutPrefix(after, "{"+name+".m}:"); found && (tail == "report" || strings.HasPrefix(tail, "report.")) {
+		return name, KindReport, true
+	}
+	if tag, found := strings.CutPrefix(after, "{"); found {
+		if mwShardTag(tag) {
+			return name, KindMasterWorker, true
+		}
 		return name, KindPeer, true
 	}
 	if name == "proto" {
@@ -145,6 +157,32 @@ func Parse(key string) (crawl, kind string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// mwShardTag reports whether the key's part after "spider:C:{" starts
+// with a master–worker state tag, "mw-I-K}" (masterworker.ShardTag): digits
+// only between the dashes, so no p2p tag ("bN", "C.m", "C.p2p") has the
+// shape, whatever the crawl's name.
+func mwShardTag(tail string) bool {
+	tag, _, found := strings.Cut(tail, "}")
+	rest, ok := strings.CutPrefix(tag, "mw-")
+	if !found || !ok {
+		return false
+	}
+	i, k, found := strings.Cut(rest, "-")
+	return found && digits(i) && digits(k)
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // protoOwner returns the §0 crawl whose membership list the p2p-shaped

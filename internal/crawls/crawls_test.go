@@ -26,6 +26,9 @@ func TestParse(t *testing.T) {
 		{"spider:news:{news.m}:members", "news", KindPeer},
 		{"spider:news:{news.m}:control", "news", KindControl},
 		{"spider:news:{news.m}:ctl.acks", "news", KindControl},
+		{"spider:news:{news.m}:report", "news", KindReport},
+		{"spider:news:{news.m}:report.at", "news", KindReport},
+		{"spider:news:{news.m}:reports", "news", KindPeer},
 		{"spider:news:{other.m}:control", "news", KindPeer},
 		{"spider:proto:news:NET:pool", "news", KindProtocol},
 		{"spider:proto:{b3}:owner", "proto", KindPeer}, // a p2p crawl named "proto"
@@ -320,8 +323,9 @@ func TestProtocolMembership(t *testing.T) {
 	}
 }
 
-// TestControlKeysKeepTopology: the run-control keys every topology writes
-// (spider:C:{C.m}:control, ctl.*) are counted as control keys, never make
+// TestControlKeysKeepTopology: the run-control and report keys every
+// topology writes (spider:C:{C.m}:control, ctl.*, report, report.*) are
+// counted as control and report keys, never make
 // a master–worker or §0 crawl look peer-to-peer, and are dropped with
 // their crawl under their own kind.
 func TestControlKeysKeepTopology(t *testing.T) {
@@ -329,7 +333,8 @@ func TestControlKeysKeepTopology(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
 	defer rdb.Close()
 	set(t, rdb, "{spider:mwc}:mw:srq", "spider:mwc:{mwc.m}:control", "spider:mwc:{mwc.m}:ctl.acks",
-		"spider:proto:pc:NET:pool", "spider:pc:{pc.m}:control")
+		"spider:mwc:{mwc.m}:report", "spider:mwc:{mwc.m}:report.at",
+		"spider:proto:pc:NET:pool", "spider:pc:{pc.m}:control", "spider:pc:{pc.m}:report")
 	list, err := List(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
@@ -338,17 +343,17 @@ func TestControlKeysKeepTopology(t *testing.T) {
 	for _, c := range list {
 		got[c.Name] = c
 	}
-	if c := got["mwc"]; c.Topology != KindMasterWorker || c.Keys[KindControl] != 2 || c.Keys[KindPeer] != 0 {
+	if c := got["mwc"]; c.Topology != KindMasterWorker || c.Keys[KindControl] != 2 || c.Keys[KindReport] != 2 || c.Keys[KindPeer] != 0 {
 		t.Errorf("master-worker crawl with control keys: topology %q, keys %v", c.Topology, c.Keys)
 	}
-	if c := got["pc"]; c.Topology != KindProtocol || c.Keys[KindControl] != 1 {
+	if c := got["pc"]; c.Topology != KindProtocol || c.Keys[KindControl] != 1 || c.Keys[KindReport] != 1 {
 		t.Errorf("§0 crawl with a control key: topology %q, keys %v", c.Topology, c.Keys)
 	}
 	r, err := Drop(ctx, rdb, "mwc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Keys[KindControl] != 2 || r.Keys[KindMasterWorker] != 1 || r.Keys[KindPeer] != 0 || r.Total != 3 {
-		t.Errorf("drop of the master-worker crawl removed %v (total %d), want 2 control, 1 master-worker", r.Keys, r.Total)
+	if r.Keys[KindControl] != 2 || r.Keys[KindReport] != 2 || r.Keys[KindMasterWorker] != 1 || r.Keys[KindPeer] != 0 || r.Total != 5 {
+		t.Errorf("drop of the master-worker crawl removed %v (total %d), want 2 control, 2 report, 1 master-worker", r.Keys, r.Total)
 	}
 }
