@@ -1,8 +1,10 @@
 package parse
 
 import (
+	"fmt"
 	"math"
 	"net/url"
+	"strings"
 )
 
 // DefaultNoiseThreshold is the link-text ratio above which a block's links
@@ -14,7 +16,7 @@ const DefaultNoiseThreshold = 0.25
 type Block struct {
 	// Tag is the block element ("td", "p", "div", "li", "ul", "ol",
 	// "table", "th", "nav", "header", "footer", "section", "article",
-	// "aside"), or "" for content outside every block element.
+	// "aside", "h1" … "h6"), or "" for content outside every block element.
 	Tag string
 	// Text is the block's own visible text (not that of blocks nested in
 	// it), whitespace collapsed; all blocks together are capped at
@@ -29,6 +31,14 @@ type Block struct {
 	// Links are the links whose tag opens inside this block, resolved as
 	// Parse resolves them.
 	Links []Link
+	// Parent is the index in the returned slice of the nearest enclosing
+	// block that was returned, or -1 for none (blocks without text or
+	// links are omitted, so a block's parent may be its grandparent).
+	Parent int
+	// Depth is the number of block elements open around this one (0 for
+	// content outside every block element). Nesting is not capped: a page
+	// of 10,000 nested divs has a block of depth 10,000.
+	Depth int
 }
 
 // LinkTextRatio is LinkText/TextLen, in [0, 1]; 0 for a block without
@@ -41,6 +51,8 @@ func (b Block) LinkTextRatio() float64 {
 }
 
 type blockState struct {
+	parent   int // index in walker.blocks of the enclosing block, -1 for the document
+	depth    int
 	tag      string
 	text     textBuf
 	textLen  int
@@ -61,24 +73,112 @@ func Blocks(base *url.URL, body []byte) []Block {
 	if base != nil && !base.IsAbs() {
 		base = nil
 	}
-	b := w.resolveBase(base)
+	blocks, _, _ := w.blockList(w.resolveBase(base), false)
+	return blocks
+}
+
+// ParseBlocks is Parse and Blocks in one pass over the page: the Page as
+// Parse gives it, except that Page.Text is the blocks' texts joined by
+// spaces in block order (the same words; a block's text comes before that
+// of the blocks nested in it after its own) and Options.MaxTextBytes caps
+// the blocks' text together; and the blocks, whose Links are the Page's
+// Links (unresolved too with Options.Unresolved). It reads the whole page
+// (Parse may stop early once its limits are reached). It returns an error
+// only when base is nil or not absolute.
+func ParseBlocks(base *url.URL, body []byte, opt Options) (*Page, []Block, error) {
+	if base == nil || !base.IsAbs() {
+		return nil, nil, fmt.Errorf("cannot parse page: base URL %v is not absolute; pass the URL the page was fetched from", base)
+	}
+	w := newWalker(body, opt.withDefaults(), true)
+	w.run()
+	p := &Page{
+		Title:      w.title.String(),
+		Lang:       w.lang,
+		MetaRobots: w.robots,
+		Skipped:    w.skipped,
+		Truncated:  w.truncated || w.textLeft <= 0,
+	}
+	p.Base = w.resolveBase(base)
+	blocks, order, skipped := w.blockList(p.Base, opt.Unresolved)
+	p.Skipped += skipped
+	var text strings.Builder
+	for _, b := range blocks {
+		if b.Text != "" {
+			if text.Len() > 0 {
+				text.WriteByte(' ')
+			}
+			text.WriteString(b.Text)
+		}
+	}
+	p.Text = text.String()
+	p.Links = make([]Link, 0, len(order))
+	for _, o := range order {
+		l := blocks[o.block].Links[o.index]
+		if w.links[o.link].refresh && p.Refresh == nil && l.URL != nil {
+			p.Refresh = l.URL
+		}
+		p.Links = append(p.Links, l)
+	}
+	return p, blocks, nil
+}
+
+// linkAt locates a link of the walker in the blocks: Blocks[block].Links[index]
+// is walker.links[link].
+type linkAt struct{ link, block, index int }
+
+// blockList turns the walker's blocks into Blocks, links resolved against
+// base (a nil base leaves them as written) or, with unresolved, cleaned
+// only. It also returns where each kept link went, in document order, and
+// the number of links that did not resolve.
+func (w *walker) blockList(b *url.URL, unresolved bool) ([]Block, []linkAt, int) {
 	out := make([]Block, len(w.blocks))
 	for i, bs := range w.blocks {
-		out[i] = Block{Tag: bs.tag, Text: bs.text.String(), TextLen: bs.textLen, LinkText: bs.linkText}
+		parent := bs.parent
+		if i == 0 {
+			parent = -1 // the document
+		}
+		out[i] = Block{Tag: bs.tag, Text: bs.text.String(), TextLen: bs.textLen, LinkText: bs.linkText, Parent: parent, Depth: bs.depth}
 	}
+	skipped := 0
+	var order []linkAt
 	for i := range w.links {
 		p := &w.links[i]
-		if l, ok := w.resolve(b, p); ok {
+		var l Link
+		ok := true
+		if unresolved {
+			l = Link{Raw: cleanHref(p.raw), Tag: p.tag, Attr: p.attr, Text: p.text, Rel: p.rel,
+				NoFollow: w.robots.NoFollow || hasToken(p.rel, "nofollow")}
+		} else {
+			l, ok = w.resolve(b, p)
+		}
+		if ok {
+			order = append(order, linkAt{link: i, block: p.block, index: len(out[p.block].Links)})
 			out[p.block].Links = append(out[p.block].Links, l)
+		} else {
+			skipped++
 		}
 	}
+	// newIdx maps a block's index in out to its index in kept, or to that
+	// of its nearest kept ancestor (parents come before their children, so
+	// one pass in order resolves every chain).
+	newIdx := make([]int, len(out))
 	kept := out[:0]
-	for _, blk := range out {
+	for i := range out {
+		blk := out[i]
+		if blk.Parent >= 0 {
+			blk.Parent = newIdx[blk.Parent]
+		}
 		if blk.TextLen > 0 || len(blk.Links) > 0 {
+			newIdx[i] = len(kept)
 			kept = append(kept, blk)
+		} else {
+			newIdx[i] = blk.Parent
 		}
 	}
-	return kept
+	for i := range order {
+		order[i].block = newIdx[order[i].block] // a block with links is kept
+	}
+	return kept, order, skipped
 }
 
 // NoiseLinks splits the links of blocks into noise (those of blocks whose
@@ -122,7 +222,8 @@ func (w *walker) blockStart(ti tagInfo, selfClosing bool) {
 		return
 	}
 	w.blocks[w.stack[len(w.stack)-1]].text.brk()
-	w.blocks = append(w.blocks, &blockState{tag: tag, text: newTextBuf(&w.textLeft)})
+	parent := w.stack[len(w.stack)-1]
+	w.blocks = append(w.blocks, &blockState{parent: parent, depth: w.blocks[parent].depth + 1, tag: tag, text: newTextBuf(&w.textLeft)})
 	w.stack = append(w.stack, len(w.blocks)-1)
 	w.open[tag]++
 }

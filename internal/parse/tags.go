@@ -41,8 +41,10 @@ var tagTable = func() map[string]tagInfo {
 		"tr", "ul")
 	add(tAttrs, "html", "base", "meta", "a", "area", "link", "img", "iframe", "frame", "script", "embed")
 	add(tNested, "a", "area", "link", "img", "iframe", "frame", "script", "embed", "meta")
-	add(tBlock, "td", "th", "p", "div", "li", "ul", "ol", "table", "nav", "header", "footer", "section", "article", "aside")
-	add(tClosesP, "p", "div", "ul", "ol", "table", "nav", "header", "footer", "section", "article", "aside")
+	add(tBlock, "td", "th", "p", "div", "li", "ul", "ol", "table", "nav", "header", "footer", "section", "article", "aside",
+		"h1", "h2", "h3", "h4", "h5", "h6")
+	add(tClosesP, "p", "div", "ul", "ol", "table", "nav", "header", "footer", "section", "article", "aside",
+		"h1", "h2", "h3", "h4", "h5", "h6")
 	add(0, "head", "body", "template", "a")
 	return m
 }()
