@@ -36,8 +36,12 @@ type State interface {
 
 	// Complete records the end of request r atomically: r stops being
 	// pending, the counter o.Class grows by one, o.Fingerprint is looked up
-	// (Result.DuplicateOf) and recorded, and discovered is accepted as
-	// Discover does (Result.New). If r is no longer pending, Complete does
+	// (Result.DuplicateOf) and recorded, then, when the fingerprint is new
+	// and o.NearDistance > 0, o.SimHash is looked up in the near-duplicate
+	// tables (Result.DuplicateOf with Result.Near) and, if no page is near,
+	// filed there under the owner; and discovered is accepted as Discover
+	// does (Result.New). All of it is one atomic step: the tables never
+	// hold a URL that is not completed, nor miss one that is. If r is no longer pending, Complete does
 	// nothing and returns an empty Result: it is idempotent, so a
 	// completion that may have been lost can be sent again. It fails if
 	// o.Class is empty, if the pending record under r.Seq holds another URL
@@ -85,9 +89,17 @@ type Outcome struct {
 	// Fingerprint is the page's content fingerprint (dedup.Fingerprint);
 	// 0 means none.
 	Fingerprint uint64
-	// URL is recorded as the owner of Fingerprint; empty means the
-	// request's URL.
+	// URL is recorded as the owner of Fingerprint and SimHash; empty
+	// means the request's URL.
 	URL string
+	// SimHash is the page's near-duplicate hash (dedup.PageSimHash); 0
+	// means none (no page, or too little text to judge).
+	SimHash uint64
+	// NearDistance is the Hamming distance within which SimHash makes a
+	// near-duplicate, 1 to dedup.MaxNearDistance; 0 switches the lookup
+	// off. The tables are laid out per distance (dedup.SimTables): pages
+	// completed under another distance are not found.
+	NearDistance int
 	// Stored reports that the page was written to the page store; the
 	// embedded back-end counts it in its PagesStored.
 	Stored bool
@@ -109,8 +121,16 @@ type Result struct {
 	// before), with their Seq set, in input order. The caller owns it.
 	New []frontier.Request
 	// DuplicateOf is the URL of an earlier page with the same fingerprint,
-	// or "" when the content is new (or no fingerprint was given).
+	// or, with Near, of the nearest earlier page (ties: the first table
+	// and key order) whose SimHash is within Outcome.NearDistance; "" when
+	// the content is new (or no fingerprint or SimHash was given). Only
+	// pages that were neither are filed in the near-duplicate tables, so
+	// DuplicateOf names the first page of a cluster, or an exact copy's
+	// owner.
 	DuplicateOf string
+	// Near reports that DuplicateOf was found by SimHash (the fingerprint
+	// differs).
+	Near bool
 }
 
 // ErrNotPending is wrapped by State.UpdatePending when the request is not

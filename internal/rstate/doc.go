@@ -33,6 +33,10 @@
 //	spider:<crawl>:{<bucket>}:counters HASH    outcome class → count
 //	spider:<crawl>:{<bucket>}:fp       HASH    fingerprint, 8 bytes big endian → URL of the
 //	                                           first page with it
+//	spider:<crawl>:{<bucket>}:sim      HASH    near-duplicate tables: dedup.SimTables key
+//	                                           (10 bytes) → the pages filed under it, each
+//	                                           its SimHash (8 bytes), URL length (2 bytes),
+//	                                           URL; at most 16 KiB per key (near.go)
 //	spider:<crawl>:{<bucket>}:call:<id> STRING the reply of one Discover or Complete call
 //	                                           that accepted something (MessagePack), kept
 //	                                           for ReplyTTL so that a client retry after a

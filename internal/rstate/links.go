@@ -170,6 +170,10 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	if o.Class == "" {
 		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: empty outcome class", r.URL)
 	}
+	sim, err := simArg(o)
+	if err != nil {
+		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+	}
 	if err := checkRequests(local); err != nil {
 		return crawlstate.Result{}, nil, err
 	}
@@ -195,10 +199,10 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	if o.Stored {
 		stored = "1"
 	}
-	args := make([]any, 0, 15+len(local)*s.groupArgs())
+	args := make([]any, 0, 16+len(local)*s.groupArgs())
 	args = append(args, s.fence, s.mode(), s.k, replyTTLArg,
 		strconv.FormatUint(r.Seq, 10), r.URL, strconv.Itoa(r.Depth), o.Class, stored, fp, owner,
-		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), s.relinkArg(), kept, len(local))
+		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), s.relinkArg(), kept, len(local), sim)
 	args = s.appendGroups(args, local)
 	v, err := completeScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -207,7 +211,7 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 		}
 		return crawlstate.Result{}, nil, s.fail(fmt.Sprintf("cannot complete %q", r.URL), err)
 	}
-	if len(v) < 4 {
+	if len(v) < 5 {
 		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: short script reply", r.URL)
 	}
 	if done, _ := v[0].(int64); done == 0 {
@@ -215,13 +219,16 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	}
 	var res crawlstate.Result
 	res.DuplicateOf, _ = v[1].(string)
+	if near, _ := v[4].(int64); near == 1 {
+		res.Near = true
+	}
 	var relink []frontier.Request
 	if rec, _ := v[3].(string); rec != "" {
 		if relink, err = s.relinked(rec); err != nil {
 			return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 		}
 	}
-	news, more, err := s.accepted(local, v[2], v[4:])
+	news, more, err := s.accepted(local, v[2], v[5:])
 	if err != nil {
 		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
 	}

@@ -228,7 +228,7 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Stor
 	}
 	s.keys = make([]string, numKeys)
 	for i, name := range [numKeys]string{kMeta: "meta", kPending: "pending", kSeq: "seq", kSeen: "seen",
-		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links"} {
+		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links", kSim: "sim"} {
 		s.keys[i] = s.prefix + name
 	}
 	if opt.Fence != nil {
@@ -532,7 +532,8 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 // Complete records the end of request r in one atomic script call: it
 // deletes pending[r.Seq], adds one to the counter o.Class (and to
 // PagesStored if o.Stored), looks up o.Fingerprint (recording o.URL, or
-// r.URL, as its owner when new) and discovers the discovered requests as
+// r.URL, as its owner when new), then o.SimHash in the near-duplicate
+// tables (near.go), and discovers the discovered requests as
 // Discover does, however many. With Options.Relink it keeps them all (for
 // a URL of depth ≥ 1) and discovers those within MaxDepth, shifted
 // shallower if r's URL was lowered meanwhile (see CompleteRelink; the
@@ -715,7 +716,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // bucket's hash tag. The caller owns the slice.
 func (s *Store) Keys() []string {
 	return []string{s.keys[kMeta], s.keys[kPending], s.keys[kSeq], s.keys[kSeen], s.keys[kBloom],
-		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks]}
+		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks], s.keys[kSim]}
 }
 
 // Prefix returns the common prefix of the Store's keys (KeyPrefix).

@@ -15,6 +15,7 @@ const (
 	kFence // the fence key, or kMeta's key when there is no fence
 	kCall  // the reply-cache key of this call (Discover and Complete)
 	kLinks // with Options.Relink: fetched URL key → kept-links record
+	kSim   // near-duplicate tables: dedup.SimTables key → filed pages (near.go)
 	numKeys
 )
 
@@ -26,7 +27,7 @@ const (
 // never raise an error: a malformed record gives nil. Lua numbers are
 // doubles, so varints are exact up to 2^53; Seqs and depths stay far below.
 const luaLib = `
-local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL, K_LINKS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11
+local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL, K_LINKS, K_SIM = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 
 -- fence returns an error reply when the fence key does not hold v ('' = no fence).
 local function fence(v)
@@ -205,6 +206,54 @@ end
 local function remember(out, ttl)
   redis.call('SET', KEYS[K_CALL], cmsgpack.pack(out), 'EX', ttl)
 end
+
+-- nearest looks a SimHash up in the near-duplicate tables (K_SIM: table key
+-- → entries, each the 8-byte hash, a 2-byte URL length and the URL). arg is
+-- simArg: the distance k (1 byte), the hash (8 bytes), then one 10-byte
+-- table key per table. It returns the URL, other than owner, of the nearest
+-- filed hash within k (ties: the first found), or '' after filing the hash
+-- under owner in every table (a table key's entries stop growing at
+-- SIM_MAX bytes).
+local SIM_MAX = 16384
+local function nearest(arg, owner)
+  local pop = {}
+  for b = 0, 255 do
+    local c, x = 0, b
+    while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
+    pop[b] = c
+  end
+  local k = string.byte(arg, 1)
+  local h = {string.byte(arg, 2, 9)}
+  local n = math.floor((#arg - 9) / 10)
+  local best, bestD = nil, k + 1
+  local vals = {}
+  for i = 0, n - 1 do
+    local v = redis.call('HGET', KEYS[K_SIM], string.sub(arg, 10 + 10 * i, 19 + 10 * i))
+    vals[i] = v or ''
+    if v then
+      local p = 1
+      while p + 9 <= #v do
+        local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
+        local u = string.sub(v, p + 10, p + 9 + len)
+        if u ~= owner then
+          local d = 0
+          for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
+          if d < bestD then best, bestD = u, d end
+        end
+        p = p + 10 + len
+      end
+    end
+  end
+  if best then return best end
+  if #owner > 65535 then return '' end
+  local e = string.sub(arg, 2, 9) .. string.char(math.floor(#owner / 256), #owner % 256) .. owner
+  for i = 0, n - 1 do
+    if #vals[i] + #e <= SIM_MAX then
+      redis.call('HSET', KEYS[K_SIM], string.sub(arg, 10 + 10 * i, 19 + 10 * i), vals[i] .. e)
+    end
+  end
+  return ''
+end
 `
 
 // initScript creates the bucket's meta hash (and in bloom mode its filter)
@@ -243,8 +292,9 @@ return out
 // completeScript: ARGV: fence value, mode, k, reply ttl, Seq, URL, depth,
 // class, stored ("1"/"0"), fingerprint (8 bytes or ""), fingerprint owner,
 // urlkey, relink ("1"/"0"), kept requests (keptRequests encoding, "" for
-// none), n, then n request groups. Reply: {done (0 = not pending),
-// duplicate-of, damaged, relinked, item...}.
+// none), n, the near-duplicate lookup (simArg: "" for none), then n request
+// groups. Reply: {done (0 = not pending), duplicate-of, damaged, relinked,
+// near (1: duplicate-of found by SimHash), item...}.
 //
 // With relink, the URL's depth is its seen depth when that is below the
 // request's (lowered while in flight). The kept requests are stored as
@@ -259,7 +309,7 @@ local e = fence(ARGV[1])
 if e then return e end
 local sf = ARGV[5]
 local rec = redis.call('HGET', KEYS[K_PENDING], sf)
-if not rec then return {0, '', 0, ''} end
+if not rec then return {0, '', 0, '', 0} end
 local f = fields(rec)
 if not f then return redis.error_reply('DAMAGED pending record ' .. sf .. ' cannot be decoded') end
 if f.url ~= ARGV[6] then return redis.error_reply('MISMATCH pending record ' .. sf .. ' holds another URL') end
@@ -288,7 +338,12 @@ if ARGV[10] ~= '' then
     dup = owner
   end
 end
-local out = {1, dup, 0, ''}
+local near = 0
+if dup == '' and ARGV[16] ~= '' then
+  dup = nearest(ARGV[16], ARGV[11])
+  if dup ~= '' then near = 1 end
+end
+local out = {1, dup, 0, '', near}
 local n = tonumber(ARGV[15])
 if relink and ARGV[14] ~= '' and cur >= 0 and depth >= 0 then
   local kept = putuv(cur) .. putuv(depth) .. ARGV[14]
@@ -298,10 +353,10 @@ end
 if cur < depth then
   for _ = 1, n do out[#out + 1] = 0 end
 else
-  out[3] = discover(16, n, bloom, tonumber(ARGV[3]), relink, out)
+  out[3] = discover(17, n, bloom, tonumber(ARGV[3]), relink, out)
 end
 local keep = dup ~= '' or out[4] ~= ''
-for i = 5, #out do
+for i = 6, #out do
   if out[i] ~= 0 then keep = true break end
 end
 if keep then remember(out, ARGV[4]) end

@@ -16,6 +16,8 @@
 //	counters  outcome class                count, 8 B big endian
 //	links     dedup.Key of a fetched URL   with Options.Relink: its depth and
 //	                                       discovered requests (relinkTx)
+//	simhash   dedup.SimTables key (10 B),  URL of the page filed with that
+//	          then the SimHash (8 B)       SimHash (near.go)
 //	meta      "_created", "_pending",      internal values (keys starting
 //	          "_seen", "_pages",           with "_" are reserved); user keys
 //	          "_txmark", "_merged",        set with SetMeta
@@ -151,6 +153,7 @@ var (
 	bCounters = []byte("counters")
 	bMeta     = []byte("meta")
 	bLinks    = []byte("links")
+	bSim      = []byte("simhash")
 
 	mCreated = []byte("_created")
 	mPending = []byte("_pending")
@@ -435,7 +438,7 @@ func readPID(dir string) string {
 // set, and restores the Bloom filter (from the snapshot written by Close,
 // or by walking the seen bucket and the recent set).
 func (s *Store) init() error {
-	buckets := [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent}
+	buckets := [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent, bSim}
 	var fresh bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range buckets {
@@ -1017,8 +1020,8 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 
 // Complete records the end of request r in one transaction: it deletes
 // pending[r.Seq], adds one to the counter o.Class (and to PagesStored if
-// o.Stored), looks up o.Fingerprint, and discovers the discovered requests
-// as Discover does (with Options.Relink: keeps them, and discovers those
+// o.Stored), looks up o.Fingerprint and then o.SimHash (near.go), and
+// discovers the discovered requests as Discover does (with Options.Relink: keeps them, and discovers those
 // within MaxDepth, shifted shallower if r's URL was lowered meanwhile). If
 // r is no longer pending, Complete does nothing and returns an empty
 // Result: it is idempotent. It fails if o.Class is empty,
@@ -1030,6 +1033,9 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 	}
 	if o.Class == "" {
 		return Result{}, fmt.Errorf("cannot complete %q: empty outcome class", r.URL)
+	}
+	if o.NearDistance < 0 || o.NearDistance > dedup.MaxNearDistance {
+		return Result{}, fmt.Errorf("cannot complete %q: near-duplicate distance %d is outside 0 to %d", r.URL, o.NearDistance, dedup.MaxNearDistance)
 	}
 	if err := checkRequests(discovered); err != nil {
 		return Result{}, err
@@ -1093,6 +1099,13 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 			case string(prev) != owner:
 				res.DuplicateOf = string(prev)
 			}
+		}
+		if res.DuplicateOf == "" && o.SimHash != 0 && o.NearDistance > 0 {
+			dup, err := nearTx(tx, o.SimHash, o.NearDistance, owner)
+			if err != nil {
+				return err
+			}
+			res.DuplicateOf, res.Near = dup, dup != ""
 		}
 		kids := discovered
 		if s.opt.Relink {

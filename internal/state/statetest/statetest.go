@@ -82,6 +82,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("SeenModes", r.testSeenModes)
 	t.Run("CompleteCountersAndIdempotence", r.testComplete)
 	t.Run("CompleteDuplicateContent", r.testDuplicateContent)
+	t.Run("CompleteNearDuplicates", r.testNearDuplicates)
+	t.Run("CompleteNearDuplicatesConcurrent", r.testNearConcurrent)
 	t.Run("UpdatePending", r.testUpdatePending)
 	t.Run("LoadPendingOrderAndReopen", r.testResume)
 	t.Run("LowerPendingDepth", r.testLowerDepth)
