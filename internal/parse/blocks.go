@@ -73,7 +73,7 @@ func Blocks(base *url.URL, body []byte) []Block {
 	if base != nil && !base.IsAbs() {
 		base = nil
 	}
-	blocks, _, _ := w.blockList(w.resolveBase(base), false)
+	blocks, _, _ := w.blockList(w.resolveBase(base), false, false)
 	return blocks
 }
 
@@ -82,7 +82,10 @@ func Blocks(base *url.URL, body []byte) []Block {
 // spaces in block order (the same words; a block's text comes before that
 // of the blocks nested in it after its own) and Options.MaxTextBytes caps
 // the blocks' text together; and the blocks, whose Links are the Page's
-// Links (unresolved too with Options.Unresolved). It reads the whole page
+// Links (unresolved too with Options.Unresolved). Unlike Blocks, it keeps
+// the blocks without text or links that contain kept blocks (a <nav>
+// around a <ul> of <li> links), so that the blocks form the page's tree of
+// block elements with its empty leaves pruned. It reads the whole page
 // (Parse may stop early once its limits are reached). It returns an error
 // only when base is nil or not absolute.
 func ParseBlocks(base *url.URL, body []byte, opt Options) (*Page, []Block, error) {
@@ -99,7 +102,7 @@ func ParseBlocks(base *url.URL, body []byte, opt Options) (*Page, []Block, error
 		Truncated:  w.truncated || w.textLeft <= 0,
 	}
 	p.Base = w.resolveBase(base)
-	blocks, order, skipped := w.blockList(p.Base, opt.Unresolved)
+	blocks, order, skipped := w.blockList(p.Base, opt.Unresolved, true)
 	p.Skipped += skipped
 	var text strings.Builder
 	for _, b := range blocks {
@@ -128,9 +131,11 @@ type linkAt struct{ link, block, index int }
 
 // blockList turns the walker's blocks into Blocks, links resolved against
 // base (a nil base leaves them as written) or, with unresolved, cleaned
-// only. It also returns where each kept link went, in document order, and
-// the number of links that did not resolve.
-func (w *walker) blockList(b *url.URL, unresolved bool) ([]Block, []linkAt, int) {
+// only. Blocks with neither text nor links are omitted, unless containers
+// is set and a block nested in them is kept. It also returns where each
+// kept link went, in document order, and the number of links that did not
+// resolve.
+func (w *walker) blockList(b *url.URL, unresolved, containers bool) ([]Block, []linkAt, int) {
 	out := make([]Block, len(w.blocks))
 	for i, bs := range w.blocks {
 		parent := bs.parent
@@ -161,6 +166,15 @@ func (w *walker) blockList(b *url.URL, unresolved bool) ([]Block, []linkAt, int)
 	// newIdx maps a block's index in out to its index in kept, or to that
 	// of its nearest kept ancestor (parents come before their children, so
 	// one pass in order resolves every chain).
+	keep := make([]bool, len(out))
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].TextLen > 0 || len(out[i].Links) > 0 {
+			keep[i] = true
+		}
+		if containers && keep[i] && out[i].Parent >= 0 {
+			keep[out[i].Parent] = true
+		}
+	}
 	newIdx := make([]int, len(out))
 	kept := out[:0]
 	for i := range out {
@@ -168,7 +182,7 @@ func (w *walker) blockList(b *url.URL, unresolved bool) ([]Block, []linkAt, int)
 		if blk.Parent >= 0 {
 			blk.Parent = newIdx[blk.Parent]
 		}
-		if blk.TextLen > 0 || len(blk.Links) > 0 {
+		if keep[i] {
 			newIdx[i] = len(kept)
 			kept = append(kept, blk)
 		} else {

@@ -66,8 +66,19 @@ func TestParseBlocksMatchesParse(t *testing.T) {
 			}
 			if !unresolved {
 				old := Blocks(base, body)
-				if len(old) != len(blocks) {
-					t.Errorf("%s: %d blocks, Blocks gives %d", name, len(blocks), len(old))
+				var full []Block
+				for _, b := range blocks {
+					if b.TextLen > 0 || len(b.Links) > 0 {
+						full = append(full, b)
+					}
+				}
+				if len(old) != len(full) {
+					t.Errorf("%s: %d blocks with text or links, Blocks gives %d", name, len(full), len(old))
+				}
+				for i := range min(len(old), len(full)) {
+					if old[i].Tag != full[i].Tag || old[i].Text != full[i].Text || len(old[i].Links) != len(full[i].Links) {
+						t.Errorf("%s: block %d is %s %q, Blocks gives %s %q", name, i, full[i].Tag, full[i].Text, old[i].Tag, old[i].Text)
+					}
 				}
 			}
 		}
@@ -98,6 +109,25 @@ func TestBlockTree(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("blocks\n got %+v\nwant %+v", got, want)
+	}
+	// ParseBlocks keeps the containers of kept blocks.
+	_, blocks, _ = ParseBlocks(mustURL(t, "http://h.example/"), []byte(body), Options{})
+	got = got[:0]
+	for _, b := range blocks {
+		got = append(got, tb{b.Tag, b.Text, b.Parent, b.Depth})
+	}
+	want = []tb{
+		{"", "top", -1, 0},
+		{"div", "", 0, 1},
+		{"div", "", 1, 2},
+		{"ul", "", 2, 3},
+		{"li", "a", 3, 4},
+		{"li", "b", 3, 4},
+		{"h2", "Title", 1, 2},
+		{"p", "para", 1, 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ParseBlocks blocks\n got %+v\nwant %+v", got, want)
 	}
 }
 

@@ -1,0 +1,338 @@
+// Package content says what a page is: its blocks (DOM subtrees, from
+// parse.ParseBlocks), which of them are the site's template (navigation,
+// footers, sidebars repeated on many pages of the same site), which are
+// link-dense noise, and which are the page's own content — tables of
+// contents, hub pages and editorial link lists included.
+//
+// # The rule
+//
+// A block's subtree hash covers its tag, its own text (or, with no text,
+// its links' anchor texts) and the subtree hashes of the blocks nested in
+// it, in order; link targets are left out, so a share widget whose links
+// carry the page's URL still repeats. A Site counts, for each subtree hash,
+// the distinct pages of the site it was seen on. A block is template when
+// its parent block is template, or when its subtree was seen on at least
+// Options.MinPages pages of the site and it is substantial (at least two
+// links or Options.MinTemplateRunes characters in its subtree): a lone
+// "Introduction" item of a unique table of contents is not template
+// because the same item also appears in the sidebar, but the sidebar's list
+// is.
+//
+// A block is link-dense when more than Options.LinkDensity of its own text
+// is anchor text, or when it has links and no text. Its links are noise
+// when it is link-dense and template, or link-dense and most of its links
+// match the noise samples (Options.Samples, denoise's URL samples). Every
+// other link is content: a Wikipedia-like paragraph full of links, a table
+// of contents and a hub page's list are unique to their page, so they are
+// content whatever their link density.
+//
+// # Young sites
+//
+// A site's first pages have no model: nothing has been seen on
+// Options.MinPages pages yet. Until the Site has seen MinPages distinct
+// pages, link-dense blocks inside <nav>, <header>, <footer> or <aside>
+// (the HTML elements for navigation and page chrome) are taken as template
+// as well (Page.Young is set); every other block is content unless the
+// noise samples match it.
+//
+// # Cost
+//
+// Extract makes one pass over the page (parse.ParseBlocks: the crawler's
+// tokenizer, no DOM) and one pass over its blocks; Classify is one pass
+// over the blocks with a map lookup each. A Site keeps at most
+// Options.MaxHashes counts and a Model at most Options.MaxSites sites
+// (least recently used dropped first), so memory is bounded whatever the
+// crawl's size.
+package content
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/spider-crawler/spider/internal/denoise"
+	"github.com/spider-crawler/spider/internal/parse"
+)
+
+// Kind is what a block (and a link, by the block it sits in) is.
+type Kind uint8
+
+// The kinds of blocks.
+const (
+	// Content is the page's own text and links.
+	Content Kind = iota
+	// Template is text repeated on many pages of the site that is not
+	// link-dense (a footer's notice, a sidebar's blurb): its links are kept,
+	// its text is not the page's main text.
+	Template
+	// Noise is a link-dense block that is template or matches the noise
+	// samples: navigation bars, footers of links, share widgets, tag clouds.
+	Noise
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Template:
+		return "template"
+	case Noise:
+		return "noise"
+	}
+	return "content"
+}
+
+// Options tune the model. The zero value is usable: every field documents
+// its default.
+type Options struct {
+	// LinkDensity is the anchor-text share of a block's own text above which
+	// the block is link-dense (SPEC §2's ratio). Default
+	// parse.DefaultNoiseThreshold (1/4).
+	LinkDensity float64
+	// MinPages is the number of distinct pages of a site a block's subtree
+	// must be seen on to be template. Default 3.
+	MinPages int
+	// MinTemplateRunes is the text (in non-space characters) a block's
+	// subtree with fewer than two links needs to be template. Default 20.
+	MinTemplateRunes int
+	// MaxHashes caps the subtree counts a Site keeps. Default 4,096 (about
+	// 100 KiB per site).
+	MaxHashes int
+	// MaxSites caps the sites a Model keeps. Default 1,024.
+	MaxSites int
+	// Samples holds the noise samples a link-dense block's links are
+	// matched with (a block at least half of whose links score at least
+	// SampleScore is noise). Nil matches nothing.
+	Samples *denoise.Filter
+	// SampleScore is the similarity to a sample at which a link matches.
+	// Default 0.9.
+	SampleScore float64
+	// Parse bounds the parser's work per page (parse.Options; Unresolved
+	// is ignored: links are resolved).
+	Parse parse.Options
+}
+
+func (o Options) withDefaults() Options {
+	if !(o.LinkDensity > 0 && o.LinkDensity <= 1) {
+		o.LinkDensity = parse.DefaultNoiseThreshold
+	}
+	if o.MinPages <= 0 {
+		o.MinPages = 3
+	}
+	if o.MinTemplateRunes <= 0 {
+		o.MinTemplateRunes = 20
+	}
+	if o.MaxHashes <= 0 {
+		o.MaxHashes = 4096
+	}
+	if o.MaxSites <= 0 {
+		o.MaxSites = 1024
+	}
+	if !(o.SampleScore > 0 && o.SampleScore <= 1) {
+		o.SampleScore = 0.9
+	}
+	o.Parse.Unresolved = false
+	return o
+}
+
+// Block is one block of a page with what the model made of it.
+type Block struct {
+	parse.Block
+	// Hash is the subtree hash (see the package documentation).
+	Hash uint64
+	// Links and Runes count the links and the non-space characters of the
+	// subtree.
+	Links, Runes int
+	// LinkDense reports whether the block's own text is mostly anchor text
+	// (or it has links and no text).
+	LinkDense bool
+	// Template reports whether the block is part of the site's template.
+	Template bool
+	// Kind is set by Classify.
+	Kind Kind
+}
+
+// Link is a link of the page with the kind of the block it sits in.
+type Link struct {
+	parse.Link
+	Kind Kind
+	// Block is the index in Page.Blocks of the block the link sits in.
+	Block int
+}
+
+// Page is what a page is: its fields and blocks. Extract fills the blocks
+// and the parser's fields; Classify fills the kinds and the texts.
+type Page struct {
+	// Title is the text of the first <title>.
+	Title string
+	// Headings are the texts of the page's h1–h6 blocks in document order,
+	// template headings left out (after Classify).
+	Headings []string
+	// MainText is the text of the content blocks, joined by spaces in
+	// block order (after Classify).
+	MainText string
+	// TemplateText is the text of the template and noise blocks (after
+	// Classify).
+	TemplateText string
+	// Blocks are the page's blocks in document order.
+	Blocks []Block
+	// Links are the page's links in document order (parse.Page.Links) with
+	// the kind of their block (after Classify).
+	Links []Link
+	// Parsed is the parser's view of the page (Text is the blocks' text).
+	Parsed *parse.Page
+	// Fingerprint is a hash of the page's block hashes: pages with the same
+	// blocks have the same fingerprint.
+	Fingerprint uint64
+	// Young is set by Classify when the site had seen fewer than MinPages
+	// pages (see the package documentation).
+	Young bool
+}
+
+// Extract parses body, an HTML page fetched from base (absolute), into
+// blocks with their subtree hashes; kinds are not set (Classify sets
+// them). It returns an error only for a base that is nil or not absolute.
+// Work and memory are linear in the page's size, bounded by opt.Parse.
+func Extract(base *url.URL, body []byte, opt Options) (*Page, error) {
+	opt = opt.withDefaults()
+	pp, blocks, err := parse.ParseBlocks(base, body, opt.Parse)
+	if err != nil {
+		return nil, fmt.Errorf("cannot extract the page's content: %w", err)
+	}
+	p := &Page{Title: pp.Title, Parsed: pp, Blocks: make([]Block, len(blocks))}
+	for i, b := range blocks {
+		blk := Block{Block: b, Links: len(b.Links), Runes: b.TextLen}
+		blk.LinkDense = len(b.Links) > 0 && (b.TextLen == 0 || b.LinkTextRatio() > opt.LinkDensity)
+		h := xxhash.New()
+		h.WriteString(b.Tag)
+		h.Write([]byte{0})
+		if b.Text != "" {
+			h.WriteString(b.Text)
+		} else {
+			for _, l := range b.Links {
+				h.WriteString(l.Text)
+				h.Write([]byte{0})
+			}
+		}
+		blk.Hash = h.Sum64()
+		p.Blocks[i] = blk
+	}
+	// Subtree hashes and counts, children folded into parents from the
+	// last block back: a child always comes after its parent.
+	for i := len(p.Blocks) - 1; i >= 0; i-- {
+		b := &p.Blocks[i]
+		if b.Parent >= 0 {
+			par := &p.Blocks[b.Parent]
+			par.Hash = mix(par.Hash, b.Hash)
+			par.Links += b.Links
+			par.Runes += b.Runes
+		}
+	}
+	var fp uint64 = 0x9e3779b97f4a7c15
+	for _, b := range p.Blocks {
+		fp = mix(fp, b.Hash)
+	}
+	p.Fingerprint = fp
+	// Links in document order (the parser's), each with its block: a link
+	// is one *url.URL shared by the page's list and its block's.
+	at := make(map[*url.URL]int, len(pp.Links))
+	for i, b := range blocks {
+		for _, l := range b.Links {
+			at[l.URL] = i
+		}
+	}
+	p.Links = make([]Link, len(pp.Links))
+	for i, l := range pp.Links {
+		p.Links[i] = Link{Link: l, Block: at[l.URL]}
+	}
+	return p, nil
+}
+
+// mix folds b into a (order-sensitive).
+func mix(a, b uint64) uint64 {
+	a ^= b + 0x9e3779b97f4a7c15 + a<<6 + a>>2
+	a *= 0xbf58476d1ce4e5b9
+	return a ^ a>>31
+}
+
+// chrome reports the HTML elements of page chrome (navigation, header,
+// footer, aside).
+func chrome(tag string) bool {
+	return tag == "nav" || tag == "header" || tag == "footer" || tag == "aside"
+}
+
+// Classify sets each block's Template and Kind, each link's Kind, and the
+// page's MainText, TemplateText, Headings and Young from what site has
+// seen; it does not record p (Site.Observe does). A nil site is a site
+// that has seen nothing. opt must be the options p was extracted with.
+func (p *Page) Classify(site *Site, opt Options) {
+	opt = opt.withDefaults()
+	young := site == nil || site.Pages() < opt.MinPages
+	p.Young = young
+	inChrome := make([]bool, len(p.Blocks))
+	var main, tmpl strings.Builder
+	p.Headings = p.Headings[:0]
+	for i := range p.Blocks {
+		b := &p.Blocks[i]
+		parentTemplate := b.Parent >= 0 && p.Blocks[b.Parent].Template
+		inChrome[i] = chrome(b.Tag) || b.Parent >= 0 && inChrome[b.Parent]
+		substantial := b.Links >= 2 || b.Runes >= opt.MinTemplateRunes
+		b.Template = parentTemplate || substantial && site != nil && site.Count(b.Hash) >= opt.MinPages
+		if young && inChrome[i] && b.LinkDense {
+			b.Template = true
+		}
+		switch {
+		case b.LinkDense && (b.Template || opt.Samples != nil && matchSamples(opt.Samples, b.Block.Links, opt.SampleScore)):
+			b.Kind = Noise
+		case b.Template:
+			b.Kind = Template
+		default:
+			b.Kind = Content
+		}
+		if b.Text != "" {
+			dst := &main
+			if b.Kind != Content {
+				dst = &tmpl
+			}
+			if dst.Len() > 0 {
+				dst.WriteByte(' ')
+			}
+			dst.WriteString(b.Text)
+			if b.Kind == Content && len(b.Tag) == 2 && b.Tag[0] == 'h' && b.Tag[1] >= '1' && b.Tag[1] <= '6' {
+				p.Headings = append(p.Headings, b.Text)
+			}
+		}
+	}
+	p.MainText, p.TemplateText = main.String(), tmpl.String()
+	for i := range p.Links {
+		p.Links[i].Kind = p.Blocks[p.Links[i].Block].Kind
+	}
+}
+
+// matchSamples reports whether at least half of links (and at least one)
+// score at least min against the filter's noise samples.
+func matchSamples(f *denoise.Filter, links []parse.Link, min float64) bool {
+	n := 0
+	for _, l := range links {
+		if l.URL == nil {
+			continue
+		}
+		if s, _ := f.Score(denoise.Skeleton(l.URL)); s >= min {
+			n++
+		}
+	}
+	return n > 0 && 2*n >= len(links)
+}
+
+// NoiseLinks returns the links of noise blocks and the others, each in
+// document order (after Classify): the layered crawl's DOM pass.
+func (p *Page) NoiseLinks() (noise, kept []parse.Link) {
+	for _, l := range p.Links {
+		if l.Kind == Noise {
+			noise = append(noise, l.Link)
+		} else {
+			kept = append(kept, l.Link)
+		}
+	}
+	return noise, kept
+}

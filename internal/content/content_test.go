@@ -1,0 +1,309 @@
+package content
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/denoise"
+)
+
+func mustURL(t testing.TB, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// docPage renders page i of a small documentation-like site: a <nav> of
+// sections, a sidebar <div> of sections (template, not in a chrome
+// element), a share widget whose links carry the page's URL, an editorial
+// paragraph dense with links, a footer of links, and on page 0 a table of
+// contents whose items have the same texts as the sidebar's.
+func docPage(i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<html><head><title>Page %d</title></head><body>", i)
+	b.WriteString(`<nav><ul><li><a href="/">Home</a></li><li><a href="/guide/">Guide</a></li><li><a href="/api/">API reference</a></li></ul></nav>`)
+	b.WriteString(`<div class="sidebar"><ul><li><a href="/install.html">Installing</a></li><li><a href="/guide/">Guide</a></li><li><a href="/faq.html">Questions</a></li></ul></div>`)
+	fmt.Fprintf(&b, `<h1>Topic number %d</h1>`, i)
+	fmt.Fprintf(&b, `<div class="share">Share: <a href="https://social.example/share?u=/p%d">Tweet</a> <a href="/export/p%d.pdf">PDF</a></div>`, i, i)
+	fmt.Fprintf(&b, `<p>The <a href="/p%d/a">parser</a> reads <a href="/p%d/b">tokens</a> from <a href="/p%d/c">streams</a> of text %d.</p>`, i, i, i, i)
+	fmt.Fprintf(&b, `<p>Page %d explains at length how things work, with plenty of words that are its own and nobody else's, number %d.</p>`, i, i)
+	if i == 0 {
+		b.WriteString(`<h2>Contents</h2><ul class="toc"><li><a href="/install.html">Installing</a></li><li><a href="/guide/">Guide</a></li><li><a href="/faq.html">Questions</a></li><li><a href="/p1.html">Page one</a></li></ul>`)
+	}
+	b.WriteString(`<footer><p><a href="/about.html">About</a> · <a href="/privacy.html">Privacy</a> · <a href="/terms.html">Terms</a></p></footer>`)
+	b.WriteString(`</body></html>`)
+	return b.String()
+}
+
+func kindsByURL(p *Page) map[string]Kind {
+	out := map[string]Kind{}
+	for _, l := range p.Links {
+		k := l.Kind
+		if old, ok := out[l.URL.Path]; ok && old != k {
+			// a URL in content and noise blocks: content wins, as in the DOM pass
+			k = min(old, k)
+		}
+		out[l.URL.Path] = k
+	}
+	return out
+}
+
+// TestClassifyDocs is the rule on a documentation-like site once its
+// model has seen its pages: navigation, sidebar, footer and share links are
+// noise; the editorial paragraph, the table of contents (whose items repeat
+// the sidebar's texts) and the links of unique text are content. It fails
+// when template detection misses a repeated block, or when a unique
+// link-dense block (the TOC, the paragraph) is taken for noise.
+func TestClassifyDocs(t *testing.T) {
+	opt := Options{}
+	site := NewSite(opt)
+	var pages []*Page
+	for i := range 6 {
+		p, err := Extract(mustURL(t, fmt.Sprintf("http://docs.example/p%d.html", i)), []byte(docPage(i)), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !site.Observe(p) {
+			t.Fatalf("page %d not counted", i)
+		}
+		pages = append(pages, p)
+	}
+	if site.Observe(pages[2]) {
+		t.Error("the same page counted twice")
+	}
+	p := pages[0]
+	p.Classify(site, opt)
+	if p.Young {
+		t.Error("young after 6 pages")
+	}
+	got := kindsByURL(p)
+	want := map[string]Kind{
+		"/": Noise, "/api/": Noise, "/about.html": Noise, "/privacy.html": Noise, "/terms.html": Noise,
+		"/share": Noise, "/export/p0.pdf": Noise,
+		"/p0/a": Content, "/p0/b": Content, "/p0/c": Content,
+		// In the sidebar (noise) and the TOC (content): kept.
+		"/install.html": Content, "/guide/": Content, "/faq.html": Content,
+		"/p1.html": Content,
+	}
+	for u, k := range want {
+		if got[u] != k {
+			t.Errorf("%s is %v, want %v", u, got[u], k)
+		}
+	}
+	if strings.Contains(p.MainText, "Home") || strings.Contains(p.MainText, "Tweet") || strings.Contains(p.MainText, "Privacy") {
+		t.Errorf("main text has template text: %q", p.MainText)
+	}
+	if !strings.Contains(p.MainText, "explains at length") || !strings.Contains(p.MainText, "Page one") {
+		t.Errorf("main text lacks content: %q", p.MainText)
+	}
+	if !strings.Contains(p.TemplateText, "Home") {
+		t.Errorf("template text %q", p.TemplateText)
+	}
+	if !slices.Equal(p.Headings, []string{"Topic number 0", "Contents"}) {
+		t.Errorf("headings %q", p.Headings)
+	}
+	if p.Title != "Page 0" {
+		t.Errorf("title %q", p.Title)
+	}
+}
+
+// TestClassifyYoung: a site's first page (no model yet) keeps every link
+// but those of link-dense blocks in <nav>/<footer> and those matching the
+// noise samples. It fails when a young site's content is dropped or its
+// chrome kept.
+func TestClassifyYoung(t *testing.T) {
+	f, err := denoise.NewFilter(denoise.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := Options{Samples: f}
+	body := docPage(0) + `<p><a href="/x?utm_source=a&utm_medium=b">one</a> <a href="/y?utm_source=c">two</a></p>`
+	p, err := Extract(mustURL(t, "http://docs.example/"), []byte(body), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Classify(nil, opt)
+	if !p.Young {
+		t.Error("not young")
+	}
+	got := kindsByURL(p)
+	for u, k := range map[string]Kind{
+		"/": Noise, "/api/": Noise, "/about.html": Noise, // nav, footer
+		"/share": Content, "/guide/": Content, "/p0/a": Content, "/p1.html": Content,
+		"/x": Noise, "/y": Noise, // the samples
+	} {
+		if got[u] != k {
+			t.Errorf("%s is %v, want %v", u, got[u], k)
+		}
+	}
+}
+
+// TestNoiseLinks checks the split the layered DOM pass takes.
+func TestNoiseLinks(t *testing.T) {
+	opt := Options{}
+	site := NewSite(opt)
+	var last *Page
+	for i := range 4 {
+		p, _ := Extract(mustURL(t, fmt.Sprintf("http://docs.example/p%d.html", i)), []byte(docPage(i)), opt)
+		site.Observe(p)
+		last = p
+	}
+	last.Classify(site, opt)
+	noise, kept := last.NoiseLinks()
+	if len(noise)+len(kept) != len(last.Links) || len(noise) == 0 || len(kept) == 0 {
+		t.Fatalf("noise %d kept %d of %d", len(noise), len(kept), len(last.Links))
+	}
+	for _, l := range kept {
+		if l.URL.Path == "/about.html" {
+			t.Error("footer link kept")
+		}
+	}
+}
+
+// TestSiteBounded: a site model keeps at most MaxHashes counts however many
+// pages it sees, and still knows the template block seen on every page.
+// It fails when memory grows with the pages or eviction drops frequent
+// blocks.
+func TestSiteBounded(t *testing.T) {
+	opt := Options{MaxHashes: 100}
+	site := NewSite(opt)
+	var p *Page
+	for i := range 2000 {
+		var err error
+		p, err = Extract(mustURL(t, "http://s.example/"), []byte(docPage(i)+fmt.Sprintf("<p>unique %d</p><p>more %d</p>", i, i*7)), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		site.Observe(p)
+		if site.Len() > 100 {
+			t.Fatalf("%d counts after %d pages", site.Len(), i+1)
+		}
+	}
+	p.Classify(site, opt)
+	if kindsByURL(p)["/about.html"] != Noise {
+		t.Error("the footer is no longer template")
+	}
+	if site.Pages() != 2000 {
+		t.Errorf("pages %d", site.Pages())
+	}
+}
+
+// TestModelSites: a model keeps at most MaxSites sites, dropping the least
+// recently used.
+func TestModelSites(t *testing.T) {
+	m := NewModel(Options{MaxSites: 3})
+	for _, k := range []string{"a", "b", "c", "a", "d"} {
+		m.Site(k)
+	}
+	if got := m.Sites(); !slices.Equal(got, []string{"d", "a", "c"}) {
+		t.Errorf("sites %q", got)
+	}
+	p, err := m.Analyze(mustURL(t, "http://e.example/x"), []byte(docPage(1)))
+	if err != nil || !p.Young || m.Site("e.example").Pages() != 1 {
+		t.Errorf("analyze: %v young=%v pages=%d", err, p.Young, m.Site("e.example").Pages())
+	}
+}
+
+// TestSiteEncoding: WriteTo and ReadSite round-trip; damaged bytes are an
+// error wrapping ErrBadSite, never a panic.
+func TestSiteEncoding(t *testing.T) {
+	opt := Options{}
+	site := NewSite(opt)
+	for i := range 5 {
+		p, _ := Extract(mustURL(t, "http://s.example/"), []byte(docPage(i)), opt)
+		site.Observe(p)
+	}
+	var buf bytes.Buffer
+	if _, err := site.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSite(buf.Bytes(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Pages() != 5 || back.Len() != site.Len() {
+		t.Errorf("read back %d pages %d counts, want 5 and %d", back.Pages(), back.Len(), site.Len())
+	}
+	var again bytes.Buffer
+	back.WriteTo(&again)
+	if !bytes.Equal(again.Bytes(), buf.Bytes()) {
+		t.Error("not the same bytes")
+	}
+	for n := range buf.Len() {
+		if _, err := ReadSite(buf.Bytes()[:n], opt); err == nil && n < buf.Len() {
+			t.Fatalf("truncated at %d read without error", n)
+		}
+	}
+}
+
+// TestBadPages: empty pages, 10,000 blocks, DOM depth 10,000, in bounded
+// time.
+func TestBadPages(t *testing.T) {
+	for name, body := range map[string]string{
+		"empty":     "",
+		"no body":   "<html><head><title>t</title></head></html>",
+		"wide":      strings.Repeat(`<div><a href="/a">a</a> b</div>`, 10_000),
+		"deep":      strings.Repeat(`<div><a href="/a">a</a>`, 10_000),
+		"deep list": strings.Repeat(`<ul><li>`, 5_000) + "x",
+	} {
+		start := time.Now()
+		site := NewSite(Options{})
+		for range 3 {
+			p, err := Extract(mustURL(t, "http://s.example/"), []byte(body), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			site.Observe(p)
+			p.Classify(site, Options{})
+			_, _ = p.NoiseLinks()
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: %v", name, d)
+		}
+	}
+	if _, err := Extract(nil, nil, Options{}); err == nil {
+		t.Error("nil base accepted")
+	}
+}
+
+// FuzzExtract: any input extracts and classifies without panic, with links
+// each in a block and parents before children.
+func FuzzExtract(f *testing.F) {
+	f.Add([]byte(docPage(0)))
+	f.Add([]byte(strings.Repeat("<div>", 500) + `<a href="/x">x</a>`))
+	f.Add([]byte(`<nav><p><a href=/a>a</a><p><a href=/b>b`))
+	f.Add([]byte(""))
+	base := mustURL(f, "http://f.example/d/")
+	f.Fuzz(func(t *testing.T, body []byte) {
+		site := NewSite(Options{MaxHashes: 16})
+		for range 3 {
+			p, err := Extract(base, body, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			site.Observe(p)
+			p.Classify(site, Options{})
+			for i, b := range p.Blocks {
+				if b.Parent >= i {
+					t.Fatalf("block %d parent %d", i, b.Parent)
+				}
+			}
+			for _, l := range p.Links {
+				if l.Block < 0 || l.Block >= len(p.Blocks) || l.Kind != p.Blocks[l.Block].Kind {
+					t.Fatalf("link %+v", l)
+				}
+			}
+			if site.Len() > 16 {
+				t.Fatalf("%d counts", site.Len())
+			}
+		}
+	})
+}
