@@ -38,6 +38,8 @@ type Record struct {
 	PageNo      int64     `json:"page_no"`                // page number in PageFiles; -1 if no body stored
 	Duplicate   string    `json:"duplicate,omitempty"`    // URL whose content was identical, if any
 	Fingerprint string    `json:"fingerprint,omitempty"`  // hex content fingerprint of the page text, if any
+	SimHash     string    `json:"simhash,omitempty"`      // hex near-duplicate SimHash of the page text (dedup.PageSimHash), if any
+	Canonical   string    `json:"canonical,omitempty"`    // the page's canonical URL (<link rel="canonical"> or Link header), when it names another URL of the same host in scope
 	BodyCRC     string    `json:"body_crc32c,omitempty"`  // BodyChecksum of the stored body, when PageNo >= 0 (records before issue 19 lack it)
 	Attempts    int       `json:"attempts,omitempty"`     // fetch attempts made (retries + 1)
 	IP          string    `json:"ip,omitempty"`           // server IP address

@@ -262,6 +262,10 @@ func fastDecodeRecord(line []byte, rec *Record) bool {
 			sp = &rec.Duplicate
 		case "fingerprint":
 			sp = &rec.Fingerprint
+		case "simhash":
+			sp = &rec.SimHash
+		case "canonical":
+			sp = &rec.Canonical
 		case "body_crc32c":
 			sp = &rec.BodyCRC
 		case "ip":
