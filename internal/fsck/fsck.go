@@ -73,6 +73,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +183,9 @@ type checked struct {
 	completed map[dedup.Key]state.SeenInfo
 	recorded  map[dedup.Key]int // key → index of its last kept record line
 	droppedRL map[string]bool   // URLs of dropped record lines
+	// unknown are the keys of kept records whose URL the damaged state
+	// does not know (see check): the rebuilt state completes them.
+	unknown []dedup.Key
 	// recordsShort: records.jsonl is shorter than the state's RecordsEnd.
 	recordsShort bool
 	// recordsSize is the size of records.jsonl after repair.
@@ -379,9 +383,19 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 		key := dedup.KeyOf(r.URL)
 		if c.in != nil {
 			if _, ok := c.in.Seen[key]; !ok {
-				c.add(rep, store.RecordsFileName, l.Offset, "record of %s, a URL the state does not know (the state is older than the records)", r.URL)
-				c.droppedRL[r.URL] = true
-				return nil
+				if l.Offset+l.Len > c.in.RecordsEnd {
+					c.add(rep, store.RecordsFileName, l.Offset, "record of %s, a URL the state does not know (the state is older than the records)", r.URL)
+					c.droppedRL[r.URL] = true
+					return nil
+				}
+				// A URL is seen in the state before it is fetched, and the
+				// state committed records up to RecordsEnd: a record before
+				// that mark whose URL the state does not know means the
+				// state lost the key (a damaged key), not that the record
+				// is newer. The record is kept and the rebuilt state
+				// completes its URL.
+				c.add(rep, stateFile, -1, "does not know %s, whose record ends before the state's records mark (byte %d): the state is damaged", r.URL, c.in.RecordsEnd)
+				c.unknown = append(c.unknown, key)
 			}
 		}
 		c.keep[i] = true
@@ -567,7 +581,7 @@ func planState(c *checked, rep *Report) (*state.RebuildSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale && !c.recordsShort {
+		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale && !c.recordsShort && len(c.unknown) == 0 {
 			return nil, nil
 		}
 		spec = c.specFromState(lostKnown)
@@ -780,13 +794,19 @@ func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
 	spec := state.RebuildSpec{Created: c.in.Created, FP: c.in.FP, UserMeta: c.in.UserMeta, Pages: c.in.MetaPages}
 	spec.Pending = append(spec.Pending, c.in.Pending...)
 	spec.Pending = append(spec.Pending, lost...)
-	keys := make([]dedup.Key, 0, len(c.completed))
+	keys := make([]dedup.Key, 0, len(c.completed)+len(c.unknown))
 	for k := range c.completed {
 		if _, ok := c.recorded[k]; ok {
 			keys = append(keys, k)
 		}
 	}
+	for _, k := range c.unknown { // kept records the damaged state lost
+		if _, done := c.completed[k]; !done {
+			keys = append(keys, k)
+		}
+	}
 	sort.Slice(keys, func(i, j int) bool { return c.recorded[keys[i]] < c.recorded[keys[j]] })
+	keys = slices.Compact(keys)
 	for _, k := range keys {
 		i := c.recorded[k]
 		spec.Completed = append(spec.Completed, c.completedURL(i, depthOf(c.completed[k], int(c.lines[i].depth))))

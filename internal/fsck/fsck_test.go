@@ -1,6 +1,7 @@
 package fsck_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/fsck"
 	"github.com/spider-crawler/spider/internal/graph"
 	"github.com/spider-crawler/spider/internal/index"
@@ -231,6 +233,32 @@ func flipAt(frac float64) damage {
 	}}
 }
 
+// flipKeyOf flips a bit in every copy of u's seen key (dedup.Key's 16
+// bytes) in the state file.
+func flipKeyOf(u string) damage {
+	return damage{name: "flip-key-of-a-recorded-url", do: func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		kb := dedup.KeyOf(u).AppendBinary(nil)
+		n := 0
+		for i := bytes.Index(b, kb); i >= 0; {
+			b[i+15] ^= 0x01
+			n++
+			j := bytes.Index(b[i+16:], kb)
+			if j < 0 {
+				break
+			}
+			i += 16 + j
+		}
+		if n == 0 {
+			return fmt.Errorf("the key of %s is not in %s", u, path)
+		}
+		return os.WriteFile(path, b, 0o600)
+	}}
+}
+
 // TestDamageRepairResume damages each file of a crawl's data directory in
 // each way, then checks that fsck reports the file (when the damage is one
 // a check can see), that fsck --repair succeeds and a second fsck is
@@ -288,6 +316,21 @@ func (g *golden) damageTable(t *testing.T) {
 		{graph.PagesFile, []damage{truncateAt(0.5), flipAt(0.5)}},
 		{rank.PagesFile, []damage{truncateAt(0.5), cutLastByte}},
 	}
+	// A flipped bit in a seen key of the state: the state no longer knows a
+	// URL whose record is valid (found once by a random flip). The record
+	// must be kept and its URL completed, not dropped as "newer than the
+	// state" and lost.
+	keyed := make([]string, 0, len(g.recs))
+	for u, r := range g.recs {
+		if r.Status == 200 {
+			keyed = append(keyed, u)
+		}
+	}
+	sort.Strings(keyed)
+	files = append(files, struct {
+		path    string
+		damages []damage
+	}{"state/state.db", []damage{sure(flipKeyOf(keyed[len(keyed)/2]))}})
 	for _, f := range files {
 		for _, d := range f.damages {
 			t.Run(strings.ReplaceAll(f.path, "/", "_")+"/"+d.name, func(t *testing.T) {
