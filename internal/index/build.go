@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -34,6 +35,9 @@ type BuildOptions struct {
 	Progress func(BuildStats)
 	// Logger receives commits and merges. Nil discards.
 	Logger *slog.Logger
+	// Fields are the BM25F field weights. Zero: DefaultFieldWeights. An
+	// index built with other weights is rebuilt.
+	Fields FieldWeights
 }
 
 // Damaged live segments (missing, wrong size, or failing a section's
@@ -77,17 +81,31 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 	loadedBefore := a.Loaded()
 	// The Chinese dictionaries load when the first Han text is analysed
 	// (seconds and ~200 MB): an English-only crawl never loads them.
-	w, err := OpenWriter(filepath.Join(dataDir, DirName), WriterOptions{MaxSegments: opt.MaxSegments, Logger: opt.Logger})
+	if opt.Fields == (FieldWeights{}) {
+		opt.Fields = DefaultFieldWeights
+	}
+	if err := opt.Fields.Validate(); err != nil {
+		return st, err
+	}
+	w, err := OpenWriter(filepath.Join(dataDir, DirName), WriterOptions{MaxSegments: opt.MaxSegments, Logger: opt.Logger, Fields: opt.Fields})
 	if err != nil {
 		return st, err
 	}
 	defer w.Close()
+	if f, built := w.fieldsOf(); built && f != opt.Fields && !opt.Rebuild {
+		w.log.Warn("index: built with other field weights; rebuilding the index", "built", f.String(), "now", opt.Fields.String())
+		opt.Rebuild = true
+	}
 	if !opt.Rebuild {
 		w.mu.Lock()
 		segs := append([]segmentMeta(nil), w.man.Segments...)
 		w.mu.Unlock()
 		if st.Damaged = verifySegments(w.dir, segs); len(st.Damaged) > 0 {
 			for _, d := range st.Damaged {
+				if errors.Is(d.Err, ErrOldFormat) {
+					w.log.Warn("index: segment of an older format; rebuilding the index from the records", "segment", d.Name)
+					continue
+				}
 				w.log.Warn("index: damaged segment; rebuilding the index from the records", "segment", d.Name, "err", d.Err)
 			}
 			opt.Rebuild = true
@@ -122,7 +140,7 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 		if err != nil {
 			return st, err
 		}
-		r, err := analyzeRange(ctx, a, dataDir, pages, st.ToOffset, -1, opt.BatchRecords, opt.Workers, func(d *Doc, n int) {
+		r, err := analyzeRange(ctx, a, dataDir, pages, st.ToOffset, -1, opt.BatchRecords, opt.Workers, opt.Fields, false, func(d *Doc, n int) {
 			if d != nil {
 				docs.Add(1)
 				bytesIn.Add(int64(n))
@@ -186,6 +204,9 @@ type rangeItem struct {
 	doc    *Doc
 	rec    Record
 	offset int64 // offset of the record's line in records.jsonl
+	// anchors are the page's links' anchor texts, kept for the caller
+	// when analyzeRange was asked to (the distributed build's mappers).
+	anchors []anchor
 }
 
 // rangeResult is what analyzeRange found.
@@ -203,7 +224,7 @@ type rangeResult struct {
 // Doc (nil if skipped) and the body size. The embedded build and the
 // distributed mappers share it, so both make the same documents.
 func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pages *pageReader, from, to int64,
-	maxRecords, workers int, done func(d *Doc, bodyBytes int), log *slog.Logger) (rangeResult, error) {
+	maxRecords, workers int, fields FieldWeights, keepAnchors bool, done func(d *Doc, bodyBytes int), log *slog.Logger) (rangeResult, error) {
 	var r rangeResult
 	at := map[string]int{}
 	end, err := ScanRecords(dataDir, from, to, func(rec Record, end int64) bool {
@@ -221,6 +242,16 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 		return r, err
 	}
 	r.end = end
+	var anchors *anchorSet
+	if fields.Anchor > 0 && !keepAnchors {
+		targets := make([]string, 0, len(r.items))
+		for _, it := range r.items {
+			if it.rec.Indexable() {
+				targets = append(targets, it.url, it.rec.FinalURL)
+			}
+		}
+		anchors = newAnchorSet(targets)
+	}
 	jobs := make(chan int)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -248,7 +279,13 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 					done(nil, 0)
 					continue
 				}
-				if d, ok := makeDoc(a, it.rec, body); ok {
+				d, as, ok := makeDoc(a, it.rec, body, fields)
+				if anchors != nil {
+					anchors.add(it.url, as)
+				} else if keepAnchors && ok {
+					it.anchors = as
+				}
+				if ok {
 					it.doc = &d
 					done(&d, len(body))
 				} else {
@@ -260,6 +297,15 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 	}
 	if err := g.Wait(); err != nil {
 		return r, err
+	}
+	if anchors != nil {
+		// Every page of the range is read: add each page's anchor field.
+		for k := range r.items {
+			it := &r.items[k]
+			if it.doc != nil {
+				addAnchors(a, it.doc, anchors.texts(it.url, it.rec.FinalURL), fields.Anchor)
+			}
+		}
 	}
 	return r, ctx.Err()
 }

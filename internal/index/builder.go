@@ -32,14 +32,76 @@ type Doc struct {
 	// Marks lets a snippet start lexing the stored text near its window
 	// instead of at the start (see snippetMarks).
 	Marks []byte
-	Len   int // number of word positions (title and body), for BM25
+	// Len is the page's weighted length for BM25F: Σ over the fields of
+	// the field's weight × its number of words (see FieldWeights).
+	Len   int
 	Terms []TermPositions
 }
 
-// TermPositions is one term of a Doc with its positions, ascending.
+// TermPositions is one term of a Doc: its positions in the title and main
+// text, ascending (none when the term is only in headings or anchor
+// text), and W, its weighted frequency for BM25F (Σ over the fields of the
+// field's weight × the term's occurrences there; at least 1).
 type TermPositions struct {
 	Term string
 	Pos  []uint32
+	W    uint32
+}
+
+// FieldWeights weigh a page's fields in BM25F (the simple form of
+// Robertson, Zaragoza and Taylor, CIKM 2004): a term's frequency is the
+// weighted sum of its occurrences in the fields and a page's length the
+// weighted sum of the fields' lengths, and BM25 is computed on those. The
+// weights are whole numbers fixed when the index is built (the manifest
+// records them; Build rebuilds an index built with other weights).
+//
+// Title and Body (the main text) must be ≥ 1; Headings and Anchor may be 0
+// (the field is left out). Heading words are also part of the main text,
+// so a heading word counts Body + Headings. The anchor field of a page is
+// the distinct anchor texts of the links pointing to it from the other
+// pages analysed with it (see anchorSet), at most MaxAnchorTexts of them.
+type FieldWeights struct {
+	Title    int `json:"title"`
+	Headings int `json:"headings"`
+	Body     int `json:"body"`
+	Anchor   int `json:"anchor"`
+}
+
+// DefaultFieldWeights are the weights chosen by the judged evaluation in
+// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
+var DefaultFieldWeights = FieldWeights{Title: 4, Headings: 2, Body: 1, Anchor: 2}
+
+// BM25Fields is the ranking before BM25F: title and text as one text,
+// no anchor text. The evaluation's "BM25 alone" baseline.
+var BM25Fields = FieldWeights{Title: 1, Body: 1}
+
+// MaxFieldWeight bounds each field weight.
+const MaxFieldWeight = 100
+
+// Validate says what is wrong with w, or nil.
+func (w FieldWeights) Validate() error {
+	if w.Title < 1 || w.Body < 1 || w.Headings < 0 || w.Anchor < 0 ||
+		max(w.Title, w.Body, w.Headings, w.Anchor) > MaxFieldWeight {
+		return fmt.Errorf("cannot use field weights title %d, headings %d, body %d, anchor %d: title and body must be 1 to %d, headings and anchor 0 to %d",
+			w.Title, w.Headings, w.Body, w.Anchor, MaxFieldWeight, MaxFieldWeight)
+	}
+	return nil
+}
+
+// String is the weights as title=T,headings=H,body=B,anchor=A.
+func (w FieldWeights) String() string {
+	return fmt.Sprintf("title=%d,headings=%d,body=%d,anchor=%d", w.Title, w.Headings, w.Body, w.Anchor)
+}
+
+// Fields are a page's texts as the index sees them.
+type Fields struct {
+	URL, Title string
+	// Headings are the texts of the page's h1–h6 (they are also in Text).
+	Headings []string
+	// Text is the main text: indexed, stored for snippets.
+	Text string
+	// Anchors are the distinct anchor texts of links pointing to the page.
+	Anchors []string
 }
 
 // flaters reuses DEFLATE compressors (each holds ~1 MB of state). The
@@ -56,37 +118,90 @@ var flaters = sync.Pool{New: func() any {
 	return w
 }}
 
-// NewDoc analyses a page's title and text into a Doc. Terms come out sorted.
+// NewDoc analyses a page's title and text into a Doc with the default
+// field weights and no headings or anchor text. Terms come out sorted.
 func NewDoc(a *analysis.Analyzer, url, title, text string) Doc {
-	byTerm := make(map[string][]uint32, 256)
+	return NewDocFields(a, Fields{URL: url, Title: title, Text: text}, DefaultFieldWeights)
+}
+
+// NewDocFields analyses a page's fields into a Doc weighted by w (which
+// must be valid). Title and main text get positions (phrases, snippets);
+// headings and anchor text add to the terms' weighted frequencies only.
+// Terms come out sorted.
+func NewDocFields(a *analysis.Analyzer, f Fields, w FieldWeights) Doc {
+	type acc struct {
+		pos []uint32
+		w   uint32
+	}
+	byTerm := make(map[string]*acc, 256)
+	get := func(t string) *acc {
+		x := byTerm[t]
+		if x == nil {
+			x = &acc{}
+			byTerm[t] = x
+		}
+		return x
+	}
 	pos := 0
 	add := func(base int) func(analysis.Token) {
 		return func(t analysis.Token) {
 			p := base + t.Pos
-			byTerm[t.Term] = append(byTerm[t.Term], uint32(p))
+			x := get(t.Term)
+			x.pos = append(x.pos, uint32(p))
 			pos = max(pos, p+1)
 		}
 	}
-	a.Analyze(title, add(0))
+	a.Analyze(f.Title, add(0))
+	titleLen := pos
+	// Title weight: each title position counts Title (sub-word expansion can
+	// repeat a position; it is counted once, below).
 	base := pos
 	if base > 0 {
 		base += titleGap
 	}
 	pos = base
-	stored := storedPrefix(text)
+	stored := storedPrefix(f.Text)
 	marks := newMarker(base, stored)
 	body := add(base)
-	a.Analyze(text, func(t analysis.Token) {
+	a.Analyze(f.Text, func(t analysis.Token) {
 		body(t)
 		marks.token(t)
 	})
-	d := Doc{URL: url, Title: title, Len: pos, Terms: make([]TermPositions, 0, len(byTerm))}
-	for t, p := range byTerm {
+	bodyLen := pos - base
+	length := w.Title*titleLen + w.Body*bodyLen
+	d := Doc{URL: f.URL, Title: f.Title, Terms: make([]TermPositions, 0, len(byTerm))}
+	for _, x := range byTerm {
 		// Title and sub-word expansion can repeat a position; keep each once.
-		slices.Sort(p)
-		d.Terms = append(d.Terms, TermPositions{Term: t, Pos: slices.Compact(p)})
+		slices.Sort(x.pos)
+		x.pos = slices.Compact(x.pos)
+		for _, p := range x.pos {
+			if int(p) < titleLen {
+				x.w += uint32(w.Title)
+			} else {
+				x.w += uint32(w.Body)
+			}
+		}
 	}
+	extra := func(texts []string, weight int) {
+		if weight == 0 {
+			return
+		}
+		for _, s := range texts {
+			n := 0
+			a.Analyze(s, func(t analysis.Token) {
+				get(t.Term).w += uint32(weight)
+				n = max(n, t.Pos+1)
+			})
+			length += weight * n
+		}
+	}
+	extra(f.Headings, w.Headings)
+	for t, x := range byTerm {
+		d.Terms = append(d.Terms, TermPositions{Term: t, Pos: x.pos, W: max(x.w, 1)})
+	}
+	d.Len = length
 	slices.SortFunc(d.Terms, func(x, y TermPositions) int { return strings.Compare(x.Term, y.Term) })
+	addAnchors(a, &d, f.Anchors, w.Anchor)
 	d.Marks = marks.b
 	var buf bytes.Buffer
 	fw := flaters.Get().(*flate.Writer)
@@ -164,6 +279,7 @@ func (b *segmentData) write(w io.Writer) (docs, terms int, err error) {
 			}
 			a.last = id
 			a.df++
+			a.buf = binary.AppendUvarint(a.buf, uint64(max(tp.W, 1)))
 			a.buf = binary.AppendUvarint(a.buf, uint64(len(tp.Pos)))
 			prev := uint32(0)
 			for _, p := range tp.Pos {

@@ -264,7 +264,7 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 		}
 		var nb int64
 		var np int
-		r, err := analyzeRange(ctx, a, dataDir, pages, t.Start, t.End, 0, opt.Workers, func(d *Doc, n int) {
+		r, err := analyzeRange(ctx, a, dataDir, pages, t.Start, t.End, 0, opt.Workers, DefaultFieldWeights, true, func(d *Doc, n int) {
 			if d != nil {
 				np++
 				nb += int64(n)
@@ -303,7 +303,8 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 		}
 		p := &packet{kind: 'D'}
 		for _, it := range r.items {
-			p.items = append(p.items, packetItem{url: it.url, fetched: it.rec.FetchedAt.UnixNano(), offset: it.offset, doc: it.doc})
+			p.items = append(p.items, packetItem{url: it.url, fetched: it.rec.FetchedAt.UnixNano(), offset: it.offset, doc: it.doc,
+				final: it.rec.FinalURL, anchors: it.anchors})
 			if len(p.items) >= opt.PacketDocs {
 				if err := send(p); err != nil {
 					return st, fmt.Errorf("cannot push results to Redis: %w", err)
@@ -428,6 +429,8 @@ type winner struct {
 	fetched int64
 	offset  int64
 	doc     *Doc
+	final   string   // the page's final URL (anchor targets)
+	anchors []anchor // the page's links' anchor texts
 }
 
 // newer reports whether candidate c replaces w: on the same node the later
@@ -571,7 +574,7 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 		}
 		node := nodeOf(p.tag)
 		for _, it := range a.items {
-			c := winner{node: node, fetched: it.fetched, offset: it.offset, doc: it.doc}
+			c := winner{node: node, fetched: it.fetched, offset: it.offset, doc: it.doc, final: it.final, anchors: it.anchors}
 			if old, ok := win[it.url]; !ok || old.newer(c) {
 				win[it.url] = c
 			}
@@ -584,6 +587,9 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 		if _, err := pipe.Exec(ctx); err != nil {
 			return st, fmt.Errorf("cannot record task %s as done: %w", p.tag, err)
 		}
+	}
+	if err := addDistAnchors(win, DefaultFieldWeights.Anchor); err != nil {
+		return st, err
 	}
 	var docs []Doc
 	var deleted []string

@@ -19,29 +19,34 @@ import (
 //
 //	header   8-byte magic "SPDXSEG\x00", u32 format version, u32 zero
 //	docs     per document: uv len, URL; uv len, title; uv len, stored text
-//	         (raw DEFLATE of the first StoredTextBytes of the text); from
-//	         version 2: uv len, snippet marks (see Doc.Marks)
-//	doctab   per document: u64 offset of its entry in docs, u32 length in terms
+//	         (raw DEFLATE of the first StoredTextBytes of the text); uv
+//	         len, snippet marks (see Doc.Marks)
+//	doctab   per document: u64 offset of its entry in docs, u32 weighted
+//	         length (Doc.Len: BM25F)
 //	hashes   per document: u64 xxhash64 of its URL
 //	tombs    sorted u64 URL hashes this segment deletes from older segments
-//	postings per term: per document, in id order: uv doc-id delta, uv term
-//	         frequency, then frequency × uv position delta
+//	postings per term: per document, in id order: uv doc-id delta, uv
+//	         weighted term frequency (BM25F, ≥ 1), uv number of positions
+//	         (0 for a term only in headings or anchor text), then that
+//	         many uv position deltas
 //	dict     terms in byte order: uv len, term, uv document frequency,
 //	         uv postings offset, uv postings length
 //	dictidx  u64 offset in dict of every dictBlock-th term
 //	footer   per section (docs … dictidx): u64 offset, u64 length, u32
-//	         CRC-32C; then u32 documents, u64 terms, u64 total length in
-//	         terms, u32 CRC-32C of the footer so far, 8-byte magic
+//	         CRC-32C; then u32 documents, u64 terms, u64 total weighted
+//	         length, u32 CRC-32C of the footer so far, 8-byte magic
 //	         "SPDXEND\x00"
 //
 // Opening checks the magics, the version, every section's bounds and CRC, so
 // a truncated or corrupt file is refused with ErrCorrupt before any query
 // reads it; decoding is also bounds-checked, so even a file whose checksums
-// were forged cannot crash a query.
+// were forged cannot crash a query. Segments of versions 1 and 2 (before
+// BM25F: one frequency per posting, no field weights) are refused with
+// ErrOldFormat; spider index rebuilds such an index.
 const (
 	segMagic      = "SPDXSEG\x00"
 	segEndMagic   = "SPDXEND\x00"
-	segVersion    = 2 // written; version 1 (no snippet marks) is still read
+	segVersion    = 3 // written and read; 1 and 2 are refused with ErrOldFormat
 	headerSize    = 16
 	numSections   = 7
 	footerSize    = numSections*20 + 4 + 8 + 8 + 4 + 8
@@ -64,6 +69,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrCorrupt is wrapped by the errors for index files that are truncated,
 // damaged or of an unknown format version.
 var ErrCorrupt = errors.New("index file is corrupt")
+
+// ErrOldFormat is wrapped by the errors for segments written by an older
+// spider (format versions 1 and 2, before BM25F). Build rebuilds them; a
+// search says to run spider index.
+var ErrOldFormat = errors.New("index is of an older format")
 
 // urlHash is the document identity used across segments.
 func urlHash(url string) uint64 { return xxhash.Sum64String(url) }
@@ -96,8 +106,12 @@ func decodeSegment(name string, data []byte) (*segment, error) {
 		return nil, bad("not a segment file (bad magic)")
 	}
 	version := binary.LittleEndian.Uint32(data[8:])
-	if version != 1 && version != segVersion {
-		return nil, bad("format version %d, this spider reads versions 1 and %d", version, segVersion)
+	if version == 1 || version == 2 {
+		return nil, fmt.Errorf("cannot open index segment %s: it is of format version %d, written before ranking by fields (BM25F with anchor text); this spider reads version %d: run spider index --data DIR to rebuild the index: %w",
+			name, version, segVersion, ErrOldFormat)
+	}
+	if version != segVersion {
+		return nil, bad("format version %d, this spider reads version %d", version, segVersion)
 	}
 	foot := data[len(data)-footerSize:]
 	if string(foot[footerSize-8:]) != segEndMagic {
@@ -302,8 +316,9 @@ func (s *segment) terms(fn func(termInfo) error) error {
 // posting is one document of a postings list.
 type posting struct {
 	doc  int
-	freq int
-	pos  []byte // freq position deltas, still encoded
+	freq int    // weighted term frequency (BM25F), ≥ 1
+	npos int    // number of positions
+	pos  []byte // npos position deltas, still encoded
 }
 
 // postIter walks a postings list. It stops with err set at the first damage.
@@ -328,16 +343,17 @@ func (it *postIter) next() (p posting, ok bool) {
 	it.n--
 	d := it.r.uvarint()
 	f := it.r.uvarint()
+	np := it.r.uvarint()
 	start := it.r.off
-	// Skip the f position varints: count the bytes that end a varint (high
+	// Skip the np position varints: count the bytes that end a varint (high
 	// bit clear) rather than decoding them.
 	end := start
-	if !it.r.err && f > uint64(len(it.r.b)-start) {
+	if !it.r.err && np > uint64(len(it.r.b)-start) {
 		it.r.err = true
 	}
 	if !it.r.err {
 		b := it.r.b
-		for left := int(f); left > 0; end++ {
+		for left := int(np); left > 0; end++ {
 			if end >= len(b) {
 				it.r.err = true
 				break
@@ -355,19 +371,19 @@ func (it *postIter) next() (p posting, ok bool) {
 	if it.doc >= 0 {
 		nd = it.doc + int(d)
 	}
-	if it.r.err || f == 0 || f > uint64(len(it.r.b)) || d > uint64(it.max) || (it.doc >= 0 && d == 0) || nd >= it.max {
+	if it.r.err || f == 0 || f >= 1<<31 || d > uint64(it.max) || (it.doc >= 0 && d == 0) || nd >= it.max {
 		it.err = fmt.Errorf("postings in segment %s are damaged: %w", it.name, ErrCorrupt)
 		return posting{}, false
 	}
 	it.doc = nd
-	return posting{doc: it.doc, freq: int(f), pos: it.r.b[start:it.r.off]}, true
+	return posting{doc: it.doc, freq: int(f), npos: int(np), pos: it.r.b[start:it.r.off]}, true
 }
 
 // positions decodes p's positions into dst.
 func (p posting) positions(dst []int) []int {
 	r := reader{b: p.pos}
 	last := 0
-	for range p.freq {
+	for range p.npos {
 		last += int(r.uvarint() & (1<<31 - 1))
 		dst = append(dst, last)
 	}

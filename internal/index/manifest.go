@@ -33,6 +33,9 @@ type manifest struct {
 	// Source says how the index was built: "embedded" (incremental from
 	// DATA/records.jsonl) or "distributed" (a full build over Redis).
 	Source string `json:"source,omitempty"`
+	// Fields are the BM25F field weights the segments were built with
+	// (absent: none committed yet).
+	Fields *FieldWeights `json:"fields,omitempty"`
 }
 
 // segmentMeta describes one segment file.

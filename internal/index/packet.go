@@ -17,11 +17,13 @@ import (
 //	     uv len, URL; uv fetched-at (Unix ns); uv record offset; u8 has-doc;
 //	     with a doc: uv len, title; uv len, stored text; uv len, snippet
 //	     marks; uv length;
-//	     uv terms, per term: uv len, term; uv positions; position deltas
+//	     uv terms, per term: uv len, term; uv weighted frequency
+//	     (BM25F); uv positions; position deltas; then uv len, final
+//	     URL; uv anchors, per anchor: uv len, target URL; uv len, text
 //	'E': uv packets the attempt sent before this one
 const (
 	packetMagic   = "SPK"
-	packetVersion = 2
+	packetVersion = 3
 )
 
 // ErrPacket is wrapped by errors decoding a result packet.
@@ -44,6 +46,8 @@ type packetItem struct {
 	fetched int64
 	offset  int64
 	doc     *Doc
+	final   string   // the page's final URL (anchor targets)
+	anchors []anchor // the page's links' anchor texts
 }
 
 func encodePacket(p *packet) []byte {
@@ -72,12 +76,19 @@ func encodePacket(p *packet) []byte {
 		b = binary.AppendUvarint(b, uint64(len(d.Terms)))
 		for _, t := range d.Terms {
 			b = appendBytes(b, []byte(t.Term))
+			b = binary.AppendUvarint(b, uint64(t.W))
 			b = binary.AppendUvarint(b, uint64(len(t.Pos)))
 			prev := uint32(0)
 			for _, p := range t.Pos {
 				b = binary.AppendUvarint(b, uint64(p-prev))
 				prev = p
 			}
+		}
+		b = appendBytes(b, []byte(it.final))
+		b = binary.AppendUvarint(b, uint64(len(it.anchors)))
+		for _, an := range it.anchors {
+			b = appendBytes(b, []byte(an.target))
+			b = appendBytes(b, []byte(an.text))
 		}
 	}
 	return b
@@ -134,8 +145,12 @@ func decodePacket(b []byte) (*packet, error) {
 				d.Terms = make([]TermPositions, 0, nt)
 				for range nt {
 					t := string(r.bytes())
+					tw := r.uvarint()
 					np := r.uvarint()
-					if r.err || np == 0 || np > uint64(len(b)-r.off) {
+					if r.err || tw == 0 || tw >= 1<<31 {
+						return bad("bad weighted frequency")
+					}
+					if np > uint64(len(b)-r.off) {
 						return bad("bad position count")
 					}
 					pos := make([]uint32, np)
@@ -153,7 +168,15 @@ func decodePacket(b []byte) (*packet, error) {
 					if n := len(d.Terms); n > 0 && d.Terms[n-1].Term >= t {
 						return bad("terms not sorted")
 					}
-					d.Terms = append(d.Terms, TermPositions{Term: t, Pos: pos})
+					d.Terms = append(d.Terms, TermPositions{Term: t, Pos: pos, W: uint32(tw)})
+				}
+				it.final = string(r.bytes())
+				na := r.uvarint()
+				if r.err || na > uint64(len(b)-r.off) {
+					return bad("bad anchor count")
+				}
+				for range na {
+					it.anchors = append(it.anchors, anchor{target: string(r.bytes()), text: string(r.bytes())})
 				}
 				it.doc = d
 			} else if has != 0 {

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -304,44 +302,4 @@ func referenceFromPositions(a *analysis.Analyzer, text string, m []termPos) []Fr
 	}
 	end := min(first+snippetWords, len(words))
 	return snippetFragments(text, words[first:end], in, first > 0, end < len(words))
-}
-
-// TestReadVersion1 opens an index written by the format before snippet
-// marks (testdata/v1index: 12 pages of randomText, seed 11/12, made by the
-// previous spider): its snippets are the reference ones, and merging it
-// with a new segment keeps both readable.
-func TestReadVersion1(t *testing.T) {
-	a := analyzer(t)
-	dir := t.TempDir()
-	for _, name := range []string{"00000001.seg", "MANIFEST"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "v1index", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := rand.New(rand.NewPCG(11, 12))
-	texts := map[string]string{}
-	for i := range 12 {
-		texts[fmt.Sprintf("http://v1.test/%02d", i)] = randomText(r, 150+40*i)
-	}
-	queries := []string{"garden", "tax refund", "足球", "river crawler"}
-	ix := openIndex(t, dir)
-	if s := ix.Stats(); s.Docs != 12 {
-		t.Fatalf("version 1 index: %d documents, want 12", s.Docs)
-	}
-	checkSnippets(t, a, ix, texts, queries...)
-	// A new (version 2) segment merged with the old one.
-	w := openWriter(t, dir, 1)
-	commitPages(t, w, []page{{"http://v2.test/a", "Garden", "garden tax river crawler 足球"}})
-	if _, err := w.Merge(context.Background(), true); err != nil {
-		t.Fatal(err)
-	}
-	ix2 := openIndex(t, dir)
-	if s := ix2.Stats(); s.Docs != 13 || s.Segments != 1 {
-		t.Fatalf("after the merge: %d documents in %d segments, want 13 in 1", s.Docs, s.Segments)
-	}
-	checkSnippets(t, a, ix2, texts, queries...)
 }

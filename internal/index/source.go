@@ -223,21 +223,24 @@ func (p *pageReader) close() {
 	}
 }
 
-// makeDoc parses a stored page and analyses it. ok is false when the page
-// asks not to be indexed (meta robots noindex).
-func makeDoc(a *analysis.Analyzer, rec Record, body []byte) (Doc, bool) {
-	p, ok := extract(rec, body)
+// makeDoc parses a stored page and analyses it with the field weights w.
+// ok is false when the page asks not to be indexed (meta robots noindex).
+// Its links' anchor texts are returned for the anchor fields of the pages
+// they point to.
+func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights) (Doc, []anchor, bool) {
+	p, ok := extract(rec, body, w.Anchor > 0)
 	if !ok {
-		return Doc{}, false
+		return Doc{}, nil, false
 	}
-	return NewDoc(a, rec.URL, p.Title, p.Text), true
+	return NewDocFields(a, Fields{URL: rec.URL, Title: p.Title, Text: p.Text}, w), p.anchors, true
 }
 
-// extract parses a stored page into its title and text. Bodies of HTML
-// pages are stored converted to UTF-8 by the fetcher; a body that is not
-// valid UTF-8 (the conversion failed) is decoded from the record's charset
-// if known. ok is false for meta robots noindex.
-func extract(rec Record, body []byte) (Page, bool) {
+// extract parses a stored page into its title and text (and, with
+// anchors, its links' anchor texts). Bodies of HTML pages are stored
+// converted to UTF-8 by the fetcher; a body that is not valid UTF-8 (the
+// conversion failed) is decoded from the record's charset if known. ok is
+// false for meta robots noindex.
+func extract(rec Record, body []byte, anchors bool) (Page, bool) {
 	if !utf8.Valid(body) && rec.Charset != "" {
 		if enc, _ := charset.Lookup(rec.Charset); enc != nil {
 			if dec, err := enc.NewDecoder().Bytes(body); err == nil {
@@ -253,7 +256,11 @@ func extract(rec Record, body []byte) (Page, bool) {
 	if err != nil || !base.IsAbs() {
 		base = &url.URL{Scheme: "http", Host: "invalid"}
 	}
-	page, _ := parse.Parse(base, body, parse.Options{MaxLinks: 1})
+	maxLinks := 1
+	if anchors {
+		maxLinks = maxAnchorLinks
+	}
+	page, _ := parse.Parse(base, body, parse.Options{MaxLinks: maxLinks})
 	if page == nil || page.MetaRobots.NoIndex {
 		return Page{}, false
 	}
@@ -261,12 +268,17 @@ func extract(rec Record, body []byte) (Page, bool) {
 	if title == "" {
 		title = strings.TrimSpace(rec.Title)
 	}
-	return Page{URL: rec.URL, Title: title, Text: page.Text}, true
+	out := Page{URL: rec.URL, Title: title, Text: page.Text}
+	if anchors {
+		out.anchors = pageAnchors(baseText, page)
+	}
+	return out, true
 }
 
 // Page is a page's extracted text, as ReadPages gives it.
 type Page struct {
 	URL, Title, Text string
+	anchors          []anchor // with extract's anchors: the links' anchor texts
 }
 
 // ReadPages calls fn with the title and text of every page the index would
@@ -302,7 +314,7 @@ func ReadPages(ctx context.Context, dataDir string, fn func(Page) error) error {
 		if err != nil {
 			continue
 		}
-		p, ok := extract(rec, body)
+		p, ok := extract(rec, body, false)
 		if !ok {
 			continue
 		}

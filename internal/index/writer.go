@@ -23,6 +23,9 @@ type WriterOptions struct {
 	MaxSegments int
 	// Logger receives commits and merges at Info level. Nil discards.
 	Logger *slog.Logger
+	// Fields are the field weights of the documents committed, recorded
+	// in the manifest. Zero: DefaultFieldWeights.
+	Fields FieldWeights
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -32,7 +35,21 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Fields == (FieldWeights{}) {
+		o.Fields = DefaultFieldWeights
+	}
 	return o
+}
+
+// fieldsOf returns the field weights the index's segments were built
+// with, and whether it has any segment.
+func (w *Writer) fieldsOf() (FieldWeights, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.man.Segments) == 0 || w.man.Fields == nil {
+		return FieldWeights{}, len(w.man.Segments) > 0
+	}
+	return *w.man.Fields, true
 }
 
 // Writer adds segments to an index directory and merges them. It holds the
@@ -146,6 +163,10 @@ func (w *Writer) Commit(docs []Doc, deleted []string, checkpoint int64, source s
 	}
 	if source != "" {
 		m.Source = source
+	}
+	if meta != nil {
+		f := w.opt.Fields
+		m.Fields = &f
 	}
 	m.Generation++
 	if err := writeManifest(w.dir, m); err != nil {
@@ -414,7 +435,7 @@ func mergeSegments(ctx context.Context, w io.Writer, segs []*segment, deleted []
 			tmp = appendBytes(tmp[:0], []byte(doc.URL))
 			tmp = appendBytes(tmp, []byte(doc.Title))
 			tmp = appendBytes(tmp, doc.Text)
-			tmp = appendBytes(tmp, doc.Marks) // empty from a version 1 segment
+			tmp = appendBytes(tmp, doc.Marks)
 			sw.write(tmp)
 		}
 	}
@@ -506,6 +527,7 @@ func mergeSegments(ctx context.Context, w io.Writer, segs []*segment, deleted []
 				last = id
 				df++
 				tmp = binary.AppendUvarint(tmp, uint64(p.freq))
+				tmp = binary.AppendUvarint(tmp, uint64(p.npos))
 				tmp = append(tmp, p.pos...)
 			}
 			if it.err != nil {

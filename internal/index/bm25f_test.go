@@ -1,0 +1,202 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestBM25FTitleBeatsHub is the ranking failure issue 27 names: a hub page
+// (many matching words, every page's title in its text) outranked the page
+// whose title is the query. With BM25Fields (title and text as one text,
+// the ranking before BM25F) the hub wins; with the default field weights
+// the titled page does, and anchor text alone lifts a page whose own text
+// barely names the query.
+func TestBM25FTitleBeatsHub(t *testing.T) {
+	a := analyzer(t)
+	topics := []string{"garden hose", "tax refund", "river crawler", "kernel module", "postgres vacuum", "network socket",
+		"cloud storage", "music theory", "bread baking", "solar panel", "chess opening", "wine cellar"}
+	mk := func(w FieldWeights) []Doc {
+		var hub strings.Builder
+		var docs []Doc
+		var anchorsTo = map[string][]string{}
+		for i, tp := range topics {
+			u := fmt.Sprintf("http://h.test/%d", i)
+			// The hub repeats every topic's words (its table of contents and a summary).
+			fmt.Fprintf(&hub, "%s: see %s, all about %s, more on %s. ", tp, tp, tp, tp)
+			anchorsTo[u] = append(anchorsTo[u], tp)
+		}
+		docs = append(docs, NewDocFields(a, Fields{URL: "http://h.test/", Title: "Index of everything", Text: hub.String()}, w))
+		for i, tp := range topics {
+			u := fmt.Sprintf("http://h.test/%d", i)
+			text := strings.Repeat("filler words about this chapter and its details. ", 20) + "It covers " + tp + "."
+			docs = append(docs, NewDocFields(a, Fields{URL: u, Title: tp, Text: text, Anchors: anchorsTo[u]}, w))
+		}
+		return docs
+	}
+	top := func(w FieldWeights, q string) string {
+		dir := t.TempDir()
+		wr, err := OpenWriter(dir, WriterOptions{Fields: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wr.Close()
+		if err := wr.Commit(mk(w), nil, -1, "test"); err != nil {
+			t.Fatal(err)
+		}
+		ix := openIndex(t, dir)
+		res, err := ix.Search(context.Background(), Request{Query: q, Limit: 3, RankWeight: 0})
+		if err != nil || len(res.Hits) == 0 {
+			t.Fatalf("%s: %v %v", q, res, err)
+		}
+		return res.Hits[0].URL
+	}
+	for i, tp := range topics {
+		want := fmt.Sprintf("http://h.test/%d", i)
+		if got := top(DefaultFieldWeights, tp); got != want {
+			t.Errorf("BM25F %q: first hit %s, want the page titled so (%s)", tp, got, want)
+		}
+	}
+	// The baseline shows the failure this fixes (else the test proves nothing).
+	if got := top(BM25Fields, topics[0]); got != "http://h.test/" {
+		t.Errorf("BM25 alone %q: first hit %s, want the hub (the failure BM25F fixes)", topics[0], got)
+	}
+}
+
+// TestAnchorSetBounded points 10,000 links with distinct texts (and 10,000
+// with one text) at one page: its anchor field keeps MaxAnchorTexts texts
+// of at most MaxAnchorBytes, the same whatever the order the pages are
+// read in, and the page's weighted length grows by at most that.
+func TestAnchorSetBounded(t *testing.T) {
+	const target = "http://t.test/"
+	type src struct {
+		url string
+		as  []anchor
+	}
+	var srcs []src
+	for i := range 10_000 {
+		srcs = append(srcs, src{fmt.Sprintf("http://s.test/%05d", i), []anchor{
+			{target, fmt.Sprintf("word%d extra%d", i, i)},
+			{target, "Home"},
+			{"http://elsewhere.test/", "ignored"},
+		}})
+	}
+	var first []string
+	for round := range 3 {
+		s := newAnchorSet([]string{target})
+		order := rand.New(rand.NewPCG(uint64(round), 7)).Perm(len(srcs))
+		for _, k := range order {
+			s.add(srcs[k].url, srcs[k].as)
+		}
+		got := s.texts(target)
+		n := 0
+		for _, x := range got {
+			n += len(x)
+		}
+		if len(got) > MaxAnchorTexts || n > MaxAnchorBytes || len(got) == 0 {
+			t.Fatalf("%d texts, %d bytes: want 1 to %d texts within %d bytes", len(got), n, MaxAnchorTexts, MaxAnchorBytes)
+		}
+		if round == 0 {
+			first = got
+			if !slices.Contains(got, "Home") || !slices.Contains(got, "word0 extra0") || slices.Contains(got, "word9999 extra9999") {
+				t.Errorf("texts %q: want those of the smallest source URLs, Home once", got[:3])
+			}
+		} else if !slices.Equal(got, first) {
+			t.Errorf("order %d: anchor texts differ from the first order's", round)
+		}
+		if s.texts("http://elsewhere.test/") != nil {
+			t.Errorf("a URL not asked for kept anchor text")
+		}
+	}
+	a := analyzer(t)
+	d := NewDocFields(a, Fields{URL: target, Title: "T", Text: "body"}, DefaultFieldWeights)
+	before := d.Len
+	addAnchors(a, &d, first, DefaultFieldWeights.Anchor)
+	if grow := d.Len - before; grow <= 0 || grow > DefaultFieldWeights.Anchor*MaxAnchorBytes {
+		t.Errorf("length grew by %d", grow)
+	}
+	if !slices.IsSortedFunc(d.Terms, func(x, y TermPositions) int { return strings.Compare(x.Term, y.Term) }) {
+		t.Errorf("terms not sorted after adding anchors")
+	}
+	for _, tp := range d.Terms {
+		if tp.W == 0 {
+			t.Errorf("term %q has weight 0", tp.Term)
+		}
+	}
+}
+
+// TestFieldWeightsValidate checks the ranges.
+func TestFieldWeightsValidate(t *testing.T) {
+	for _, c := range []struct {
+		w  FieldWeights
+		ok bool
+	}{
+		{DefaultFieldWeights, true}, {BM25Fields, true},
+		{FieldWeights{Title: 0, Body: 1}, false}, {FieldWeights{Title: 1, Body: 0}, false},
+		{FieldWeights{Title: 1, Body: 1, Anchor: -1}, false}, {FieldWeights{Title: 101, Body: 1}, false},
+	} {
+		if err := c.w.Validate(); (err == nil) != c.ok {
+			t.Errorf("%v: %v", c.w, err)
+		}
+	}
+}
+
+// TestOldFormat: an index written before BM25F (format versions 1 and 2)
+// is refused by a search with ErrOldFormat and a message naming spider
+// index; Build rebuilds it; so does Build after the field weights change.
+func TestOldFormat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls a synthetic web")
+	}
+	data, _, _ := crawlWeb(t, websim.Config{Seed: 5, Hosts: 2, PagesPerHost: 15}, 3)
+	dir := filepath.Join(data, DirName)
+	for _, version := range []uint32{1, 2} {
+		os.RemoveAll(dir)
+		os.MkdirAll(dir, 0o755)
+		for _, name := range []string{"00000001.seg", "MANIFEST"} {
+			b, err := os.ReadFile(filepath.Join("testdata", "v1index", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != "MANIFEST" {
+				binary.LittleEndian.PutUint32(b[8:], version) // the header is not checksummed
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Open(dir, Options{ReloadInterval: -1})
+		if !errors.Is(err, ErrOldFormat) || !strings.Contains(err.Error(), "run spider index") {
+			t.Fatalf("version %d: open error %v, want ErrOldFormat saying to run spider index", version, err)
+		}
+		st, err := Build(context.Background(), data, BuildOptions{})
+		if err != nil || st.Docs == 0 || st.FromOffset != 0 {
+			t.Fatalf("version %d: build %+v %v, want a rebuild", version, st, err)
+		}
+		ix := openIndex(t, dir)
+		if ix.Stats().Docs != st.Docs {
+			t.Errorf("version %d: %d documents after the rebuild, built %d", version, ix.Stats().Docs, st.Docs)
+		}
+	}
+	// Other field weights: the next Build rebuilds everything.
+	st, err := Build(context.Background(), data, BuildOptions{Fields: BM25Fields})
+	if err != nil || st.FromOffset != 0 || st.Docs == 0 {
+		t.Errorf("build with other weights: %+v %v, want a rebuild from offset 0", st, err)
+	}
+	if _, err := Build(context.Background(), data, BuildOptions{Fields: FieldWeights{}}); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _ := readManifest(dir)
+	if m.Fields == nil || *m.Fields != DefaultFieldWeights {
+		t.Errorf("manifest fields %v, want the defaults", m.Fields)
+	}
+}
