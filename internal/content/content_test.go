@@ -307,3 +307,30 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// TestModelEncoding: a model's sites round-trip through WriteTo and
+// ReadModel; damaged bytes are an error, never a panic.
+func TestModelEncoding(t *testing.T) {
+	m := NewModel(Options{})
+	for i := range 4 {
+		for _, h := range []string{"a.example", "b.example"} {
+			if _, err := m.Analyze(mustURL(t, "http://"+h+"/"), []byte(docPage(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	m.WriteTo(&buf)
+	back, err := ReadModel(buf.Bytes(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Site("a.example").Pages() != 4 || back.Site("b.example").Len() != m.Site("b.example").Len() {
+		t.Error("sites differ after reading back")
+	}
+	for n := range buf.Len() {
+		if _, err := ReadModel(buf.Bytes()[:n], Options{}); err == nil {
+			t.Fatalf("truncated at %d read without error", n)
+		}
+	}
+}

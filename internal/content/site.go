@@ -271,3 +271,75 @@ func (m *Model) Analyze(base *url.URL, body []byte) (*Page, error) {
 	s.Observe(p)
 	return p, nil
 }
+
+// modelMagic starts an encoded Model (Model.WriteTo).
+const modelMagic = "spider-sites-1\n"
+
+// WriteTo writes every site of the model (ReadModel reads them back), in
+// key order: the same model gives the same bytes.
+func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	m.mu.Lock()
+	keys := make([]string, 0, len(m.sites))
+	sites := map[string]*Site{}
+	for k, e := range m.sites {
+		keys = append(keys, k)
+		sites[k] = e.Value.(*siteEntry).site
+	}
+	m.mu.Unlock()
+	slices.Sort(keys)
+	buf := []byte(modelMagic)
+	buf = binary.AppendUvarint(buf, uint64(len(keys)))
+	var sb bytesBuffer
+	for _, k := range keys {
+		sb = sb[:0]
+		sites[k].WriteTo(&sb)
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+		buf = binary.AppendUvarint(buf, uint64(len(sb)))
+		buf = append(buf, sb...)
+	}
+	n, err := w.Write(buf)
+	return int64(n), err
+}
+
+// bytesBuffer is an io.Writer appending to itself.
+type bytesBuffer []byte
+
+func (b *bytesBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+
+// ReadModel reads a model written by Model.WriteTo, with opt (at most
+// opt.MaxSites sites are kept: the last ones in key order win).
+func ReadModel(b []byte, opt Options) (*Model, error) {
+	m := NewModel(opt)
+	bad := func(why string) (*Model, error) {
+		return nil, fmt.Errorf("cannot read site models: %w (%s); remove the file to start the models again", ErrBadSite, why)
+	}
+	if len(b) < len(modelMagic) || string(b[:len(modelMagic)]) != modelMagic {
+		return bad("no header")
+	}
+	b = b[len(modelMagic):]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return bad("site count")
+	}
+	b = b[k:]
+	for range n {
+		kl, k := binary.Uvarint(b)
+		if k <= 0 || kl > uint64(len(b)-k) {
+			return bad("key")
+		}
+		key := string(b[k : k+int(kl)])
+		b = b[k+int(kl):]
+		sl, k := binary.Uvarint(b)
+		if k <= 0 || sl > uint64(len(b)-k) {
+			return bad("site length")
+		}
+		s, err := ReadSite(b[k:k+int(sl)], m.opt)
+		if err != nil {
+			return nil, err
+		}
+		b = b[k+int(sl):]
+		m.Put(key, s)
+	}
+	return m, nil
+}

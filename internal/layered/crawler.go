@@ -44,8 +44,14 @@ type Options struct {
 	// crawl's Concurrency, at most Groups.
 	Workers int
 	// NoiseThreshold is the link-text ratio above which a block's links are
-	// noise (S302). Default parse.DefaultNoiseThreshold (1/4).
+	// noise (S302), or above which a block is link-dense (NoiseTemplate).
+	// Default parse.DefaultNoiseThreshold (1/4).
 	NoiseThreshold float64
+	// NoiseRule is the DOM pass's rule: NoiseTemplate (default; package
+	// content: link-dense blocks are noise only when they repeat across the
+	// site's pages or match the noise samples) or NoiseRatio (SPEC §2 S302:
+	// every block above NoiseThreshold).
+	NoiseRule string
 	// Denoise tunes the clustering pass (S311–S313).
 	Denoise denoise.Options
 	// NoDOM and NoCluster switch a noise pass off (for measurements).
@@ -143,6 +149,13 @@ func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Regi
 	}
 	if !(opt.NoiseThreshold > 0 && opt.NoiseThreshold <= 1) {
 		return nil, fmt.Errorf("cannot use noise threshold %v: give a link-text ratio in (0, 1]", opt.NoiseThreshold)
+	}
+	switch opt.NoiseRule {
+	case "":
+		opt.NoiseRule = NoiseTemplate
+	case NoiseTemplate, NoiseRatio:
+	default:
+		return nil, fmt.Errorf("cannot use noise rule %q: give %q or %q", opt.NoiseRule, NoiseTemplate, NoiseRatio)
 	}
 	if opt.LeaseTTL <= 0 {
 		opt.LeaseTTL = 10 * time.Second

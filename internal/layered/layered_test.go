@@ -166,8 +166,8 @@ func markupNoise(base *url.URL, body []byte) map[string]bool {
 var voidTag = map[string]bool{"area": true, "base": true, "br": true, "col": true, "embed": true, "hr": true, "img": true,
 	"input": true, "link": true, "meta": true, "source": true, "track": true, "wbr": true, "frame": true}
 
-// checkAgainstTruth compares a layered crawl with what it must fetch: the
-// pages reachable from the seeds within the depth limit through links that
+// checkAgainstTruth compares a layered crawl with the ratio rule
+// (NoiseRatio, SPEC §2 S302) with what it must fetch: the pages reachable from the seeds within the depth limit through links that
 // are neither in noise blocks (by the markup oracle; checked to be within
 // websim's Truth.NoiseLinks) nor noise URLs (Truth.NoiseURLs), redirect
 // targets keeping their source's depth. It must fetch exactly those, and
@@ -268,7 +268,7 @@ func TestLayeredCrawlAgainstTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, srv, seeds)
-	c := runLayered(t, cfg, Options{Rounds: 3, Groups: 4})
+	c := runLayered(t, cfg, Options{Rounds: 3, Groups: 4, NoiseRule: NoiseRatio})
 	recs := checkAgainstTruth(t, srv, truth, cfg.Data, 0)
 
 	reps := c.Reports()
@@ -315,7 +315,7 @@ func TestLayeredCrawlAgainstTruth(t *testing.T) {
 	// Running again does nothing: the crawl is complete.
 	c.Close()
 	before := srv.Log().Len()
-	runLayered(t, cfg, Options{Rounds: 3, Groups: 4})
+	runLayered(t, cfg, Options{Rounds: 3, Groups: 4, NoiseRule: NoiseRatio})
 	if after := srv.Log().Len(); after != before {
 		t.Errorf("a complete crawl made %d more requests", after-before)
 	}
@@ -338,7 +338,7 @@ func TestLayeredResume(t *testing.T) {
 	var before int64 // fetches of the killed runs
 	for _, stopAt := range []int64{5, 40, 85} {
 		reg := prometheus.NewRegistry()
-		c, err := New(cfg, Options{Rounds: 3, Groups: 4}, nil, reg)
+		c, err := New(cfg, Options{Rounds: 3, Groups: 4, NoiseRule: NoiseRatio}, nil, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +365,7 @@ func TestLayeredResume(t *testing.T) {
 		}
 		before += c.fetchedN.Load()
 	}
-	runLayered(t, cfg, Options{Rounds: 3, Groups: 4})
+	runLayered(t, cfg, Options{Rounds: 3, Groups: 4, NoiseRule: NoiseRatio})
 	checkAgainstTruth(t, srv, truth, cfg.Data, 3*4)
 }
 
@@ -429,13 +429,13 @@ func TestLayeredDistributed(t *testing.T) {
 		dead <- v
 	}()
 	waitBlocked(t, rdb, 1) // the doomed worker waits on the task list before anyone else
-	coord, err := New(coordCfg, Options{Rounds: 3, Groups: 4, Redis: rdb, Crawl: "t1", NodeID: "coord", LeaseTTL: time.Second}, nil, nil)
+	coord, err := New(coordCfg, Options{Rounds: 3, Groups: 4, NoiseRule: NoiseRatio, Redis: rdb, Crawl: "t1", NodeID: "coord", LeaseTTL: time.Second}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer coord.Close()
 	workerCfg := testConfig(t, srv, seeds)
-	worker, err := New(workerCfg, Options{Rounds: 3, Groups: 4, Redis: rs.Client(), Crawl: "t1", NodeID: "worker", LeaseTTL: time.Second}, nil, nil)
+	worker, err := New(workerCfg, Options{Rounds: 3, Groups: 4, NoiseRule: NoiseRatio, Redis: rs.Client(), Crawl: "t1", NodeID: "worker", LeaseTTL: time.Second}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package layered
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,17 +11,29 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/denoise"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/parse"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/urls"
+)
+
+// The DOM pass's noise rules (Options.NoiseRule).
+const (
+	// NoiseTemplate: link-dense blocks are noise only when they are the
+	// site's template or match the noise samples (package content).
+	NoiseTemplate = "template"
+	// NoiseRatio: blocks whose link-text ratio is above the threshold are
+	// noise (SPEC §2 S302).
+	NoiseRatio = "ratio"
 )
 
 // Task kinds.
@@ -272,9 +285,16 @@ func (c *Crawler) crawlGroup(ctx context.Context, dir string, t Task, log *linkL
 
 // domPass is S301/S302 over the task's stored pages: each HTML page is
 // split into blocks (parse.Blocks drops style, script and the head), and
-// the followable links found only in blocks whose link-text ratio is above
-// the threshold are noise. Links outside every block (a refresh) and links
-// the blocks do not see are kept.
+// the followable links found only in noise blocks are noise. Links outside
+// every block (a refresh) and links the blocks do not see are kept.
+//
+// With NoiseRatio a block is noise when its link-text ratio is above the
+// threshold (SPEC §2 S302). With NoiseTemplate (package content) it is
+// noise when it is link-dense and repeats across the pages of its site or
+// matches the noise samples: the pass reads the task's pages twice, first
+// counting each site's blocks into the group's site models (carried from
+// the group's earlier tasks, sitesFile), then classifying each page with
+// them, so that a site's first page is judged with the others of its round.
 func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error) {
 	res := &FetchResult{Task: t.ID(), Outcomes: map[string]int{}}
 	recs := map[string]store.Record{}
@@ -292,29 +312,75 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 		return nil, err
 	}
 	defer pages.Close()
-	for _, ll := range log.lines {
-		res.Fetched++
-		res.Outcomes[ll.Outcome]++
-		pl := PageLinks{URL: ll.URL, Outcome: ll.Outcome}
+	// followable returns a line's links of the next depth, adding its
+	// redirect targets to res.
+	followable := func(ll linkLine, redirects bool) []string {
 		var links []string
 		for _, d := range ll.Discovered {
 			if d.Depth == t.Round {
-				res.Redirects = append(res.Redirects, d)
+				if redirects {
+					res.Redirects = append(res.Redirects, d)
+				}
 				continue
 			}
 			links = append(links, d.URL)
 		}
+		return links
+	}
+	// page returns the stored HTML page of a line worth the DOM pass.
+	page := func(ll linkLine, links []string) (store.Record, []byte, bool, error) {
 		rec, ok := recs[ll.URL]
-		if ok && rec.PageNo >= 0 {
+		if !ok || rec.PageNo < 0 || rec.Status != 200 || !isHTML(rec.ContentType) || len(links) == 0 || c.opt.NoDOM {
+			return rec, nil, false, nil
+		}
+		pg, err := pages.ReadRecord(rec)
+		if err != nil {
+			return rec, nil, false, fmt.Errorf("cannot read page of %s: %w", ll.URL, err)
+		}
+		return rec, pg.Body, true, nil
+	}
+	var model *content.Model
+	var extracted map[string]*content.Page
+	if c.opt.NoiseRule == NoiseTemplate && !c.opt.NoDOM {
+		model = c.loadSites(t)
+		extracted = map[string]*content.Page{}
+		for _, ll := range log.lines {
+			rec, body, ok, err := page(ll, followable(ll, false))
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			base := pageBase(rec)
+			p, err := content.Extract(base, body, model.Options())
+			if err != nil {
+				continue
+			}
+			model.Site(base.Hostname()).Observe(p)
+			extracted[ll.URL] = p
+		}
+		c.saveSites(t, model)
+	}
+	for _, ll := range log.lines {
+		res.Fetched++
+		res.Outcomes[ll.Outcome]++
+		pl := PageLinks{URL: ll.URL, Outcome: ll.Outcome}
+		links := followable(ll, true)
+		if rec, ok := recs[ll.URL]; ok && rec.PageNo >= 0 {
 			res.Stored++
 		}
 		var noise map[string]bool
-		if ok && rec.PageNo >= 0 && rec.Status == 200 && isHTML(rec.ContentType) && len(links) > 0 && !c.opt.NoDOM {
-			pg, err := pages.ReadRecord(rec)
-			if err != nil {
-				return nil, fmt.Errorf("cannot read page of %s: %w", ll.URL, err)
+		if model != nil {
+			if p := extracted[ll.URL]; p != nil {
+				p.Classify(model.Site(pageBase(recs[ll.URL]).Hostname()), model.Options())
+				noise = c.noiseSet(p.NoiseLinks())
+				delete(extracted, ll.URL) // done with it: memory back
 			}
-			noise = c.noiseLinks(rec, pg.Body)
+		} else if rec, body, ok, err := page(ll, links); err != nil {
+			return nil, err
+		} else if ok {
+			noise = c.noiseLinks(rec, body)
 		}
 		for _, l := range links {
 			if noise[l] {
@@ -330,15 +396,27 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 
 func isHTML(ct string) bool { return ct == "text/html" || ct == "application/xhtml+xml" }
 
-// noiseLinks returns the normalised URLs that appear only in noise blocks
-// of the page.
-func (c *Crawler) noiseLinks(rec store.Record, body []byte) map[string]bool {
+// pageBase is the URL a stored page's links resolve against.
+func pageBase(rec store.Record) *url.URL {
 	base, err := url.Parse(rec.FinalURL)
 	if err != nil || !base.IsAbs() {
 		base, _ = url.Parse(rec.URL)
 	}
-	blocks := parse.Blocks(base, body)
-	noise, kept := parse.NoiseLinks(blocks, c.opt.NoiseThreshold)
+	if base == nil {
+		base = &url.URL{}
+	}
+	return base
+}
+
+// noiseLinks returns the normalised URLs that appear only in noise blocks
+// of the page (NoiseRatio).
+func (c *Crawler) noiseLinks(rec store.Record, body []byte) map[string]bool {
+	blocks := parse.Blocks(pageBase(rec), body)
+	return c.noiseSet(parse.NoiseLinks(blocks, c.opt.NoiseThreshold))
+}
+
+// noiseSet returns the normalised URLs of noise that are not also in kept.
+func (c *Crawler) noiseSet(noise, kept []parse.Link) map[string]bool {
 	keep := map[string]bool{}
 	for _, l := range kept {
 		if n, err := c.norm.Normalize(l.URL); err == nil {
@@ -352,6 +430,70 @@ func (c *Crawler) noiseLinks(rec store.Record, body []byte) map[string]bool {
 		}
 	}
 	return out
+}
+
+// sitesFile is where the site models of a group are kept after a fetch
+// task of round r, pass p: DATA/layered/sites/group-G.rRRRpPP.bin. A task
+// reads the newest file of its group from an earlier task (never its own,
+// so a task run again after a crash counts its pages once) and, once its
+// own is written, removes the earlier ones but that newest.
+func sitesFile(root string, t Task) string {
+	return filepath.Join(root, "sites", fmt.Sprintf("group-%04d.r%03dp%02d.bin", t.Group, t.Round, t.Pass))
+}
+
+// contentOptions are the content model's options for this crawl.
+func (c *Crawler) contentOptions() content.Options {
+	return content.Options{LinkDensity: c.opt.NoiseThreshold, Samples: c.filter}
+}
+
+// loadSites returns the group's site models as its newest earlier task
+// left them, or empty ones (first task, a file that does not read: the
+// model is only a hint, so it starts again with a warning).
+func (c *Crawler) loadSites(t Task) *content.Model {
+	own := sitesFile(c.root, t)
+	files, _ := filepath.Glob(filepath.Join(c.root, "sites", fmt.Sprintf("group-%04d.r*.bin", t.Group)))
+	slices.Sort(files)
+	for i := len(files) - 1; i >= 0; i-- {
+		if files[i] >= own {
+			continue
+		}
+		b, err := os.ReadFile(files[i])
+		if err == nil {
+			var m *content.Model
+			if m, err = content.ReadModel(b, c.contentOptions()); err == nil {
+				return m
+			}
+		}
+		c.log.Warn("cannot read the site models of an earlier round; starting them again", "file", files[i], "err", err)
+		break
+	}
+	return content.NewModel(c.contentOptions())
+}
+
+// saveSites writes the group's site models for its later tasks and removes
+// the files of earlier tasks. A failure is logged: later tasks then learn
+// the sites again.
+func (c *Crawler) saveSites(t Task, m *content.Model) {
+	own := sitesFile(c.root, t)
+	var buf bytes.Buffer
+	m.WriteTo(&buf)
+	if err := writeFileAtomic(own, buf.Bytes()); err != nil {
+		c.log.Warn("cannot save the site models", "file", own, "err", err)
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(c.root, "sites", fmt.Sprintf("group-%04d.r*.bin", t.Group)))
+	slices.Sort(files)
+	// Keep the newest earlier file too: this task, run again after a
+	// crash, reads it rather than its own.
+	var earlier []string
+	for _, f := range files {
+		if f < own {
+			earlier = append(earlier, f)
+		}
+	}
+	for i := 0; i < len(earlier)-1; i++ {
+		os.Remove(earlier[i])
+	}
 }
 
 // runCluster executes a cluster task: S312/S313 on each domain block of
