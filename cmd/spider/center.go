@@ -74,9 +74,14 @@ func loadProtocolConfig(file, network string) (*protocol.Config, protocol.Networ
 	return cfg, nw, nil
 }
 
-// dialRedis connects to a Redis URL and pings it; what names the role in errors.
+// dialRedis connects to a Redis URL of the protocol configuration (a Redis Cluster
+// when protocol.ClusterURL says so) and pings it; what names the role in errors.
 func dialRedis(ctx context.Context, what, rawURL string) (redis.UniversalClient, error) {
-	rf := redisFlags{url: rawURL}
+	clean, isCluster, err := protocol.ClusterURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	rf := redisFlags{url: clean, cluster: isCluster}
 	rdb, err := rf.open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)

@@ -41,7 +41,7 @@ func TestSameHostIDRefused(t *testing.T) {
 	cfg := s.crawl
 	cfg.Data = t.TempDir()
 	opt := mixed.Options{Crawl: cfg, Logger: s.log, Host: protocol.HostOptions{Config: s.cfg, Network: "n1", ID: "h1",
-		Local: s.client(addr), Center: s.client("n1"), LocalURL: s.redis[addr].URL()}}
+		Local: s.client(addr), Center: s.client("n1"), LocalURL: s.url(addr)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := mixed.Run(ctx, opt)

@@ -82,12 +82,10 @@ func firstCenter(opt Options) (redis.UniversalClient, func(), error) {
 	if opt.Host.Network == pc.Networks[0].Name && opt.Host.Center != nil {
 		return opt.Host.Center, func() {}, nil
 	}
-	ro, err := redis.ParseURL(pc.Networks[0].CenterRedis)
+	c, err := protocol.DialURL(pc.Networks[0].CenterRedis)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the first network's center (%s) has a Redis URL %q that does not parse: %w",
-			pc.Networks[0].Name, pc.Networks[0].CenterRedis, err)
+		return nil, nil, fmt.Errorf("the first network's center (%s): %w", pc.Networks[0].Name, err)
 	}
-	c := redis.NewClient(ro)
 	return c, func() { c.Close() }, nil
 }
 

@@ -30,9 +30,12 @@ type system struct {
 	truth *websim.Truth
 	cfg   *protocol.Config
 	crawl crawl.Config
-	redis map[string]*redistest.Server // node address → its Redis
-	dirs  map[string]string            // host address → data directory
-	log   *slog.Logger
+	redis map[string]*redistest.Server // node address → its Redis (a single server)
+	// clusters: node address → its Redis Cluster (newClusterSystem); a node is in
+	// redis or in clusters
+	clusters map[string]*redistest.Cluster
+	dirs     map[string]string // host address → data directory
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
@@ -42,6 +45,14 @@ type system struct {
 }
 
 func newSystem(t *testing.T, nets, hostsPer int, web websim.Config) *system {
+	t.Helper()
+	return newClusterSystem(t, nets, hostsPer, web, nil)
+}
+
+// newClusterSystem is newSystem with some nodes' Redis a 3-master Redis Cluster:
+// onCluster maps a node address ("n1", "n1/h2") to a cluster name, and nodes given the
+// same name share that cluster. The others get a redis-server each.
+func newClusterSystem(t *testing.T, nets, hostsPer int, web websim.Config, onCluster map[string]string) *system {
 	t.Helper()
 	srv, err := websim.Start(context.Background(), web)
 	if err != nil {
@@ -56,22 +67,32 @@ func newSystem(t *testing.T, nets, hostsPer int, web websim.Config) *system {
 	s := &system{t: t, srv: srv, truth: truth, redis: map[string]*redistest.Server{}, dirs: map[string]string{},
 		log:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		running: map[string]context.CancelFunc{}, errs: map[string]chan error{}, results: map[string][]mixed.Result{},
-		leave: map[string]bool{}}
+		leave: map[string]bool{}, clusters: map[string]*redistest.Cluster{}}
+	byName := map[string]*redistest.Cluster{}
+	backend := func(addr string) string {
+		if name, ok := onCluster[addr]; ok {
+			if byName[name] == nil {
+				byName[name] = redistest.StartCluster(t, 3)
+			}
+			s.clusters[addr] = byName[name]
+			return s.url(addr)
+		}
+		s.redis[addr] = redistest.Start(t, redistest.AppendOnlyEverySec())
+		return s.redis[addr].URL()
+	}
 	cfg := &protocol.Config{Crawl: "t", Batch: 16, Flush: protocol.Duration(40 * time.Millisecond),
 		AnswerTimeout: protocol.Duration(400 * time.Millisecond), RemoteTimeout: protocol.Duration(800 * time.Millisecond),
 		Heartbeat: protocol.Duration(150 * time.Millisecond), MemberTTL: protocol.Duration(900 * time.Millisecond),
 		Stable: protocol.Duration(300 * time.Millisecond)}
 	for i := range nets {
 		name := fmt.Sprintf("n%d", i+1)
-		rs := redistest.Start(t, redistest.AppendOnlyEverySec())
-		s.redis[name] = rs
-		nw := protocol.Network{Name: name, CenterRedis: rs.URL()}
+		nw := protocol.Network{Name: name, CenterRedis: backend(name)}
 		for j := range hostsPer {
 			id := fmt.Sprintf("h%d", j+1)
-			hr := redistest.Start(t, redistest.AppendOnlyEverySec())
-			s.redis[protocol.HostAddr(name, id)] = hr
-			s.dirs[protocol.HostAddr(name, id)] = t.TempDir()
-			nw.Hosts = append(nw.Hosts, protocol.HostEntry{ID: id, Redis: hr.URL()})
+			addr := protocol.HostAddr(name, id)
+			u := backend(addr)
+			s.dirs[addr] = t.TempDir()
+			nw.Hosts = append(nw.Hosts, protocol.HostEntry{ID: id, Redis: u})
 		}
 		cfg.Networks = append(cfg.Networks, nw)
 	}
@@ -93,10 +114,29 @@ func newSystem(t *testing.T, nets, hostsPer int, web websim.Config) *system {
 	return s
 }
 
+// client returns a new client of a node's Redis (a cluster client for a cluster),
+// closed when the test ends.
 func (s *system) client(addr string) redis.UniversalClient {
+	if cl := s.clusters[addr]; cl != nil {
+		return cl.Client()
+	}
 	c := s.redis[addr].Client()
 	s.t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// url is the Redis URL of a node as the configuration names it: a cluster's lists
+// every master (protocol.ClusterURL).
+func (s *system) url(addr string) string {
+	if cl := s.clusters[addr]; cl != nil {
+		as := cl.Addrs()
+		u := "redis://" + as[0] + "?cluster=true"
+		for _, a := range as[1:] {
+			u += "&addr=" + a
+		}
+		return u
+	}
+	return s.redis[addr].URL()
 }
 
 // startCenter runs the center of net.
@@ -114,7 +154,7 @@ func (s *system) startHost(net, id string, delay time.Duration) {
 	cfg := s.crawl
 	cfg.Data = s.dirs[addr]
 	opt := mixed.Options{Crawl: cfg, Logger: s.log, Leave: s.leave[addr], Host: protocol.HostOptions{Config: s.cfg, Network: net, ID: id,
-		Local: s.client(addr), Center: s.client(net), LocalURL: s.redis[addr].URL(), AnswerDelay: delay}}
+		Local: s.client(addr), Center: s.client(net), LocalURL: s.url(addr), AnswerDelay: delay}}
 	s.run(addr, func(ctx context.Context) error {
 		res, err := mixed.Run(ctx, opt)
 		s.mu.Lock()
@@ -185,9 +225,16 @@ func (s *system) wait(timeout time.Duration) {
 // report logs every node's state (for a failing test).
 func (s *system) report() {
 	ctx := context.Background()
-	for addr, rs := range s.redis {
+	addrs := []string{}
+	for addr := range s.redis {
+		addrs = append(addrs, addr)
+	}
+	for addr := range s.clusters {
+		addrs = append(addrs, addr)
+	}
+	for _, addr := range addrs {
 		net, host := protocol.SplitAddr(addr)
-		c := rs.Client()
+		c := s.client(addr)
 		if host == "" {
 			st, err := protocol.ReadCenterState(ctx, c, s.cfg.Crawl, net)
 			s.t.Logf("%s: %+v %v", addr, st, err)
@@ -256,7 +303,7 @@ func (s *system) check(allowedRepeats int) map[string]int {
 }
 
 func (s *system) stat(net, field string) int64 {
-	st, err := protocol.ReadCenterState(context.Background(), s.redis[net].Client(), s.cfg.Crawl, net)
+	st, err := protocol.ReadCenterState(context.Background(), s.client(net), s.cfg.Crawl, net)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -130,13 +130,60 @@ func NewCenter(opt CenterOptions) (*Center, error) {
 	return c, nil
 }
 
-// DialURL opens a Redis client for a redis:// or rediss:// URL.
+// DialURL opens a Redis client for a redis:// or rediss:// URL: a cluster client when
+// the URL names a Redis Cluster (ClusterURL), else a client of one server. It does no
+// I/O.
 func DialURL(rawURL string) (redis.UniversalClient, error) {
-	o, err := redis.ParseURL(rawURL)
+	clean, isCluster, err := ClusterURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if isCluster {
+		o, err := redis.ParseClusterURL(clean)
+		if err != nil {
+			return nil, fmt.Errorf("cannot use Redis Cluster URL %s: %w", redactURL(rawURL), err)
+		}
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(clean)
 	if err != nil {
 		return nil, fmt.Errorf("cannot use Redis URL %s: %w", redactURL(rawURL), err)
 	}
 	return redis.NewClient(o), nil
+}
+
+// ClusterURL tells whether a Redis URL of the configuration (a center_redis, a host's
+// redis, --local-redis, --center-redis) names a Redis Cluster: it does when it has
+// addr= parameters, more seed nodes in go-redis's form
+// (redis://h1:7000?addr=h2:7001&addr=h3:7002), or cluster=true
+// (redis://h1:7000?cluster=true, one seed node). It returns the URL without the
+// cluster parameter, ready for redis.ParseClusterURL or redis.ParseURL. Each center's
+// and each host's Redis may be a cluster or a single server, independently of the
+// others'.
+func ClusterURL(rawURL string) (clean string, isCluster bool, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", false, fmt.Errorf("cannot use Redis URL %s: it does not parse: give redis://host:port or rediss://host:port", redactURL(rawURL))
+	}
+	q := u.Query()
+	if v, ok := q["cluster"]; ok {
+		switch v[len(v)-1] {
+		case "true", "1", "yes":
+			isCluster = true
+		case "false", "0", "no":
+		default:
+			return "", false, fmt.Errorf("cannot use Redis URL %s: cluster=%s: want cluster=true or cluster=false", redactURL(rawURL), v[len(v)-1])
+		}
+		q.Del("cluster")
+	}
+	if len(q["addr"]) > 0 {
+		isCluster = true
+	}
+	if _, had := u.Query()["cluster"]; !had {
+		return rawURL, isCluster, nil
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), isCluster, nil
 }
 
 func redactURL(raw string) string {
@@ -487,14 +534,9 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 		c.count(ctx, "duplicate_frames", 1)
 		return nil
 	}
-	args := make([]any, 0, len(f.URLSet)+1)
-	args = append(args, f.Number)
-	for u := range f.URLSet {
-		args = append(args, u)
-	}
-	surv, err := claimLocalScript.Run(ctx, c.rdb, []string{c.k.claims()}, args...).StringSlice()
+	surv, err := c.claimLocal(ctx, f)
 	if err != nil {
-		return fmt.Errorf("cannot claim URLs: %w", err)
+		return err
 	}
 	c.m.urls.WithLabelValues("claimed_dup").Add(float64(len(f.URLSet) - len(surv)))
 	now := nowMS()
@@ -603,22 +645,35 @@ func (c *Center) finalize(ctx context.Context, p redis.Pipeliner, r *round) erro
 	c.m.roundTime.WithLabelValues("total").Observe(float64(now-r.Arrived) / 1000)
 	delete(c.dist, r.Number)
 	p.HDel(ctx, c.k.distReducePool(), r.Number)
+	// The claims live in the parts, so they cannot commit with the round's end (the
+	// core): they are written first, naming the frame ("P:NUMBER", "S:NUMBER"). After a
+	// crash between the two steps the round (read back from its pool) or its frame
+	// (delivered again) runs again: claimLocalLua lets a frame keep the URLs it passed,
+	// and setting a claim again is harmless. To every other frame a P claim is final
+	// evidence, as it will be once the round ends.
+	claims := map[int][]any{}
 	if len(r.URLs) > 0 {
-		claims := make([]any, 0, 2*len(r.URLs))
 		tasks := make([]any, 0, len(r.URLs))
 		for u := range r.URLs {
-			claims = append(claims, URLHash(u), "P")
+			i := PartOf(u)
+			claims[i] = append(claims[i], URLHash(u), "P:"+r.Number)
 			tasks = append(tasks, mustJSON(Task{URL: u, Depth: r.Depth[u], Hops: r.Hops[u]}))
 		}
-		p.HSet(ctx, c.k.claims(), claims...)
 		p.RPush(ctx, c.k.taskURL(), tasks...)
 	}
-	if len(r.Dropped) > 0 {
-		claims := make([]any, 0, 2*len(r.Dropped))
-		for _, u := range r.Dropped {
-			claims = append(claims, URLHash(u), "S")
+	for _, u := range r.Dropped {
+		i := PartOf(u)
+		claims[i] = append(claims[i], URLHash(u), "S:"+r.Number)
+	}
+	if len(claims) > 0 {
+		cp := c.rdb.Pipeline()
+		for i, kv := range claims {
+			cp.HSet(ctx, c.k.claims(i), kv...)
 		}
-		p.HSet(ctx, c.k.claims(), claims...)
+		if _, err := cp.Exec(ctx); err != nil {
+			p.Discard()
+			return fmt.Errorf("cannot mark claims: %w", err)
+		}
 	}
 	p.HIncrBy(ctx, c.k.stats(), "urls_passed", int64(len(r.URLs)))
 	p.HIncrBy(ctx, c.k.stats(), "rounds_finished", 1)
@@ -654,20 +709,9 @@ func (c *Center) onRequest(ctx context.Context, f *Frame) error {
 	} else if !errors.Is(err, redis.Nil) {
 		return err
 	}
-	us := make([]string, 0, len(f.URLSet))
-	args := make([]any, 0, 2*len(f.URLSet)+1)
-	args = append(args, f.Number)
-	for u := range f.URLSet {
-		us = append(us, u)
-		home := "0"
-		if Pick(Site(u), c.homes) == c.net {
-			home = "1"
-		}
-		args = append(args, u, home)
-	}
-	marks, err := claimRemoteScript.Run(ctx, c.rdb, []string{c.k.claims()}, args...).Int64Slice()
+	us, marks, err := c.claimRemote(ctx, f)
 	if err != nil {
-		return fmt.Errorf("cannot check claims: %w", err)
+		return err
 	}
 	now := nowMS()
 	r := &round{Number: f.Number, Kind: kindIn, Origin: f.IP, URLs: make(map[string]uint8, len(us)),
@@ -706,10 +750,14 @@ func (c *Center) answerRemote(ctx context.Context, r *round) error {
 	}
 	c.m.roundTime.WithLabelValues("remote_check").Observe(float64(now-r.PassStart) / 1000)
 	ans := &Frame{URLSet: r.URLs, IP: c.net, Number: r.Number, Flag: FlagAnswer}
+	// The answer kept for a repeated request lives in a part: it is written first (a
+	// crash before the round ends answers again, the same answer).
+	if err := c.rdb.Set(ctx, c.k.answered(r.Number), ans.Encode(), time.Hour).Err(); err != nil {
+		return err
+	}
 	delete(c.dist, r.Number)
 	p := c.rdb.TxPipeline()
 	p.HDel(ctx, c.k.distReducePool(), r.Number)
-	p.Set(ctx, c.k.answered(r.Number), ans.Encode(), time.Hour)
 	c.tr.queue(p, ctx, r.Origin, ans, false)
 	_, err := p.Exec(ctx)
 	return err
@@ -916,7 +964,7 @@ func mustJSON(v any) []byte {
 // its Redis is unreachable) until it is back, or until it leaves.
 func (c *Center) dispatchLoop(ctx context.Context) {
 	// A crash between the move and the hand-out left a batch in task_URL:sending: put it
-	// back (acceptScript makes a repeated hand-out harmless).
+	// back (acceptLua makes a repeated hand-out harmless).
 	for ctx.Err() == nil && c.rdb.LMove(ctx, c.k.taskURLSend(), c.k.taskURL(), "RIGHT", "LEFT").Err() == nil {
 	}
 	for ctx.Err() == nil {
@@ -1006,7 +1054,7 @@ func (c *Center) dispatch(ctx context.Context) (int, error) {
 }
 
 // handOut delivers one group: to another network's task_URL (counted in its received
-// counter, for termination) or, through acceptScript, to one of our hosts.
+// counter, for termination) or, through acceptLua, to one of our hosts.
 func (c *Center) handOut(ctx context.Context, dest string, reg map[string]string, args []any) error {
 	if dest[0] == '@' {
 		net := dest[1:]
@@ -1026,11 +1074,98 @@ func (c *Center) handOut(ctx context.Context, dest string, reg map[string]string
 		return err
 	}
 	hk := keysFor(c.cfg.Crawl, HostAddr(c.net, dest))
-	n, err := acceptScript.Run(ctx, cl, []string{hk.finishURL(), hk.taskPool(), hk.received(), hk.leaving()}, args...).Int64()
-	if err == nil && n < 0 {
-		err = fmt.Errorf("host %s is leaving", dest)
+	byPart := map[int][]any{}
+	for i := 0; i < len(args); i += 2 {
+		j := partOfHash(args[i].(string))
+		byPart[j] = append(byPart[j], args[i], args[i+1])
 	}
-	return err
+	p := cl.Pipeline()
+	cmds := map[int]*redis.Cmd{}
+	for i, a := range byPart {
+		cmds[i] = p.Eval(ctx, acceptLua, []string{hk.finishURL(i), hk.taskPool(i), hk.partReceived(i), hk.leaving(i)}, a...)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return err
+	}
+	for _, cmd := range cmds {
+		if n, err := cmd.Int64(); err != nil {
+			return err
+		} else if n < 0 {
+			return fmt.Errorf("host %s is leaving", dest)
+		}
+	}
+	return nil
+}
+
+// claimLocal runs claimLocalLua on every part that holds URLs of f and returns the
+// survivors.
+func (c *Center) claimLocal(ctx context.Context, f *Frame) ([]string, error) {
+	byPart := map[int][]any{}
+	for u := range f.URLSet {
+		i := PartOf(u)
+		if byPart[i] == nil {
+			byPart[i] = []any{f.Number}
+		}
+		byPart[i] = append(byPart[i], u)
+	}
+	p := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, 0, len(byPart))
+	for i, args := range byPart {
+		cmds = append(cmds, p.Eval(ctx, claimLocalLua, []string{c.k.claims(i)}, args...))
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("cannot claim URLs: %w", err)
+	}
+	var surv []string
+	for _, cmd := range cmds {
+		v, err := cmd.StringSlice()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("cannot claim URLs: %w", err)
+		}
+		surv = append(surv, v...)
+	}
+	return surv, nil
+}
+
+// claimRemote runs claimRemoteLua on every part that holds URLs of f and returns
+// the URLs with their marks.
+func (c *Center) claimRemote(ctx context.Context, f *Frame) ([]string, []int64, error) {
+	byPart := map[int][]string{}
+	for u := range f.URLSet {
+		byPart[PartOf(u)] = append(byPart[PartOf(u)], u)
+	}
+	p := c.rdb.Pipeline()
+	type call struct {
+		us  []string
+		cmd *redis.Cmd
+	}
+	calls := make([]call, 0, len(byPart))
+	for i, us := range byPart {
+		args := make([]any, 0, 2*len(us)+1)
+		args = append(args, f.Number)
+		for _, u := range us {
+			home := "0"
+			if Pick(Site(u), c.homes) == c.net {
+				home = "1"
+			}
+			args = append(args, u, home)
+		}
+		calls = append(calls, call{us, p.Eval(ctx, claimRemoteLua, []string{c.k.claims(i)}, args...)})
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return nil, nil, fmt.Errorf("cannot check claims: %w", err)
+	}
+	var us []string
+	var marks []int64
+	for _, cl := range calls {
+		m, err := cl.cmd.Int64Slice()
+		if err != nil || len(m) != len(cl.us) {
+			return nil, nil, fmt.Errorf("cannot check claims: %v (%d marks for %d URLs)", err, len(m), len(cl.us))
+		}
+		us = append(us, cl.us...)
+		marks = append(marks, m...)
+	}
+	return us, marks, nil
 }
 
 // CenterState is the work held in a center's Redis.
@@ -1054,7 +1189,7 @@ func ReadCenterState(ctx context.Context, rdb redis.UniversalClient, crawl, net 
 	p := rdb.TxPipeline()
 	lens := []*redis.IntCmd{p.LLen(ctx, k.taskURL()), p.LLen(ctx, k.taskURLSend()), p.HLen(ctx, k.localReducePool()),
 		p.HLen(ctx, k.distReducePool()), p.LLen(ctx, k.inbox()), p.LLen(ctx, k.inboxProc()), p.LLen(ctx, k.outbox()),
-		p.LLen(ctx, k.outboxSend()), p.HLen(ctx, k.claims()), p.Exists(ctx, k.done())}
+		p.LLen(ctx, k.outboxSend()), p.Exists(ctx, k.done())}
 	recv := p.Get(ctx, k.received())
 	reg := p.HGetAll(ctx, k.registered())
 	stats := p.HGetAll(ctx, k.stats())
@@ -1062,9 +1197,22 @@ func ReadCenterState(ctx context.Context, rdb redis.UniversalClient, crawl, net 
 		return CenterState{}, fmt.Errorf("cannot read the state of center %s: %w", net, err)
 	}
 	r, _ := recv.Int64()
+	// The claims (in the parts) hold no work: counted after, outside the transaction.
+	cp := rdb.Pipeline()
+	claims := make([]*redis.IntCmd, Parts)
+	for i := range Parts {
+		claims[i] = cp.HLen(ctx, k.claims(i))
+	}
+	if _, err := cp.Exec(ctx); err != nil {
+		return CenterState{}, fmt.Errorf("cannot read the claims of center %s: %w", net, err)
+	}
+	var nclaims int64
+	for _, c := range claims {
+		nclaims += c.Val()
+	}
 	return CenterState{TaskURL: lens[0].Val() + lens[1].Val(), LocalPool: lens[2].Val(), DistPool: lens[3].Val(),
-		Inbox: lens[4].Val() + lens[5].Val(), Outbox: lens[6].Val() + lens[7].Val(), Claims: lens[8].Val(),
-		Done: lens[9].Val() > 0, Received: r, Registered: reg.Val(), Stats: parseStats(stats.Val())}, nil
+		Inbox: lens[4].Val() + lens[5].Val(), Outbox: lens[6].Val() + lens[7].Val(), Claims: nclaims,
+		Done: lens[8].Val() > 0, Received: r, Registered: reg.Val(), Stats: parseStats(stats.Val())}, nil
 }
 
 // terminationLoop: the leader (the live network with the smallest name) scans the whole

@@ -6,9 +6,15 @@
 //
 // # State (SPEC §0 "State")
 //
-// Every key starts with "spider:proto:CRAWL:ADDR:" (ADDR = "NET" for a center,
-// "NET/HOST" for a host), so the one-Redis-per-node layout of the document is the
-// normal case but nodes may share a Redis.
+// Every key starts with "spider:proto:CRAWL:{TAG}:", so the one-Redis-per-node layout
+// of the document is the normal case but nodes may share a Redis. A node's core keys
+// (TAG = its address ADDR: "NET" for a center, "NET/HOST" for a host) share one hash
+// tag, so its transactions and scripts stay in one Redis Cluster slot; its growing sets
+// are split into Parts parts by URL hash (TAG = "ADDR#I.SALT", the salt chosen so the
+// parts' slots are spaced evenly over the 16384 slots): a host's finish_URL, task_pool,
+// task_pool:processing, URL_pool and leaving mark, a center's claims and answered:N.
+// Each node's Redis may therefore be a Redis Cluster (ClusterURL), and a cluster of M
+// masters with equal slot ranges holds about 1/M of each node's parts.
 //
 //	host (local_Redis)   finish_URL  SET of URLHash: URLs handed to this host
 //	                     task_pool   LIST of tasks {u, d, r}; task_pool:processing
@@ -18,7 +24,7 @@
 //	                     local_reduce_pool  HASH number → round (network pass)
 //	                     dist_reduce_pool   HASH number → round (cross-network pass, both
 //	                                        our frames out and other networks' frames in)
-//	                     claims      HASH URLHash → F:number | R:number | P | S
+//	                     claims      HASH URLHash → F:number | R:number | P:number | S:number
 //	                     registered  HASH host ID → its Redis URL; left SET of host IDs
 //	                     numbers     SET of frame numbers handled; answered:N
 //	both                 inbox, outbox (+ :processing, :sending), received, stats
@@ -34,9 +40,11 @@
 //
 // # Passes (SPEC §0 "Flow")
 //
-//  1. Local pass (Host.LocalPass, one Lua script): up to Batch URLs leave URL_pool, those
-//     whose hash is in finish_URL are dropped, the rest become a flag-1 frame queued in
-//     the host's outbox — atomically, so a crash loses no URL.
+//  1. Local pass (Host.LocalPass): up to Batch URLs of URL_pool, those whose hash is in
+//     finish_URL are dropped, the rest become a flag-1 frame queued in the host's outbox
+//     (one Lua script), and only then do they leave URL_pool, so a crash loses no URL (a
+//     crash in between submits them again in a later frame, which the center drops as
+//     claimed).
 //  2. Network pass (Center.onSubmit, onAnswer): the center stores the frame in
 //     local_reduce_pool, sets flag 2 and broadcasts it to every other live host of the
 //     network (the frame keeps the originator's IP, and a host drops a request carrying
@@ -55,7 +63,7 @@
 // network (below) is another network is handed to that network's task_URL; otherwise to
 // the registered host picked by rendezvous hashing of the URL's host:port, so a site is
 // crawled by one host of one network (politeness and robots.txt stay in one place). The
-// hand-out adds the URL's hash to the host's finish_URL in the same script (acceptScript):
+// hand-out adds the URL's hash to the host's finish_URL in the same script (acceptLua):
 // a host answers "seen" for a URL from the moment it owns it, not after the fetch, and a
 // repeated hand-out is a no-op.
 //
@@ -120,8 +128,9 @@
 // # Termination
 //
 // The leader (the live network with the smallest name) scans every center and every
-// registered host every Stable: list and pool lengths and received counters, each node in
-// one MULTI. Because an entry is always in some list (outbox, sending, inbox, processing,
+// registered host every Stable: list and pool lengths and received counters, each node's
+// parts first and then its core in one MULTI (work moves only from a part to the core,
+// so nothing moving during the read is missed). Because an entry is always in some list (outbox, sending, inbox, processing,
 // pool) and every delivery raises the receiver's counter, two scans in a row that find
 // nothing and the same counter sum, after at least one task was handed out, mean no work
 // and no frame in flight anywhere. The leader then sets the done flag in every center's

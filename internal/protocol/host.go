@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,10 +25,12 @@ type Task struct {
 	Hops  int    `json:"r,omitempty"`
 }
 
-// Taken is a task handed out by Host.Take; Raw identifies it for Complete.
+// Taken is a task handed out by Host.Take; Raw (and its part) identify it for
+// Complete.
 type Taken struct {
 	Task
-	Raw string
+	Raw  string
+	part int
 }
 
 // HostOptions configures a Host.
@@ -75,6 +79,7 @@ type Host struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	next   atomic.Uint32 // the part Take and LocalPass start from, turning
 }
 
 // NewHost checks the options and returns a host that has done no I/O yet.
@@ -156,16 +161,18 @@ func (h *Host) Start(ctx context.Context) error {
 	if err := h.tr.recover(ctx); err != nil {
 		return err
 	}
-	for {
-		err := h.opt.Local.LMove(ctx, h.k.taskProc(), h.k.taskPool(), "RIGHT", "LEFT").Err()
-		if errors.Is(err, redis.Nil) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("cannot recover task_pool:processing: %w", err)
+	for i := range Parts {
+		for {
+			err := h.opt.Local.LMove(ctx, h.k.taskProc(i), h.k.taskPool(i), "RIGHT", "LEFT").Err()
+			if errors.Is(err, redis.Nil) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("cannot recover task_pool:processing: %w", err)
+			}
 		}
 	}
-	if err := h.opt.Local.Del(ctx, h.k.leaving()).Err(); err != nil { // a host that left may come back
+	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) { p.Del(ctx, h.k.leaving(i)) }); err != nil { // a host that left may come back
 		return fmt.Errorf("cannot clear the leaving mark of host %s: %w", h.addr, err)
 	}
 	reg := h.opt.Center.TxPipeline()
@@ -216,13 +223,18 @@ func (h *Host) Leave(ctx context.Context) error {
 		h.wg.Wait()
 		h.cancel = nil
 	}
-	if err := h.opt.Local.Set(ctx, h.k.leaving(), time.Now().UnixMilli(), 0).Err(); err != nil {
+	now := time.Now().UnixMilli()
+	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) { p.Set(ctx, h.k.leaving(i), now, 0) }); err != nil {
 		return fmt.Errorf("cannot mark host %s leaving: %w", h.addr, err)
 	}
 	if err := h.tr.recover(ctx); err != nil {
 		return err
 	}
-	for _, key := range []string{h.k.taskProc(), h.k.taskPool()} {
+	var lists []string
+	for i := range Parts {
+		lists = append(lists, h.k.taskProc(i), h.k.taskPool(i))
+	}
+	for _, key := range lists {
 		for {
 			items, err := h.opt.Local.LRange(ctx, key, 0, 255).Result()
 			if err != nil {
@@ -279,42 +291,72 @@ func (h *Host) Done(ctx context.Context) (bool, error) {
 	return n > 0, nil
 }
 
+// eachPart runs fn for every part in one pipeline (one round trip per Redis Cluster
+// master) and returns the first error.
+func (h *Host) eachPart(ctx context.Context, fn func(p redis.Pipeliner, i int)) error {
+	p := h.opt.Local.Pipeline()
+	for i := range Parts {
+		fn(p, i)
+	}
+	_, err := p.Exec(ctx)
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
 // AddSeeds puts seed URLs into URL_pool: they go through the protocol like any
 // discovered URL, so every host may be given the same seeds.
 func (h *Host) AddSeeds(ctx context.Context, seeds []Task) error {
-	if len(seeds) == 0 {
-		return nil
+	byPart := map[int][]Task{}
+	for _, s := range seeds {
+		byPart[PartOf(s.URL)] = append(byPart[PartOf(s.URL)], s)
 	}
-	if err := seedScript.Run(ctx, h.opt.Local, []string{h.k.urlPool()}, triples(seeds)...).Err(); err != nil {
-		return fmt.Errorf("cannot add seeds to URL_pool: %w", err)
+	for i, ts := range byPart {
+		if err := seedScript.Run(ctx, h.opt.Local, []string{h.k.urlPool(i)}, triples(ts)...).Err(); err != nil {
+			return fmt.Errorf("cannot add seeds to URL_pool: %w", err)
+		}
 	}
 	return nil
 }
 
-// Take moves up to n tasks from task_pool to task_pool:processing and returns them.
-// Each must end with Complete (or stay for the next start to re-queue).
+// Take moves about n tasks (at least one from every part that has any, up to
+// n/Parts rounded up from each) from task_pool to task_pool:processing and returns
+// them. Each must end with Complete (or stay for the next start to re-queue).
 func (h *Host) Take(ctx context.Context, n int) ([]Taken, error) {
-	items, err := takeScript.Run(ctx, h.opt.Local, []string{h.k.taskPool(), h.k.taskProc()}, n).StringSlice()
-	if err != nil {
+	per := max(1, (n+Parts-1)/Parts)
+	p := h.opt.Local.Pipeline()
+	cmds := make([]*redis.Cmd, Parts)
+	for i := range Parts {
+		cmds[i] = p.Eval(ctx, takeLua, []string{h.k.taskPool(i), h.k.taskProc(i)}, per)
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("cannot take tasks from task_pool: %w", err)
 	}
-	out := make([]Taken, 0, len(items))
-	for _, raw := range items {
-		var t Task
-		if err := json.Unmarshal([]byte(raw), &t); err != nil || t.URL == "" {
-			h.log.Error("dropping an unreadable task", "host", h.addr, "task", raw)
-			h.opt.Local.LRem(ctx, h.k.taskProc(), 1, raw)
-			continue
+	var out []Taken
+	for i, c := range cmds {
+		items, err := c.StringSlice()
+		if err != nil {
+			return nil, fmt.Errorf("cannot take tasks from task_pool: %w", err)
 		}
-		out = append(out, Taken{Task: t, Raw: raw})
+		for _, raw := range items {
+			var t Task
+			if err := json.Unmarshal([]byte(raw), &t); err != nil || t.URL == "" {
+				h.log.Error("dropping an unreadable task", "host", h.addr, "task", raw)
+				h.opt.Local.LRem(ctx, h.k.taskProc(i), 1, raw)
+				continue
+			}
+			out = append(out, Taken{Task: t, Raw: raw, part: i})
+		}
 	}
 	return out, nil
 }
 
-// Complete ends a task and adds its discovered URLs to URL_pool in one step.
+// Complete ends a task and adds its discovered URLs to URL_pool (the task's part) in
+// one step.
 func (h *Host) Complete(ctx context.Context, t Taken, discovered []Task) error {
 	args := append([]any{t.Raw}, triples(discovered)...)
-	if err := completeScript.Run(ctx, h.opt.Local, []string{h.k.taskProc(), h.k.urlPool(), h.k.stats()}, args...).Err(); err != nil {
+	if err := completeScript.Run(ctx, h.opt.Local, []string{h.k.taskProc(t.part), h.k.urlPool(t.part), h.k.partStats(t.part)}, args...).Err(); err != nil {
 		return fmt.Errorf("cannot complete task %s: %w", t.URL, err)
 	}
 	return nil
@@ -328,19 +370,109 @@ func triples(ts []Task) []any {
 	return out
 }
 
-// LocalPass runs the local pass once: up to one batch of URL_pool is checked against
-// finish_URL and the survivors are queued to the center as a flag-1 frame. It returns
-// the URLs kept and dropped; 0, 0 means URL_pool was empty.
+// LocalPass runs the local pass once: up to one batch of URL_pool (taken from its
+// parts in turn) is checked against finish_URL and the survivors are queued to the
+// center as a flag-1 frame; the URLs leave URL_pool only after the frame is queued
+// (queueFrameScript). It returns the URLs kept and dropped; 0, 0 means URL_pool was
+// empty. Calls must not overlap.
 func (h *Host) LocalPass(ctx context.Context) (kept, dropped int, err error) {
-	res, err := localPassScript.Run(ctx, h.opt.Local,
-		[]string{h.k.urlPool(), h.k.finishURL(), h.k.outbox(), h.k.seq(), h.k.stats()},
-		h.cfg.Batch, h.opt.Network, h.opt.ID, h.opt.Network, time.Now().UnixMilli()).Int64Slice()
+	lens := make([]*redis.IntCmd, Parts)
+	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) { lens[i] = p.HLen(ctx, h.k.urlPool(i)) }); err != nil {
+		return 0, 0, fmt.Errorf("cannot run the local pass: %w", err)
+	}
+	first := int(h.next.Add(1)) % Parts
+	want := make([]int, Parts)
+	for left, j := h.cfg.Batch, 0; j < Parts && left > 0; j++ {
+		i := (first + j) % Parts
+		want[i] = min(int(lens[i].Val()), left)
+		left -= want[i]
+	}
+	read := make([]*redis.KeyValueSliceCmd, Parts)
+	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) {
+		if want[i] > 0 {
+			read[i] = p.HRandFieldWithValues(ctx, h.k.urlPool(i), want[i])
+		}
+	}); err != nil {
+		return 0, 0, fmt.Errorf("cannot run the local pass: %w", err)
+	}
+	type entry struct {
+		u, v string
+		part int
+	}
+	var es []entry
+	for i, c := range read {
+		if c != nil {
+			for _, kv := range c.Val() {
+				es = append(es, entry{kv.Key, kv.Value, i})
+			}
+		}
+	}
+	if len(es) == 0 {
+		return 0, 0, nil
+	}
+	us := make([]string, len(es))
+	for i, e := range es {
+		us[i] = e.u
+	}
+	seen, err := h.finished(ctx, us)
 	if err != nil {
 		return 0, 0, fmt.Errorf("cannot run the local pass: %w", err)
 	}
-	h.m.urls.WithLabelValues("submitted").Add(float64(res[0]))
-	h.m.urls.WithLabelValues("local_dup").Add(float64(res[1]))
-	return int(res[0]), int(res[1]), nil
+	args := []any{h.opt.Network, h.opt.ID, h.opt.Network, time.Now().UnixMilli(), 0}
+	del := map[int][]any{}
+	for i, e := range es {
+		del[e.part] = append(del[e.part], e.u, e.v)
+		if seen[i] {
+			dropped++
+			continue
+		}
+		d, r, _ := strings.Cut(e.v, ":")
+		args = append(args, e.u, d, r)
+		kept++
+	}
+	args[4] = dropped
+	if err := queueFrameScript.Run(ctx, h.opt.Local, []string{h.k.outbox(), h.k.seq(), h.k.stats()}, args...).Err(); err != nil {
+		return 0, 0, fmt.Errorf("cannot run the local pass: %w", err)
+	}
+	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) {
+		if len(del[i]) > 0 {
+			p.Eval(ctx, poolDelLua, []string{h.k.urlPool(i)}, del[i]...)
+		}
+	}); err != nil {
+		// The frame is queued: the URLs left behind go again in a later frame, which the
+		// center drops as claimed.
+		return kept, dropped, fmt.Errorf("cannot remove submitted URLs from URL_pool: %w", err)
+	}
+	h.m.urls.WithLabelValues("submitted").Add(float64(kept))
+	h.m.urls.WithLabelValues("local_dup").Add(float64(dropped))
+	return kept, dropped, nil
+}
+
+// finished reports, for each URL, whether its hash is in finish_URL (its part).
+func (h *Host) finished(ctx context.Context, us []string) ([]bool, error) {
+	byPart := map[int][]int{} // part → indexes in us
+	for i, u := range us {
+		byPart[PartOf(u)] = append(byPart[PartOf(u)], i)
+	}
+	cmds := map[int]*redis.BoolSliceCmd{}
+	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) {
+		if idx := byPart[i]; len(idx) > 0 {
+			hs := make([]any, len(idx))
+			for j, k := range idx {
+				hs[j] = URLHash(us[k])
+			}
+			cmds[i] = p.SMIsMember(ctx, h.k.finishURL(i), hs...)
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("cannot look up finish_URL: %w", err)
+	}
+	out := make([]bool, len(us))
+	for i, c := range cmds {
+		for j, in := range c.Val() {
+			out[byPart[i][j]] = in
+		}
+	}
+	return out, nil
 }
 
 // localLoop runs the local pass every Flush, as many batches as URL_pool holds.
@@ -413,14 +545,12 @@ func (h *Host) answer(ctx context.Context, f *Frame) error {
 		}
 	}
 	us := make([]string, 0, len(f.URLSet))
-	hs := make([]any, 0, len(f.URLSet))
 	for u := range f.URLSet {
 		us = append(us, u)
-		hs = append(hs, URLHash(u))
 	}
-	in, err := h.opt.Local.SMIsMember(ctx, h.k.finishURL(), hs...).Result()
+	in, err := h.finished(ctx, us)
 	if err != nil {
-		return fmt.Errorf("cannot look up finish_URL: %w", err)
+		return err
 	}
 	ans := &Frame{URLSet: make(map[string]uint8, len(us)), IP: h.addr, Number: f.Number, Flag: FlagAnswer}
 	seen := 0
@@ -453,22 +583,54 @@ func (s HostState) Busy() bool {
 	return s.TaskPool+s.Processing+s.URLPool+s.Inbox+s.Outbox > 0
 }
 
-// ReadHostState reads a host's state from its Redis in one transaction.
+// ReadHostState reads a host's state from its Redis: its parts first, then its core
+// in one transaction. Work moves between them only from a part to the core (the local
+// pass queues a frame before it removes the frame's URLs from URL_pool), so reading in
+// this order never misses work that moves during the read.
 func ReadHostState(ctx context.Context, rdb redis.UniversalClient, crawl, addr string) (HostState, error) {
 	k := keysFor(crawl, addr)
+	var st HostState
+	st.Stats = map[string]int64{}
+	pp := rdb.Pipeline()
+	type partCmds struct {
+		pool, proc, urls, fin *redis.IntCmd
+		recv                  *redis.StringCmd
+		stats                 *redis.MapStringStringCmd
+	}
+	parts := make([]partCmds, Parts)
+	for i := range Parts {
+		parts[i] = partCmds{pp.LLen(ctx, k.taskPool(i)), pp.LLen(ctx, k.taskProc(i)), pp.HLen(ctx, k.urlPool(i)),
+			pp.SCard(ctx, k.finishURL(i)), pp.Get(ctx, k.partReceived(i)), pp.HGetAll(ctx, k.partStats(i))}
+	}
+	if _, err := pp.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return HostState{}, fmt.Errorf("cannot read the state of host %s: %w", addr, err)
+	}
+	for _, c := range parts {
+		st.TaskPool += c.pool.Val()
+		st.Processing += c.proc.Val()
+		st.URLPool += c.urls.Val()
+		st.Finished += c.fin.Val()
+		r, _ := c.recv.Int64()
+		st.Received += r
+		for f, n := range parseStats(c.stats.Val()) {
+			st.Stats[f] += n
+		}
+	}
 	p := rdb.TxPipeline()
-	lens := []*redis.IntCmd{p.LLen(ctx, k.taskPool()), p.LLen(ctx, k.taskProc()), p.HLen(ctx, k.urlPool()),
-		p.LLen(ctx, k.inbox()), p.LLen(ctx, k.inboxProc()), p.LLen(ctx, k.outbox()), p.LLen(ctx, k.outboxSend()),
-		p.SCard(ctx, k.finishURL())}
+	lens := []*redis.IntCmd{p.LLen(ctx, k.inbox()), p.LLen(ctx, k.inboxProc()), p.LLen(ctx, k.outbox()), p.LLen(ctx, k.outboxSend())}
 	recv := p.Get(ctx, k.received())
 	stats := p.HGetAll(ctx, k.stats())
 	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return HostState{}, fmt.Errorf("cannot read the state of host %s: %w", addr, err)
 	}
 	r, _ := recv.Int64()
-	return HostState{TaskPool: lens[0].Val(), Processing: lens[1].Val(), URLPool: lens[2].Val(),
-		Inbox: lens[3].Val() + lens[4].Val(), Outbox: lens[5].Val() + lens[6].Val(), Finished: lens[7].Val(),
-		Received: r, Stats: parseStats(stats.Val())}, nil
+	st.Received += r
+	st.Inbox = lens[0].Val() + lens[1].Val()
+	st.Outbox = lens[2].Val() + lens[3].Val()
+	for f, n := range parseStats(stats.Val()) {
+		st.Stats[f] += n
+	}
+	return st, nil
 }
 
 func parseStats(m map[string]string) map[string]int64 {

@@ -1,15 +1,97 @@
 package protocol
 
-// nodeKeys names the Redis keys of one node (a host or a center). Every key starts with
-// "spider:proto:CRAWL:ADDR:", so several nodes may share one Redis in a small set-up,
-// although the document gives each its own.
-type nodeKeys struct{ p string }
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
 
-func keysFor(crawl, addr string) nodeKeys {
-	return nodeKeys{p: "spider:proto:" + crawl + ":" + addr + ":"}
+// Parts is the number of parts a node's growing sets are split into: a host's
+// finish_URL, task_pool and URL_pool, a center's claims. A URL belongs to part
+// PartOf(url). Each part has a Redis Cluster hash tag of its own, and the
+// parts' tags are chosen so that their hash slots are spaced evenly over the 16384
+// slots (partTag): a node's Redis that is a cluster whose masters own equal slot ranges
+// holds an equal share of the parts — 4 of 12 on each of 3 masters, 3 on each of 4,
+// 2 on each of 6.
+const Parts = 12
+
+// nodeKeys names the Redis keys of one node (a host or a center). Every key starts with
+// "spider:proto:CRAWL:{TAG}:", where TAG is the node's address for its core keys (the
+// queues, counters and pools that its transactions and scripts change together, so
+// they share one slot of a Redis Cluster) and a part tag for its parts. Several nodes
+// may share one Redis (or one cluster) in a small set-up, although the document gives
+// each its own.
+type nodeKeys struct {
+	p     string        // core prefix
+	parts [Parts]string // part prefixes
 }
 
-// Transport lists (every node).
+var keysCache sync.Map // crawl + "\x00" + addr → nodeKeys
+
+func keysFor(crawl, addr string) nodeKeys {
+	ck := crawl + "\x00" + addr
+	if k, ok := keysCache.Load(ck); ok {
+		return k.(nodeKeys)
+	}
+	k := nodeKeys{p: "spider:proto:" + crawl + ":{" + addr + "}:"}
+	for i := range Parts {
+		k.parts[i] = "spider:proto:" + crawl + ":{" + partTag(addr, i) + "}:"
+	}
+	keysCache.Store(ck, k)
+	return k
+}
+
+// partTag returns the hash tag of part i of the node at addr: "ADDR#I.SALT" with the
+// smallest SALT whose slot lies in the middle half of the i-th of Parts equal slot
+// ranges. Aiming at the middle keeps a part on its range's master even when the
+// ranges' boundaries are a slot or two off (redis-cli --cluster create gives 3
+// masters 0–5460, 5461–10922, 10923–16383).
+func partTag(addr string, i int) string {
+	w := keySlots / Parts
+	lo, hi := i*w+w/4, i*w+3*w/4
+	var b strings.Builder
+	for salt := 0; ; salt++ {
+		b.Reset()
+		b.WriteString(addr)
+		b.WriteByte('#')
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('.')
+		b.WriteString(strconv.Itoa(salt))
+		if s := int(crc16(b.String()) % keySlots); s >= lo && s < hi {
+			return b.String()
+		}
+	}
+}
+
+// PartOf returns the part (0 to Parts-1) of a URL: its hash's first four hex digits
+// modulo Parts.
+func PartOf(rawURL string) int { return partOfHash(URLHash(rawURL)) }
+
+func partOfHash(hash string) int {
+	v, _ := strconv.ParseUint(hash[:4], 16, 32)
+	return int(v % Parts)
+}
+
+// keySlots is the number of Redis Cluster hash slots.
+const keySlots = 16384
+
+// crc16 is CRC-16/XMODEM, the checksum of the Redis Cluster key slots.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// Transport lists (every node; core).
 func (k nodeKeys) inbox() string      { return k.p + "inbox" }
 func (k nodeKeys) inboxProc() string  { return k.p + "inbox:processing" }
 func (k nodeKeys) outbox() string     { return k.p + "outbox" }
@@ -17,27 +99,40 @@ func (k nodeKeys) outboxSend() string { return k.p + "outbox:sending" }
 func (k nodeKeys) received() string   { return k.p + "received" }
 func (k nodeKeys) stats() string      { return k.p + "stats" }
 
-// local_Redis (hosts).
-func (k nodeKeys) finishURL() string { return k.p + "finish_URL" }
-func (k nodeKeys) taskPool() string  { return k.p + "task_pool" }
-func (k nodeKeys) taskProc() string  { return k.p + "task_pool:processing" }
-func (k nodeKeys) urlPool() string   { return k.p + "URL_pool" }
-func (k nodeKeys) seq() string       { return k.p + "seq" }
-func (k nodeKeys) leaving() string   { return k.p + "leaving" }
+// local_Redis (hosts): core.
+func (k nodeKeys) seq() string { return k.p + "seq" }
 
-// center_Redis (centers).
+// local_Redis (hosts): part i. finish_URL, task_pool and the leaving mark of a part
+// share its slot (acceptLua changes them together), and so do task_pool:processing
+// and URL_pool (completeScript); received:i and stats:i count what the part's scripts
+// did (added to the core's by ReadHostState).
+func (k nodeKeys) finishURL(i int) string { return k.parts[i] + "finish_URL" }
+func (k nodeKeys) taskPool(i int) string  { return k.parts[i] + "task_pool" }
+func (k nodeKeys) taskProc(i int) string  { return k.parts[i] + "task_pool:processing" }
+func (k nodeKeys) urlPool(i int) string   { return k.parts[i] + "URL_pool" }
+func (k nodeKeys) leaving(i int) string   { return k.parts[i] + "leaving" }
+func (k nodeKeys) partReceived(i int) string {
+	return k.parts[i] + "received"
+}
+func (k nodeKeys) partStats(i int) string { return k.parts[i] + "stats" }
+
+// center_Redis (centers): core.
 func (k nodeKeys) taskURL() string         { return k.p + "task_URL" }
 func (k nodeKeys) taskURLSend() string     { return k.p + "task_URL:sending" }
 func (k nodeKeys) localReducePool() string { return k.p + "local_reduce_pool" }
 func (k nodeKeys) distReducePool() string  { return k.p + "dist_reduce_pool" }
-func (k nodeKeys) claims() string          { return k.p + "claims" }
 func (k nodeKeys) numbers() string         { return k.p + "numbers" }
+func (k nodeKeys) registered() string      { return k.p + "registered" }
+func (k nodeKeys) left() string            { return k.p + "left" }
+func (k nodeKeys) done() string            { return k.p + "done" }
+
+// center_Redis (centers): parts. claims:i holds the claims of the URLs of part i;
+// answered:NUMBER (an answer kept an hour for a repeated request) lives in the part of
+// its number.
+func (k nodeKeys) claims(i int) string { return k.parts[i] + "claims" }
 func (k nodeKeys) answered(number string) string {
-	return k.p + "answered:" + number
+	return k.parts[crc16(number)%Parts] + "answered:" + number
 }
-func (k nodeKeys) registered() string { return k.p + "registered" }
-func (k nodeKeys) left() string       { return k.p + "left" }
-func (k nodeKeys) done() string       { return k.p + "done" }
 
 // HostMembersCrawl names the cluster.Membership list of a network's hosts, kept in its center's Redis.
 func HostMembersCrawl(crawl, net string) string { return "proto." + crawl + "." + net + ".hosts" }

@@ -100,6 +100,22 @@ func tasks(t *testing.T, rdb redis.UniversalClient, c *Center) map[string]bool {
 	return out
 }
 
+// allClaims reads the claims of every part.
+func allClaims(t *testing.T, rdb redis.UniversalClient, c *Center) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for i := range Parts {
+		m, err := rdb.HGetAll(context.Background(), c.k.claims(i)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func stat(t *testing.T, rdb redis.UniversalClient, c *Center, field string) int64 {
 	n, _ := rdb.HGet(context.Background(), c.k.stats(), field).Int64()
 	return n
@@ -125,7 +141,7 @@ func TestLocalPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb.SAdd(ctx, h.k.finishURL(), URLHash("http://a.test/old"))
+	rdb.SAdd(ctx, h.k.finishURL(PartOf("http://a.test/old")), URLHash("http://a.test/old"))
 	h.AddSeeds(ctx, []Task{{URL: "http://a.test/old"}, {URL: "http://a.test/new", Depth: 3}, {URL: "http://b.test/", Hops: 1}})
 	h.AddSeeds(ctx, []Task{{URL: "http://a.test/new", Depth: 1}}) // smaller depth wins
 	kept, dropped, err := h.LocalPass(ctx)
@@ -153,7 +169,7 @@ func TestHostAnswer(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	cfg := testConfig("n1")
 	h, _ := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h2", Local: rdb, Center: rdb, LocalURL: "redis://x"})
-	rdb.SAdd(ctx, h.k.finishURL(), URLHash("http://a.test/1"))
+	rdb.SAdd(ctx, h.k.finishURL(PartOf("http://a.test/1")), URLHash("http://a.test/1"))
 	req := &Frame{URLSet: set("http://a.test/1", "http://a.test/2"), IP: "n1/h1", Number: "n1/h1/5", Flag: FlagRequest}
 	if err := h.answer(ctx, req); err != nil {
 		t.Fatal(err)
@@ -213,8 +229,8 @@ func TestNetworkPass(t *testing.T) {
 			t.Errorf("%s = %d, want %d", f, n, want)
 		}
 	}
-	claims, _ := rdb.HGetAll(ctx, c.k.claims()).Result()
-	if claims[URLHash("http://a.test/1")] != "P" || claims[URLHash("http://a.test/2")] != "S" {
+	claims := allClaims(t, rdb, c)
+	if claims[URLHash("http://a.test/1")] != "P:n1/h1/1" || claims[URLHash("http://a.test/2")] != "S:n1/h1/1" {
 		t.Errorf("claims %v", claims)
 	}
 }
@@ -459,8 +475,8 @@ func TestHostLeave(t *testing.T) {
 	}
 	c := newTestCenter(t, rdb, cfg, "n1") // no live host to ask: a frame passes at once
 	rdb.HSet(ctx, c.k.registered(), "h2", "redis://x")
-	rdb.RPush(ctx, h.k.taskPool(), mustJSON(Task{URL: "http://a.test/queued"}))
-	rdb.RPush(ctx, h.k.taskProc(), mustJSON(Task{URL: "http://a.test/in-flight"}))
+	rdb.RPush(ctx, h.k.taskPool(PartOf("http://a.test/queued")), mustJSON(Task{URL: "http://a.test/queued"}))
+	rdb.RPush(ctx, h.k.taskProc(PartOf("http://a.test/in-flight")), mustJSON(Task{URL: "http://a.test/in-flight"}))
 	if err := h.AddSeeds(ctx, []Task{{URL: "http://b.test/found", Depth: 2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +501,7 @@ func TestHostLeave(t *testing.T) {
 	if err := c.handOut(ctx, "h2", map[string]string{"h2": "redis://x"}, []any{URLHash("http://a.test/late"), mustJSON(Task{URL: "http://a.test/late"})}); err == nil {
 		t.Error("a host that left accepted a hand-out")
 	}
-	if n, _ := rdb.LLen(ctx, h.k.taskPool()).Result(); n != 0 {
+	if n, _ := rdb.LLen(ctx, h.k.taskPool(PartOf("http://a.test/late"))).Result(); n != 0 {
 		t.Errorf("task_pool of a host that left holds %d tasks", n)
 	}
 	// The URL_pool's frame reached the center's inbox; handled after the host left, it

@@ -1,0 +1,96 @@
+package mixed_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestRedisCluster: the §0 protocol with its nodes' Redis on Redis Clusters of 3
+// masters, beside single servers (a mixed configuration): network n1's center and
+// n2's host h1 share one cluster, n1's host h1 has a cluster of its own, n1/h2, n2's
+// center and n2/h2 have a redis-server each. The crawl is checked as TestTwoNetworks
+// checks it (every URL of the truth fetched, none by two hosts, no request repeated),
+// and each cluster's keys of the crawl are spread over its masters: no master holds
+// more than 45 % of them (a layout that put a node's keys under one hash tag would
+// hold them all on one master), nor more than 60 % of the finish_URL and claims
+// entries (URLs are spread by hash, so a crawl this small is only roughly even).
+func TestRedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two Redis Clusters and a crawl take about 20 s")
+	}
+	s := newClusterSystem(t, 2, 2, websim.Config{Seed: 73, Hosts: 12, PagesPerHost: 20},
+		map[string]string{"n1": "A", "n2/h1": "A", "n1/h1": "B"})
+	for _, n := range []string{"n1", "n2"} {
+		s.startCenter(n, 0)
+		for _, h := range []string{"h1", "h2"} {
+			s.startHost(n, h, 0)
+		}
+	}
+	s.wait(2 * time.Minute)
+	per := s.check(0)
+	t.Logf("pages per host: %v; URLs of the truth: %d", per, len(s.truth.MustFetch))
+	for _, n := range []string{"n1", "n2"} {
+		if s.stat(n, "urls_passed") == 0 {
+			t.Errorf("%s passed no URL", n)
+		}
+	}
+	seen := map[*redistest.Cluster]string{}
+	for addr, cl := range s.clusters {
+		seen[cl] += " " + addr
+	}
+	for cl, nodes := range seen {
+		keys, entries := spread(t, cl, "spider:proto:"+s.cfg.Crawl+":*")
+		t.Logf("cluster of%s: keys per master %v, finish_URL and claims entries per master %v", nodes, keys, entries)
+		checkShare(t, "keys", nodes, keys, 0.45)
+		checkShare(t, "finish_URL and claims entries", nodes, entries, 0.60)
+	}
+}
+
+// spread counts, on each master of cl, the keys matching pattern and the entries of
+// those that are finish_URL sets or claims hashes.
+func spread(t *testing.T, cl *redistest.Cluster, pattern string) (keys, entries []int64) {
+	t.Helper()
+	ctx := context.Background()
+	for _, srv := range cl.Servers {
+		c := srv.Client()
+		var nk, ne int64
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			k := iter.Val()
+			nk++
+			switch {
+			case strings.HasSuffix(k, ":finish_URL"):
+				ne += c.SCard(ctx, k).Val()
+			case strings.HasSuffix(k, ":claims"):
+				ne += c.HLen(ctx, k).Val()
+			}
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		keys, entries = append(keys, nk), append(entries, ne)
+	}
+	return keys, entries
+}
+
+func checkShare(t *testing.T, what, nodes string, per []int64, most float64) {
+	t.Helper()
+	var total, top int64
+	for _, n := range per {
+		total += n
+		top = max(top, n)
+	}
+	if total == 0 {
+		t.Errorf("cluster of%s holds no %s", nodes, what)
+		return
+	}
+	if share := float64(top) / float64(total); share > most {
+		t.Errorf("cluster of%s: one master holds %.0f %% of the %s (%v), want at most %.0f %%", nodes, 100*share, what, per, 100*most)
+	}
+}
