@@ -121,6 +121,45 @@ func stat(t *testing.T, rdb redis.UniversalClient, c *Center, field string) int6
 	return n
 }
 
+// backend is a Redis for a test: a single redis-server or a Redis Cluster of 3
+// masters, where a transaction or script whose keys are not in one slot fails.
+type backend struct {
+	client func() redis.UniversalClient // a new client; the caller closes it
+	flush  func()                       // empties every master
+}
+
+// rdb returns a new client closed when the test ends.
+func (b backend) rdb(t *testing.T) redis.UniversalClient {
+	c := b.client()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// onBackends runs body on a redis-server and on a 3-master Redis Cluster.
+func onBackends(t *testing.T, body func(t *testing.T, b backend)) {
+	t.Run("server", func(t *testing.T) {
+		srv := redistest.Start(t)
+		body(t, backend{
+			client: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr()}) },
+			flush:  func() { srv.Client().FlushAll(context.Background()) }})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: no Redis Cluster")
+		}
+		cl := redistest.StartCluster(t, 3)
+		body(t, backend{
+			client: func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()}) },
+			flush: func() {
+				for _, srv := range cl.Servers {
+					c := srv.Client()
+					c.FlushAll(context.Background())
+					c.Close()
+				}
+			}})
+	})
+}
+
 func TestURLHashMatchesLua(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	for _, u := range []string{"http://a.test/", "http://b.test/x?y=1#", "中文"} {
@@ -133,9 +172,11 @@ func TestURLHashMatchesLua(t *testing.T) {
 
 // TestLocalPass: URLs already in finish_URL are dropped; the rest leave URL_pool as one
 // flag-1 frame with a fresh number, the host's address and the depths.
-func TestLocalPass(t *testing.T) {
+func TestLocalPass(t *testing.T) { onBackends(t, testLocalPass) }
+
+func testLocalPass(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1")
 	h, err := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h1", Local: rdb, Center: rdb, LocalURL: "redis://x"})
 	if err != nil {
@@ -164,9 +205,11 @@ func TestLocalPass(t *testing.T) {
 
 // TestHostAnswer: a request is answered with flag 3 and the URLs of finish_URL set to
 // 1; the host's own frame is ignored.
-func TestHostAnswer(t *testing.T) {
+func TestHostAnswer(t *testing.T) { onBackends(t, testHostAnswer) }
+
+func testHostAnswer(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1")
 	h, _ := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h2", Local: rdb, Center: rdb, LocalURL: "redis://x"})
 	rdb.SAdd(ctx, h.k.finishURL(PartOf("http://a.test/1")), URLHash("http://a.test/1"))
@@ -189,9 +232,11 @@ func TestHostAnswer(t *testing.T) {
 // TestNetworkPass: the center broadcasts to the other hosts, drops what an answer marks,
 // counts duplicate, unknown and late answers, and with one network hands the survivors
 // to task_URL. A second frame in flight with the same URL loses it to the claim.
-func TestNetworkPass(t *testing.T) {
+func TestNetworkPass(t *testing.T) { onBackends(t, testNetworkPass) }
+
+func testNetworkPass(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1")
 	c := newTestCenter(t, rdb, cfg, "n1", "h1", "h2", "h3")
 	sub := &Frame{URLSet: set("http://a.test/1", "http://a.test/2", "http://a.test/3"), IP: "n1/h1", Number: "n1/h1/1", Flag: FlagSubmit,
@@ -237,9 +282,11 @@ func TestNetworkPass(t *testing.T) {
 
 // TestHostTimeout: a host that does not answer is left out after AnswerTimeout, one
 // that left the membership at once.
-func TestHostTimeout(t *testing.T) {
+func TestHostTimeout(t *testing.T) { onBackends(t, testHostTimeout) }
+
+func testHostTimeout(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1")
 	c := newTestCenter(t, rdb, cfg, "n1", "h1", "h2", "h3")
 	c.handle(ctx, &Frame{URLSet: set("http://a.test/1"), IP: "n1/h1", Number: "n1/h1/1", Flag: FlagSubmit})
@@ -278,9 +325,11 @@ func urlHomedAt(cfg *Config, net string, tag string) string {
 // TestCrossNetworkRace: two networks each have a frame in flight with the same URL;
 // the URL's home decides first come first served, so exactly one frame keeps it. The
 // answers of each network's center, delivered by hand, complete both rounds.
-func TestCrossNetworkRace(t *testing.T) {
+func TestCrossNetworkRace(t *testing.T) { onBackends(t, testCrossNetworkRace) }
+
+func testCrossNetworkRace(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1", "n2")
 	c1 := newTestCenter(t, rdb, cfg, "n1")
 	c2 := newTestCenter(t, rdb, cfg, "n2")
@@ -330,9 +379,11 @@ func TestCrossNetworkRace(t *testing.T) {
 
 // TestHomeTimeout: a late non-home network is left out; a late home network is asked
 // again and waited for, since only its answer keeps the URL from passing twice.
-func TestHomeTimeout(t *testing.T) {
+func TestHomeTimeout(t *testing.T) { onBackends(t, testHomeTimeout) }
+
+func testHomeTimeout(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1", "n2", "n3")
 	c1 := newTestCenter(t, rdb, cfg, "n1")
 	x := urlHomedAt(cfg, "n2", "x")
@@ -400,11 +451,14 @@ func (h *crashHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // what lost a whole frame once: the frame's number was committed before its round moved
 // on, so the re-delivered frame was taken for a duplicate.
 func TestCenterCrashAtEveryCommand(t *testing.T) {
+	onBackends(t, testCenterCrashAtEveryCommand)
+}
+
+func testCenterCrashAtEveryCommand(t *testing.T, b backend) {
 	urls := []string{"http://a.test/1", "http://b.test/2", "http://c.test/3", "http://d.test/4"}
 	for _, nets := range [][]string{{"n1"}, {"n1", "n2"}} {
 		t.Run(fmt.Sprint(len(nets), "networks"), func(t *testing.T) {
 			ctx := context.Background()
-			srv := redistest.Start(t)
 			cfg := testConfig(nets...)
 			sub := &Frame{URLSet: set(urls...), IP: "n1/h1", Number: "n1/h1/1", Flag: FlagSubmit}
 			frames := []*Frame{sub}
@@ -412,8 +466,8 @@ func TestCenterCrashAtEveryCommand(t *testing.T) {
 				frames = append(frames, &Frame{URLSet: set(urls...), IP: "n2", Number: sub.Number, Flag: FlagAnswer})
 			}
 			for at := 1; ; at++ {
-				srv.Client().FlushAll(ctx)
-				rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+				b.flush()
+				rdb := b.client()
 				c := newTestCenter(t, rdb, cfg, "n1", "h1")
 				rdb.AddHook(&crashHook{at: at})
 				crashed := -1
@@ -430,7 +484,7 @@ func TestCenterCrashAtEveryCommand(t *testing.T) {
 					}
 					break // every crash point tried
 				}
-				rdb2 := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+				rdb2 := b.client()
 				c2 := newTestCenter(t, rdb2, cfg, "n1", "h1")
 				if err := c2.loadPools(ctx); err != nil {
 					t.Fatal(err)
@@ -462,9 +516,11 @@ func TestCenterCrashAtEveryCommand(t *testing.T) {
 // unsubmitted URL_pool, delivers its whole outbox to the center and only then moves from
 // registered to left; the center still accepts the frames of a host that left, and a
 // host that comes back is registered again.
-func TestHostLeave(t *testing.T) {
+func TestHostLeave(t *testing.T) { onBackends(t, testHostLeave) }
+
+func testHostLeave(t *testing.T, b backend) {
 	ctx := context.Background()
-	rdb := redistest.Start(t).Client()
+	rdb := b.rdb(t)
 	cfg := testConfig("n1")
 	h, err := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h2", Local: rdb, Center: rdb, LocalURL: "redis://x"})
 	if err != nil {
