@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
@@ -41,18 +44,25 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkCrawl(ctx, rdb, &rf); err != nil {
 		return err
 	}
+	rep, err := cluster.ReadReports(ctx, rdb, rf.crawl)
+	if err != nil {
+		return rf.lost(err)
+	}
 	st, err := masterworker.ReadStatus(ctx, rdb, rf.crawl)
 	if err != nil {
 		return err
 	}
+	if src := server.ReportSource(rep); src == server.SourceLayered || src == server.SourceProtocol {
+		return printReportStatus(rep, src, *asJSON, stdout)
+	}
 	if st.Master["epoch"] == 0 && len(st.Workers) == 0 {
 		// No master ever ran this crawl: it is peer-to-peer (or not started).
-		return printPeerStatus(ctx, rdb, rf.crawl, *buckets, *asJSON, stdout)
+		return printPeerStatus(ctx, rdb, rf.crawl, *buckets, rep, *asJSON, stdout)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(server.MasterWorkerStatus(st))
+		out := server.MasterWorkerStatus(st)
+		out.Report = reportOut(rep)
+		return writeJSON(stdout, out)
 	}
 	state := "running"
 	if st.Done {
@@ -64,6 +74,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rate = float64(m["fetched"]) / (float64(ms) / 1000)
 	}
 	fmt.Fprintf(stdout, "crawl %q (master–worker): %s\n", st.Crawl, state)
+	printReport(stdout, rep)
 	fmt.Fprintf(stdout, "  master: %d URLs done (%.1f/s over %s), %d queued, %d in flight, %d hosts, %d errors\n",
 		m["fetched"], rate, (time.Duration(m["elapsed_ms"]) * time.Millisecond).Round(time.Second), m["queued"], m["in_flight"], m["hosts"], m["errors"])
 	fmt.Fprintf(stdout, "  tasks: handed %d, results %d, stale %d, re-queued from dead workers %d\n", m["handed"], m["results"], m["stale"], m["requeued"])
@@ -75,15 +86,15 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string, buckets int, asJSON bool, stdout io.Writer) error {
+func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName string, buckets int, rep *cluster.Report, asJSON bool, stdout io.Writer) error {
 	st, err := p2p.ReadStatus(ctx, rdb, crawlName, buckets)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(server.PeerStatus(st))
+		out := server.PeerStatus(st)
+		out.Report = reportOut(rep)
+		return writeJSON(stdout, out)
 	}
 	live := 0
 	for _, n := range st.Nodes {
@@ -98,6 +109,7 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 		state = "no live nodes"
 	}
 	fmt.Fprintf(stdout, "crawl %q (peer-to-peer): %s, member epoch %d\n", st.Crawl, state, st.Epoch)
+	printReport(stdout, rep)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  node\tweight\tbuckets\tpages/s\tfetched\tqueued\tinbox\tidle")
 	var total int64
@@ -150,4 +162,89 @@ func printTopicStatus(dataDir string, asJSON bool, stdout io.Writer) error {
 	}
 	st.Print(stdout)
 	return nil
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// reportOut is the crawl-wide report of status --json; nil when no node
+// reported.
+func reportOut(rep *cluster.Report) *server.CrawlReport {
+	if len(rep.Nodes) == 0 {
+		return nil
+	}
+	return server.NewCrawlReport(rep)
+}
+
+// printReportStatus prints a crawl whose topology keeps no status of its
+// own in Redis beyond the crawl-wide report (layered, §0): the report, and
+// with --json a ClusterStatus whose nodes come from it.
+func printReportStatus(rep *cluster.Report, source string, asJSON bool, stdout io.Writer) error {
+	if asJSON {
+		out := server.ClusterStatus{Crawl: rep.Crawl, Source: source, Done: rep.State == cluster.ReportDone, Queue: &server.Queue{},
+			Nodes: make([]server.Node, 0, len(rep.Nodes)), Report: reportOut(rep)}
+		for _, n := range rep.Nodes {
+			out.Queue.Queued += n.Detail["queued"]
+			out.Queue.InFlight += n.Detail["in_flight"]
+			state := n.State
+			if n.Stale {
+				state = "lost"
+			}
+			node := server.Node{ID: n.Node, Role: n.Role, State: state, Fetched: n.Pages, Queue: n.Detail["queued"], InFlight: n.Detail["in_flight"], Idle: n.Final}
+			if !n.Final && !n.Stale {
+				node.PagesPerSec = n.PagesPerSec
+			}
+			out.Nodes = append(out.Nodes, node)
+		}
+		return writeJSON(stdout, out)
+	}
+	fmt.Fprintf(stdout, "crawl %q (%s): %s\n", rep.Crawl, source, rep.State)
+	printReport(stdout, rep)
+	return nil
+}
+
+// printReport prints the crawl-wide report every topology keeps (see
+// cluster.ReadReports): the state, the totals by result row, outcomes,
+// bytes and rate, and one row per node, final or live.
+func printReport(w io.Writer, rep *cluster.Report) {
+	if len(rep.Nodes) == 0 {
+		fmt.Fprintln(w, "  report: no node has reported yet")
+		return
+	}
+	final := "live"
+	if rep.Final() {
+		final = "final"
+	}
+	fmt.Fprintf(w, "  report (%s): %s, %d URLs done, %d bytes stored, %.1f pages/s\n", final, rep.State, rep.Totals.Pages, rep.Totals.Bytes, rep.PagesPerSec)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  result\tURLs\t\n")
+	for _, row := range crawl.TableRows {
+		fmt.Fprintf(tw, "  %s\t%d\t\n", row, rep.Totals.Rows[row])
+	}
+	fmt.Fprintf(tw, "  total\t%d\t\n", rep.Totals.Pages)
+	tw.Flush()
+	outs := make([]string, 0, len(rep.Totals.Outcomes))
+	for o, n := range rep.Totals.Outcomes {
+		outs = append(outs, fmt.Sprintf("%s=%d", o, n))
+	}
+	sort.Strings(outs)
+	fmt.Fprintf(w, "  outcomes: %s\n", strings.Join(outs, " "))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  node\trole\tstate\tURLs\tbytes\tpages/s\tfigures\tupdated")
+	for _, n := range rep.Nodes {
+		state, figures := n.State, "live"
+		switch {
+		case n.Final:
+			figures = "final"
+		case n.Stale:
+			state, figures = "lost", "last seen"
+		}
+		ago := time.Duration(rep.NowMS-n.UpdatedMS) * time.Millisecond
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s ago\n", n.Node, n.Role, state, n.Pages, n.Bytes, n.PagesPerSec, figures, ago.Round(100*time.Millisecond))
+	}
+	tw.Flush()
 }

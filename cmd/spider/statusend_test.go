@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/server"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
@@ -100,17 +103,22 @@ func TestMasterWorkerStatusAtEnd(t *testing.T) {
 	}
 }
 
-// TestPeerStatusAtEnd: once a peer-to-peer crawl has ended (every node left
-// the member list), status --json still has one row per node whose fetched
-// counts sum to the union of the nodes' records, and crawls shows the
-// crawl done with that many URLs (issue #24: status showed nothing after
-// the end).
+// TestPeerStatusAtEnd: while a peer-to-peer crawl runs, the dashboard API
+// of spider serve --redis shows URLs completed, result rows and a row per
+// node (issue #24: it showed "0 URLs completed" and empty tables); once it
+// has ended (every node left the member list), status --json still has one
+// row per node whose fetched counts sum to the union of the nodes'
+// records, its crawl-wide report and the dashboard's equal that union
+// (URLs, result rows, outcomes, bytes), and crawls shows the crawl done
+// with that many URLs (issue #24: status showed nothing after the end).
 func TestPeerStatusAtEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}
 	bin := buildSpider(t)
 	rs := redistest.Start(t)
+	// Long enough (20 pages a host 30 ms apart, and more) for the
+	// dashboard to see the crawl live.
 	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 8, PagesPerHost: 20, Latency: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +137,7 @@ func TestPeerStatusAtEnd(t *testing.T) {
 		d := filepath.Join(dir, id)
 		dirs = append(dirs, d)
 		cmd := exec.Command(bin, append([]string{"crawl", "--redis", rs.URL(), "--crawl", "pend", "--node-id", id,
-			"--buckets", "64", "--data", d, "--resolve-file", resolve, "--allow-private", "--delay", "1ms",
+			"--buckets", "64", "--data", d, "--resolve-file", resolve, "--allow-private", "--delay", "30ms",
 			"--concurrency", "4", "--scope", "any", "--max-depth", "3"}, seeds...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -140,6 +148,26 @@ func TestPeerStatusAtEnd(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		t.Cleanup(func() { _ = cmd.Process.Kill() })
 		dones, outs = append(dones, done), append(outs, &out)
+	}
+	// The dashboard while the crawl runs: serve --redis needs the crawl's
+	// keys, which the peers write as they join.
+	eventually(t, "the crawl's keys", 30*time.Second, func() bool {
+		code, _, _ := runCLI(t, "status", "--redis", rs.URL(), "--crawl", "pend", "--buckets", "64")
+		return code == 0
+	})
+	web := startCommand(t, runServe, "--redis", rs.URL(), "--crawl", "pend", "--buckets", "64", "--addr", "127.0.0.1:0")
+	var live server.CrawlStatus
+	eventually(t, "the dashboard of the live crawl", time.Minute, func() bool {
+		live = server.CrawlStatus{}
+		getJSON(t, web.base+"/api/crawl", &live)
+		rows := int64(0)
+		for _, r := range live.Rows {
+			rows += r.Count
+		}
+		return live.State == "running" && live.Pages > 0 && rows == live.Pages && len(live.Nodes) == 2 && live.Report != nil && len(live.Report.Nodes) == 2
+	})
+	if live.Report.Final {
+		t.Errorf("the live dashboard's report is final: %+v", live.Report)
 	}
 	for i, done := range dones {
 		select {
@@ -175,10 +203,84 @@ func TestPeerStatusAtEnd(t *testing.T) {
 	if !st.Done || len(st.Nodes) != 2 || sum != int64(len(urls)) {
 		t.Errorf("status at the end: done %v, %d nodes, %d URLs fetched; the nodes recorded %d URLs\n%s", st.Done, len(st.Nodes), sum, len(urls), out)
 	}
+	checkReportIsUnion(t, "status --json", st.Report, dirs, "done", 2)
+	var end server.CrawlStatus
+	getJSON(t, web.base+"/api/crawl", &end)
+	checkReportIsUnion(t, "the dashboard", end.Report, dirs, "done", 2)
+	checkDashboardIsUnion(t, end, dirs)
+	code, out, _ = runCLI(t, "status", "--redis", rs.URL(), "--crawl", "pend", "--buckets", "64")
+	if code != 0 || !strings.Contains(out, "report (final): done, "+strconv.Itoa(len(urls))+" URLs done") {
+		t.Errorf("status at the end: exit %d, want the final report with %d URLs\n%s", code, len(urls), out)
+	}
 	code, out, _ = runCLI(t, "crawls", "--redis", rs.URL(), "--json")
 	var list crawlsOutput
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Crawls) != 1 ||
 		list.Crawls[0].State != "done" || list.Crawls[0].URLsDone != int64(len(urls)) {
 		t.Errorf("crawls at the end: exit %d, want crawl pend done with %d URLs\n%s", code, len(urls), out)
+	}
+}
+
+// unionOfRecords counts the union of the data directories' records as
+// spider stats does (each URL's last record): URLs, bytes, result rows and
+// outcomes.
+func unionOfRecords(t *testing.T, dirs []string) crawl.Counts {
+	t.Helper()
+	last := map[string]store.Record{}
+	for _, d := range dirs {
+		maps.Copy(last, readRecords(t, d))
+	}
+	c := crawl.Counts{Rows: map[string]int64{}, Outcomes: map[string]int64{}}
+	for _, r := range last {
+		c.Pages++
+		c.Bytes += int64(r.Size)
+		c.Rows[crawl.Row(r.Outcome)]++
+		c.Outcomes[r.Outcome]++
+	}
+	return c
+}
+
+// checkReportIsUnion fails the test unless rep, the crawl-wide report of
+// a crawl that has ended, is final with state and nodes rows, and its
+// totals equal the union of the nodes' records in dirs.
+func checkReportIsUnion(t *testing.T, what string, rep *server.CrawlReport, dirs []string, state string, nodes int) {
+	t.Helper()
+	if rep == nil {
+		t.Errorf("%s: no crawl-wide report", what)
+		return
+	}
+	want := unionOfRecords(t, dirs)
+	if !rep.Final || rep.State != state || len(rep.Nodes) != nodes {
+		t.Errorf("%s: report final %v, state %q, %d nodes; want final, %q, %d nodes", what, rep.Final, rep.State, len(rep.Nodes), state, nodes)
+	}
+	if rep.Pages != want.Pages || rep.Bytes != want.Bytes || !maps.Equal(rep.Rows, want.Rows) || !maps.Equal(rep.Outcomes, want.Outcomes) {
+		t.Errorf("%s: report %d URLs, %d bytes, rows %v, outcomes %v; the nodes' records: %d URLs, %d bytes, rows %v, outcomes %v",
+			what, rep.Pages, rep.Bytes, rep.Rows, rep.Outcomes, want.Pages, want.Bytes, want.Rows, want.Outcomes)
+	}
+	var sum int64
+	for _, n := range rep.Nodes {
+		sum += n.Pages
+		if !n.Final {
+			t.Errorf("%s: node %s did not publish its last figures", what, n.ID)
+		}
+	}
+	if sum != want.Pages {
+		t.Errorf("%s: the nodes' rows sum to %d URLs, the records have %d", what, sum, want.Pages)
+	}
+}
+
+// checkDashboardIsUnion fails the test unless the dashboard's pages, bytes
+// and result rows equal the union of the nodes' records in dirs.
+func checkDashboardIsUnion(t *testing.T, st server.CrawlStatus, dirs []string) {
+	t.Helper()
+	want := unionOfRecords(t, dirs)
+	rows := map[string]int64{}
+	for _, r := range st.Rows {
+		if r.Count > 0 {
+			rows[r.Name] = r.Count
+		}
+	}
+	if st.Pages != want.Pages || st.Bytes != want.Bytes || !maps.Equal(rows, want.Rows) {
+		t.Errorf("dashboard at the end: %d URLs, %d bytes, rows %v; the nodes' records: %d URLs, %d bytes, rows %v",
+			st.Pages, st.Bytes, rows, want.Pages, want.Bytes, want.Rows)
 	}
 }

@@ -96,7 +96,11 @@ func (c Counts) clone() Counts {
 	return c
 }
 
-// NodeReport is one node's published figures.
+// NodeReport is one node's published figures. Its Counts are the records
+// the node itself wrote (its data directory's records.jsonl), so that the
+// crawl's totals are the union of the nodes' records: a node that writes
+// no records (a master–worker master, a §0 center, a layered coordinator
+// that only merges) leaves them zero and puts its own figures in Detail.
 type NodeReport struct {
 	Node  string `json:"node"`  // the node's ID
 	Role  string `json:"role"`  // a Role* constant

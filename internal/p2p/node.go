@@ -182,6 +182,7 @@ type Node struct {
 
 	fetched  atomic.Int64
 	received atomic.Int64
+	paused   atomic.Bool // spider control paused (or is stopping) the crawl
 	wake     chan struct{}
 }
 
@@ -306,6 +307,12 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The crawl-wide report (spider status, spider serve --redis): this
+	// node's records, live every second and final when it leaves.
+	rep, err := cluster.StartReporter(ctx, n.rdb, n.keys, cluster.ReporterConfig{Node: n.opt.NodeID, Role: cluster.RolePeer, Source: n.report, Logger: n.log})
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(runCtx)
@@ -351,6 +358,9 @@ func (n *Node) Run(ctx context.Context) error {
 	if ferr := n.rdb.HIncrBy(leaveCtx, n.k.final(), n.opt.NodeID, n.Fetched()).Err(); ferr != nil {
 		n.log.Warn("cannot record the node's final count for spider status", "err", ferr)
 	}
+	if rerr := rep.Stop(leaveCtx, reportState(ctx, err, doneErr)); rerr != nil {
+		n.log.Warn("cannot publish the node's final report for spider status", "err", rerr)
+	}
 	if lerr := n.mem.Leave(leaveCtx); lerr != nil {
 		n.log.Warn("cannot leave the member list", "err", lerr)
 	}
@@ -366,6 +376,28 @@ func (n *Node) Run(ctx context.Context) error {
 	return err
 }
 
+// report is this run's part of the node's crawl-wide report.
+func (n *Node) report() cluster.NodeReport {
+	p := n.sched.Progress()
+	r := cluster.NodeReport{Counts: cluster.Counts(n.fetcher.Tally()),
+		Detail: map[string]int64{"queued": int64(p.Queued), "in_flight": int64(p.InFlight), "hosts": int64(p.Hosts), "received": n.received.Load()}}
+	if n.paused.Load() {
+		r.State = cluster.ReportPaused
+	}
+	return r
+}
+
+// reportState is the final state of a run that ended with err.
+func reportState(ctx context.Context, err, doneErr error) string {
+	switch {
+	case errors.Is(err, doneErr):
+		return cluster.ReportDone
+	case errors.Is(err, ErrStopped), ctx.Err() != nil:
+		return cluster.ReportStopped
+	}
+	return cluster.ReportFailed
+}
+
 // ErrStopped is returned by Run when `spider control stop` stopped the
 // crawl: this node finished its fetches in flight and left; what is
 // pending stays pending for the next run.
@@ -379,8 +411,10 @@ func (n *Node) follow(ctx context.Context, ctl *cluster.Control) error {
 		switch cmd.State {
 		case cluster.ControlPaused, cluster.ControlStopping:
 			n.sched.Pause()
+			n.paused.Store(true)
 		default:
 			n.sched.Resume()
+			n.paused.Store(false)
 		}
 		if err := n.popSeeds(ctx, ctl); err != nil {
 			n.log.Warn("cannot add the seeds given by spider control", "err", err)

@@ -7,14 +7,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
 )
 
-// RedisView is the CrawlView of a distributed crawl, read from Redis:
-// master–worker (masterworker.ReadStatus) when a master ever ran the
-// crawl, peer-to-peer (p2p.ReadStatus) otherwise. Redis holds no rate
+// RedisView is the CrawlView of a distributed crawl, read from Redis: the
+// crawl-wide report every topology publishes (cluster.ReadReports: pages,
+// result rows, outcomes, bytes and one row per node, for the whole crawl),
+// then the topology's own figures: master–worker (masterworker.ReadStatus)
+// when a master ever ran the crawl, layered or §0 when their nodes
+// reported, peer-to-peer (p2p.ReadStatus) otherwise. Redis holds no rate
 // history, so the pages/s series is sampled here, at most once a second,
 // from the snapshots taken. With a data directory (Dir), the record
 // counts, hosts and errors of this machine's part are shown too. Safe for
@@ -58,11 +62,24 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 			Rows: []Count{}, Outcomes: []Count{}, TopHosts: []Count{}, Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
 			Updated: v.now().UTC()}
 	}
+	rep, err := cluster.ReadReports(ctx, v.rdb, v.crawl)
+	if err != nil {
+		return nil, err
+	}
 	mw, err := masterworker.ReadStatus(ctx, v.rdb, v.crawl)
 	if err != nil {
 		return nil, err
 	}
-	if mw.Master["epoch"] != 0 || len(mw.Workers) > 0 {
+	if src := ReportSource(rep); src == SourceLayered || src == SourceProtocol {
+		st.Source = src
+		st.State = reportDashState(rep.State)
+		st.PagesPerSec = rep.PagesPerSec
+		st.Queue = &Queue{}
+		for _, n := range rep.Nodes {
+			st.Queue.Queued += n.Detail["queued"]
+			st.Queue.InFlight += n.Detail["in_flight"]
+		}
+	} else if mw.Master["epoch"] != 0 || len(mw.Workers) > 0 {
 		m := mw.Master
 		st.Source = "master-worker"
 		st.State = "running"
@@ -98,6 +115,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		}
 		st.Queue = peerQueue(ps)
 	}
+	applyReport(st, rep)
 	st.State = v.controlState(ctx, st.State)
 	st.Control = st.State == "running" || st.State == "paused"
 	st.Series = v.sample(st.PagesPerSec)
@@ -144,4 +162,150 @@ func (v *RedisView) sample(rate float64) []RatePoint {
 		v.lastT = now
 	}
 	return append([]RatePoint(nil), v.samples...)
+}
+
+// Sources of a CrawlStatus or ClusterStatus read from Redis.
+const (
+	SourceMasterWorker = "master-worker"
+	SourcePeer         = "peer-to-peer"
+	SourceLayered      = "layered"
+	SourceProtocol     = "protocol" // design §0: hosts and centers
+)
+
+// ReportSource is the topology the nodes of rep say the crawl has (from
+// their roles), "" when no node reported.
+func ReportSource(rep *cluster.Report) string {
+	src := ""
+	for _, n := range rep.Nodes {
+		switch n.Role {
+		case cluster.RoleLayered:
+			return SourceLayered
+		case cluster.RoleHost, cluster.RoleCenter:
+			return SourceProtocol
+		case cluster.RoleMaster:
+			return SourceMasterWorker
+		case cluster.RolePeer:
+			src = SourcePeer
+		}
+	}
+	return src
+}
+
+// reportDashState maps a report state to the dashboard's states.
+func reportDashState(s string) string {
+	switch s {
+	case cluster.ReportDone:
+		return "finished"
+	case "":
+		return "idle"
+	}
+	return s // running, paused, stopped, failed
+}
+
+// CrawlReport is the crawl-wide report every topology keeps in Redis
+// (cluster.ReadReports): the crawl's state, its totals by result row and
+// outcome, and one row per node that ever reported (final once the node
+// published its last figures). "report" in GET /api/crawl and in spider
+// status --redis --json.
+type CrawlReport struct {
+	// State is running, paused, done, failed or stopped; "" when no node
+	// reported.
+	State string `json:"state"`
+	// Final is true when every node published its last figures: the
+	// totals are then the union of the nodes' records.
+	Final       bool             `json:"final"`
+	Pages       int64            `json:"pages"` // URLs completed, all nodes
+	Bytes       int64            `json:"bytes"` // body bytes stored, all nodes
+	PagesPerSec float64          `json:"pages_per_s"`
+	Rows        map[string]int64 `json:"rows"`     // SPEC §3 result row → URLs
+	Outcomes    map[string]int64 `json:"outcomes"` // outcome class → URLs
+	Nodes       []ReportNode     `json:"nodes"`
+	// Updated is the Redis server time of the read.
+	Updated time.Time `json:"updated"`
+}
+
+// ReportNode is one node's row of a CrawlReport.
+type ReportNode struct {
+	ID          string           `json:"id"`
+	Role        string           `json:"role"`  // peer, master, worker, host, center, layered
+	State       string           `json:"state"` // running, paused, done, failed, stopped
+	Final       bool             `json:"final"` // its last figures
+	Stale       bool             `json:"stale"` // not final and silent for cluster.ReportStale: the node is gone
+	Pages       int64            `json:"pages"`
+	Bytes       int64            `json:"bytes"`
+	PagesPerSec float64          `json:"pages_per_s"`
+	Rows        map[string]int64 `json:"rows"`
+	Outcomes    map[string]int64 `json:"outcomes"`
+	// Detail is the topology's own figures of the node (queued, in_flight,
+	// round, ...); a key ending in _ms holds milliseconds.
+	Detail  map[string]int64 `json:"detail"`
+	Started time.Time        `json:"started"` // this run's start
+	Updated time.Time        `json:"updated"` // its last publish (Redis server time)
+}
+
+// NewCrawlReport is the CrawlReport of rep (maps and lists never nil).
+func NewCrawlReport(rep *cluster.Report) *CrawlReport {
+	out := &CrawlReport{State: rep.State, Final: rep.Final(), Pages: rep.Totals.Pages, Bytes: rep.Totals.Bytes,
+		PagesPerSec: rep.PagesPerSec, Rows: nonNil(rep.Totals.Rows), Outcomes: nonNil(rep.Totals.Outcomes),
+		Nodes: make([]ReportNode, 0, len(rep.Nodes)), Updated: time.UnixMilli(rep.NowMS).UTC()}
+	for _, n := range rep.Nodes {
+		out.Nodes = append(out.Nodes, ReportNode{ID: n.Node, Role: n.Role, State: n.State, Final: n.Final, Stale: n.Stale,
+			Pages: n.Pages, Bytes: n.Bytes, PagesPerSec: n.PagesPerSec, Rows: nonNil(n.Rows), Outcomes: nonNil(n.Outcomes),
+			Detail: nonNil(n.Detail), Started: time.UnixMilli(n.StartedMS).UTC(), Updated: time.UnixMilli(n.UpdatedMS).UTC()})
+	}
+	return out
+}
+
+func nonNil(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return map[string]int64{}
+	}
+	return m
+}
+
+// applyReport makes st show the crawl-wide report when its nodes
+// reported: pages, rows, outcomes and bytes of the whole crawl (not only
+// of this machine's data directory), each node's pages and state on its
+// row (a row added for a node the topology's own status does not list).
+func applyReport(st *CrawlStatus, rep *cluster.Report) {
+	if len(rep.Nodes) == 0 {
+		return
+	}
+	st.Report = NewCrawlReport(rep)
+	st.Pages, st.Bytes = rep.Totals.Pages, rep.Totals.Bytes
+	st.Rows = st.Rows[:0]
+	for _, row := range crawl.TableRows {
+		st.Rows = append(st.Rows, Count{row, rep.Totals.Rows[row]})
+	}
+	st.Outcomes = sortedCounts(rep.Totals.Outcomes, 0)
+	if st.PagesPerSec == 0 {
+		st.PagesPerSec = rep.PagesPerSec
+	}
+	st.Nodes = reportNodes(st.Nodes, rep)
+}
+
+// reportNodes adds the report's figures to nodes (by ID) and a row for
+// every node of rep that nodes lacks.
+func reportNodes(nodes []Node, rep *cluster.Report) []Node {
+	at := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		at[n.ID] = i
+	}
+	for _, r := range rep.Nodes {
+		state := r.State
+		if r.Stale {
+			state = "lost"
+		}
+		if i, ok := at[r.Node]; ok {
+			nodes[i].Fetched, nodes[i].State = r.Pages, state
+			continue
+		}
+		n := Node{ID: r.Node, Role: r.Role, Fetched: r.Pages, State: state, Queue: r.Detail["queued"], InFlight: r.Detail["in_flight"],
+			Idle: r.Final || r.State == cluster.ReportPaused}
+		if !r.Final && !r.Stale {
+			n.PagesPerSec = r.PagesPerSec
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
 }

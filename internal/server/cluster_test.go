@@ -106,3 +106,65 @@ func TestRedisViewMasterConfig(t *testing.T) {
 		t.Fatalf("new epoch: max pages %d, want 900", st.Config.MaxPages)
 	}
 }
+
+// TestRedisViewReport: the dashboard of a crawl read from Redis shows the
+// crawl-wide report its nodes publish (cluster.Publish): the pages, rows,
+// outcomes and bytes of all nodes, a row per node with its pages and
+// state, the topology from the nodes' roles (layered here, which has no
+// status of its own in Redis), and the crawl's state, finished once every
+// node published its last figures as done.
+func TestRedisViewReport(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	v := NewRedisView(rdb, "lay", 64, nil, nil)
+	keys, err := cluster.NewKeys("lay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := func(r cluster.NodeReport) {
+		t.Helper()
+		if err := cluster.Publish(ctx, rdb, keys, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub(cluster.NodeReport{Node: "coord", Role: cluster.RoleLayered, State: cluster.ReportRunning, Detail: map[string]int64{"round": 2}})
+	pub(cluster.NodeReport{Node: "w1", Role: cluster.RoleWorker, State: cluster.ReportRunning, PagesPerSec: 4,
+		Counts: cluster.Counts{Pages: 5, Bytes: 500, Rows: map[string]int64{"200": 4, "404": 1}, Outcomes: map[string]int64{"200": 4, "404": 1}}})
+	pub(cluster.NodeReport{Node: "w2", Role: cluster.RoleWorker, State: cluster.ReportRunning, PagesPerSec: 1,
+		Counts: cluster.Counts{Pages: 2, Bytes: 20, Rows: map[string]int64{"200": 1, "time-out": 1}, Outcomes: map[string]int64{"200": 1, "timeout": 1}}})
+	st, err := v.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Source != SourceLayered || st.State != "running" || st.Pages != 7 || st.Bytes != 520 || st.PagesPerSec != 5 {
+		t.Fatalf("live layered crawl: source %q state %q pages %d bytes %d rate %v", st.Source, st.State, st.Pages, st.Bytes, st.PagesPerSec)
+	}
+	rows := map[string]int64{}
+	for _, r := range st.Rows {
+		rows[r.Name] = r.Count
+	}
+	if rows["200"] != 5 || rows["404"] != 1 || rows["time-out"] != 1 || len(st.Rows) != len(crawl.TableRows) {
+		t.Fatalf("rows %+v", st.Rows)
+	}
+	if len(st.Nodes) != 3 || st.Nodes[0].ID != "coord" || st.Nodes[1].Fetched != 5 || st.Nodes[2].State != "running" {
+		t.Fatalf("nodes %+v", st.Nodes)
+	}
+	if st.Report == nil || len(st.Report.Nodes) != 3 || st.Report.Final || st.Report.Nodes[0].Detail["round"] != 2 {
+		t.Fatalf("report %+v", st.Report)
+	}
+	for _, n := range []string{"coord", "w1", "w2"} {
+		r, _, _ := cluster.ReadNodeReport(ctx, rdb, keys, n)
+		r.State = cluster.ReportDone
+		if err := cluster.PublishFinal(ctx, rdb, keys, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err = v.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != "finished" || !st.Report.Final || st.Pages != 7 || st.PagesPerSec != 0 || st.Control {
+		t.Fatalf("ended layered crawl: state %q final %v pages %d rate %v control %v", st.State, st.Report.Final, st.Pages, st.PagesPerSec, st.Control)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
@@ -126,6 +127,8 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 		{"ClusterStatus", MasterWorkerStatus(mw)},
 		{"ClusterStatus", PeerStatus(ps)},
 		{"CrawlStatus", testStatus()},
+		{"ClusterStatus", withReport(PeerStatus(ps), at)},
+		{"CrawlStatus", func() CrawlStatus { st := testStatus(); st.Report = withReport(ClusterStatus{}, at).Report; return st }()},
 	}
 	for _, tc := range tests {
 		b, err := json.Marshal(tc.v)
@@ -171,4 +174,15 @@ func TestCheckerCatchesStyle(t *testing.T) {
 	}
 	_ = http.StatusOK
 	_ = context.Background
+}
+
+// withReport is cs with a crawl-wide report of every field filled.
+func withReport(cs ClusterStatus, at time.Time) ClusterStatus {
+	rep := &cluster.Report{Crawl: "c", State: cluster.ReportRunning, NowMS: at.UnixMilli(), PagesPerSec: 3.5,
+		Totals: cluster.Counts{Pages: 3, Bytes: 30, Rows: map[string]int64{"200": 3}, Outcomes: map[string]int64{"200": 3}},
+		Nodes: []cluster.NodeReport{{Node: "n1", Role: cluster.RolePeer, State: cluster.ReportRunning,
+			Counts:      cluster.Counts{Pages: 3, Bytes: 30, Rows: map[string]int64{"200": 3}, Outcomes: map[string]int64{"200": 3}},
+			PagesPerSec: 3.5, StartedMS: at.UnixMilli(), UpdatedMS: at.UnixMilli(), Stale: true, Detail: map[string]int64{"queued": 4}}}}
+	cs.Report = NewCrawlReport(rep)
+	return cs
 }

@@ -87,7 +87,8 @@ func NewCrawlStats(s *crawl.Summary, ts *topics.Status) CrawlStats {
 // the functions that build /api/crawl's for the same crawl (RedisView).
 type ClusterStatus struct {
 	Crawl string `json:"crawl"`
-	// Source is "master-worker" or "peer-to-peer", as in CrawlStatus.
+	// Source is "master-worker", "peer-to-peer", "layered" or "protocol",
+	// as in CrawlStatus.
 	Source string `json:"source"`
 	Done   bool   `json:"done"`
 	// Epoch is the peers' membership epoch, or the master's epoch.
@@ -103,6 +104,10 @@ type ClusterStatus struct {
 	// Spread is how far the peers' loads are from their weights' shares
 	// (peer-to-peer).
 	Spread *p2p.LoadSpread `json:"spread,omitempty"`
+	// Report is the crawl-wide report every topology keeps (state, totals
+	// by result row and outcome, one row per node); nil before a node
+	// reported.
+	Report *CrawlReport `json:"report,omitempty"`
 }
 
 // MasterWorkerStatus is the ClusterStatus of a master–worker crawl.

@@ -150,6 +150,9 @@ type CrawlStatus struct {
 	Config *CrawlConfig `json:"config"`
 	// Control tells whether the control endpoints act on this crawl.
 	Control bool `json:"control"`
+	// Report is the crawl-wide report of a crawl read from Redis (every
+	// topology keeps one), nil for other sources or before a node reported.
+	Report *CrawlReport `json:"report,omitempty"`
 	// Updated is when this snapshot was taken.
 	Updated time.Time `json:"updated"`
 }
@@ -182,7 +185,7 @@ type Queue struct {
 // Node is one crawl process of a distributed crawl.
 type Node struct {
 	ID          string  `json:"id"`
-	Role        string  `json:"role"` // "peer" or "worker"
+	Role        string  `json:"role"` // "peer", "worker", "master", "host", "center" or "layered"
 	Weight      int     `json:"weight"`
 	Buckets     int     `json:"buckets"`
 	PagesPerSec float64 `json:"pages_per_s"`
@@ -192,6 +195,9 @@ type Node struct {
 	InFlight    int64   `json:"in_flight"`
 	LastBeatMS  int64   `json:"last_beat_ms"`
 	Idle        bool    `json:"idle"`
+	// State is the node's reported state (running, paused, done, failed,
+	// stopped; lost for a node silent too long); "" when it never reported.
+	State string `json:"state"`
 }
 
 // Topic is one topic of a topic-focused crawl.

@@ -222,7 +222,7 @@
     const crows = st.config ? configRows(st.config) : [];
     show("config-section", fill("config", crows, [{ get: function (r) { return r[0]; }, cls: "key" }, { get: function (r) { return text(r[1]); }, cls: "value" }]) > 0);
 
-    show("nodes-section", fill("nodes", st.nodes, [txt("id"), txt("role"), col("weight"), col("buckets"), col("pages_per_s", 1), col("queue"), col("inbox"), col("in_flight"),
+    show("nodes-section", fill("nodes", st.nodes, [txt("id"), txt("role"), txt("state"), col("weight"), col("buckets"), col("pages_per_s", 1), col("fetched"), col("queue"), col("inbox"), col("in_flight"),
       { get: function (r) { return r.idle ? "idle" : "busy"; } }]) > 0);
     show("topics-section", fill("topics", st.topics, [txt("name"), col("priority"), col("pages"), col("queued")]) > 0);
     show("errors-section", fill("errors", st.recent_errors, [
