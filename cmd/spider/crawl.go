@@ -50,6 +50,8 @@ func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.IntVar(&c.MaxRetries, "max-retries", c.MaxRetries, fmt.Sprintf("retries after 5xx, 429, reset or refused (range 0 to %d)", crawl.MaxRetriesLimit))
 	fs.Var(durationFlag{&c.RetryDelay}, "retry-delay", "first retry back-off, doubles each time (range 1ns to 1h)")
 	fs.BoolVar(&c.FollowNofollow, "follow-nofollow", c.FollowNofollow, "also follow rel=nofollow links")
+	fs.IntVar(&c.NearDupDistance, "near-dup-distance", c.NearDupDistance, fmt.Sprintf("a page whose text's 64-bit SimHash is within this many bits of an earlier page's is its near-duplicate: recorded, links followed, shown once in search (range 0 = off to %d)", crawl.MaxNearDupDistance))
+	fs.BoolVar(&c.Canonical, "canonical", c.Canonical, "respect rel=canonical (<link> or HTTP Link header) naming another URL of the same host in scope: record it, queue it, fold the page into it in search")
 	fs.StringVar(&c.Seen, "seen", c.Seen, "URL-seen test: exact or bloom")
 	fs.Uint64Var(&c.ExpectedURLs, "expected-urls", c.ExpectedURLs, "URLs the Bloom filter is sized for (at least 1; the filter, about 3.6 bytes per URL at --fp-rate 1e-6, must fit in 4 GiB)")
 	fs.Float64Var(&c.FPRate, "fp-rate", c.FPRate, fmt.Sprintf("Bloom filter false-positive rate (range %g to %g)", crawl.MinFPRate, crawl.MaxFPRate))

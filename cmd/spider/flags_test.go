@@ -42,6 +42,8 @@ var badFlags = []struct {
 	{"max-redirects", "51"},
 	{"max-retries", "-1"},
 	{"max-retries", "21"},
+	{"near-dup-distance", "-1"},
+	{"near-dup-distance", "5"},
 	{"fp-rate", "0"},
 	{"fp-rate", "1"},
 	{"fp-rate", "NaN"},
@@ -125,7 +127,7 @@ func TestFlagRanges(t *testing.T) {
 func TestFlagRangesInHelp(t *testing.T) {
 	_, help, _ := runCLI(t, "crawl", "-h")
 	for _, f := range []string{"max-depth", "concurrency", "per-host", "delay", "max-crawl-delay", "retry-delay", "connect-timeout",
-		"first-byte-timeout", "timeout", "max-body-bytes", "max-redirects", "max-retries", "fp-rate", "expected-urls", "memory-budget", "max-rate"} {
+		"first-byte-timeout", "timeout", "max-body-bytes", "max-redirects", "max-retries", "fp-rate", "expected-urls", "memory-budget", "max-rate", "near-dup-distance"} {
 		i := strings.Index(help, "\n  --"+f+" ") // "  --name type", then its help
 		if i < 0 {
 			t.Errorf("no -%s in the help", f)

@@ -162,6 +162,18 @@ type Config struct {
 	RetryDelay Duration `yaml:"retry_delay"`
 	// FollowNofollow follows rel=nofollow links too. Default false.
 	FollowNofollow bool `yaml:"follow_nofollow"`
+	// NearDupDistance is the Hamming distance of 64-bit SimHashes of page
+	// text within which a page is a near-duplicate of an earlier one
+	// (crawlstate.Outcome.NearDistance), 1 to dedup.MaxNearDistance; 0
+	// switches near-duplicate detection off (exact duplicates are still
+	// found by fingerprint). NewConfig sets 3.
+	NearDupDistance int `yaml:"near_dup_distance"`
+	// Canonical respects a page's canonical URL (<link rel="canonical"> or
+	// an HTTP Link header with rel="canonical"): when it names another URL
+	// of the same host that the scope rules admit, the record carries it
+	// (store.Record.Canonical, so the index folds the page into it) and it
+	// is queued at the page's depth. NewConfig sets true.
+	Canonical bool `yaml:"canonical"`
 	// Seen selects the URL-seen test: "exact" (default) or "bloom" (a Bloom
 	// filter only: faster, may drop URLs at FPRate).
 	Seen string `yaml:"seen"`
@@ -260,10 +272,10 @@ func (c *Config) Defaults() {
 }
 
 // NewConfig returns a Config with every default set: MaxDepth 5, Delay 1s,
-// MaxRetries 3, plus what Defaults fills, except RobotsAgent, which
+// MaxRetries 3, NearDupDistance 3, Canonical, plus what Defaults fills, except RobotsAgent, which
 // Defaults derives from UserAgent when the Config is used.
 func NewConfig() Config {
-	c := Config{MaxDepth: 5, Delay: Duration(time.Second), MaxRetries: 3}
+	c := Config{MaxDepth: 5, Delay: Duration(time.Second), MaxRetries: 3, NearDupDistance: 3, Canonical: true}
 	c.Defaults()
 	// RobotsAgent stays unset: Defaults derives it from the final UserAgent,
 	// so a --user-agent flag or user_agent in a config file changes the
@@ -298,7 +310,9 @@ const (
 	MinBodyBytes      = 1024
 	MaxBodyLimit      = fetch.MaxBodyLimit // 1 GiB: one body is held in memory whole
 	MinFPRate         = 1e-12
-	MaxFPRate         = 0.5
+	// MaxNearDupDistance bounds NearDupDistance (dedup.MaxNearDistance).
+	MaxNearDupDistance = dedup.MaxNearDistance
+	MaxFPRate          = 0.5
 	// MaxDelay bounds Delay, MaxCrawlDelay and RetryDelay; MaxTimeout each
 	// time-out.
 	MaxDelay   = Duration(time.Hour)
@@ -364,6 +378,9 @@ func (c *Config) Validate() error {
 	}
 	intRange("max-redirects", int64(c.MaxRedirects), 0, MaxRedirectsLimit, "")
 	intRange("max-retries", int64(c.MaxRetries), 0, MaxRetriesLimit, "")
+	if c.NearDupDistance < 0 || c.NearDupDistance > dedup.MaxNearDistance {
+		bad("--near-dup-distance %d is out of range: use 0 (off) to %d bits of 64", c.NearDupDistance, MaxNearDupDistance)
+	}
 	if c.Seen != "exact" && c.Seen != "bloom" {
 		bad("unknown --seen %q: use exact or bloom", c.Seen)
 	}

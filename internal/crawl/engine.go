@@ -597,6 +597,7 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		report = s.known.filter(discovered)
 	}
 	out, err := s.st.Complete(ctx, req, crawlstate.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
+		SimHash: v.SimHash, NearDistance: s.cfg.NearDupDistance,
 		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd}, report)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})
@@ -607,7 +608,12 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	}
 	s.commit(lease)
 	if out.DuplicateOf != "" {
-		s.m.duplicates.Inc()
+		if out.Near {
+			s.m.nearDups.Inc()
+		} else {
+			s.m.duplicates.Inc()
+		}
+		s.log.Debug("duplicate content", "url", req.URL, "duplicate_of", out.DuplicateOf, "near", out.Near)
 	}
 	if err := s.fr.PushAll(out.New); err != nil {
 		s.done(lease, frontier.DoneInfo{})

@@ -58,6 +58,9 @@ type Visit struct {
 	CrawlDelay time.Duration `json:"crawl_delay,omitempty"`
 	// Fingerprint is the page text's content fingerprint, 0 if none.
 	Fingerprint uint64 `json:"fingerprint,omitempty"`
+	// SimHash is the page text's near-duplicate hash (dedup.PageSimHash),
+	// 0 if none or Config.NearDupDistance is 0.
+	SimHash uint64 `json:"simhash,omitempty"`
 	// Text is the parsed page text, for the topic scheduler's relevance
 	// score; it stays in the process (not sent between nodes).
 	Text string `json:"-"`
@@ -506,6 +509,7 @@ func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
 	}
 	v := fd.Turn()
 	v.Outcome, v.Discovered, v.Beyond, v.Fingerprint, v.Text = res.rec.Outcome, res.discovered, res.beyond, res.fp, res.text
+	v.SimHash = res.sim
 	if res.retry || ctx.Err() != nil {
 		return v, nil
 	}
@@ -528,6 +532,9 @@ func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
 	}
 	if res.fp != 0 {
 		rec.Fingerprint = strconv.FormatUint(res.fp, 16)
+	}
+	if res.sim != 0 {
+		rec.SimHash = strconv.FormatUint(res.sim, 16)
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	// The record reaches the OS before the scheduler completes the URL: a
@@ -557,6 +564,7 @@ type result struct {
 	crawlDelay time.Duration
 	body       []byte // stored in the page files when non-nil
 	fp         uint64
+	sim        uint64 // near-duplicate SimHash (Visit.SimHash)
 	text       string // parsed page text
 	exchange   *warc.Exchange
 	// page is a 2xx HTML answer still to be parsed (Process), with
@@ -714,8 +722,14 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 	if len(page.Text) > 0 {
 		res.fp = dedup.Fingerprint([]byte(page.Text))
 		res.text = page.Text
+		if f.cfg.NearDupDistance > 0 {
+			res.sim = dedup.PageSimHash(page.Text)
+		}
 	}
 	f.links(res, page, req.Depth)
+	if f.cfg.Canonical {
+		f.canonical(res, resp, page, req)
+	}
 	res.exchange.OutLinks = rec.OutLinks
 }
 
@@ -748,6 +762,9 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 		res.rec.OutLinks = append(res.rec.OutLinks, s)
 		if nofollowPage || l.NoFollow && !f.cfg.FollowNofollow {
 			continue
+		}
+		if f.cfg.Canonical && isCanonicalLink(l) {
+			continue // canonical decides (same host, in scope), never an ordinary link
 		}
 		if f.chain.Check(n, depth+1) != nil {
 			if f.beyondChain != nil && f.beyondChain.Check(n, depth+1) == nil {

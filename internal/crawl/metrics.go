@@ -36,6 +36,7 @@ type schedMetrics struct {
 	discovered prometheus.Counter
 	retries    prometheus.Counter
 	duplicates prometheus.Counter
+	nearDups   prometheus.Counter
 }
 
 func newSchedMetrics(reg prometheus.Registerer) *schedMetrics {
@@ -52,9 +53,12 @@ func newSchedMetrics(reg prometheus.Registerer) *schedMetrics {
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_duplicate_content_total", Help: "Pages whose text was identical to an earlier page's.",
 		}),
+		nearDups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spider_near_duplicate_content_total", Help: "Pages whose text's SimHash was within --near-dup-distance bits of an earlier page's (not identical).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pages, m.discovered, m.retries, m.duplicates)
+		reg.MustRegister(m.pages, m.discovered, m.retries, m.duplicates, m.nearDups)
 	}
 	return m
 }
