@@ -173,6 +173,17 @@ type Config struct {
 	// the knob of the large-frontier benchmark (bench/frontier.sh). Default 0:
 	// pages are unchanged (0–1000).
 	ExtraLinks int
+	// PageModel renders pages the way real sites are made (pagemodel.go):
+	// on every page of a host the same navigation, sidebar, footer and
+	// held-out noise blocks (share widget, language switcher, print/export
+	// links, tag cloud, a "sponsored" box in one of three variants) —
+	// template, labelled noise; link-dense content unique to its page — the
+	// index's and sections' tables of contents (replacing their link
+	// paragraphs) and an editorial paragraph with a link every word or two
+	// on articles. Half the hosts use <nav>/<aside>/<footer>, the others
+	// <div>s only. Truth.LinkBlocks labels every <a> link. Default false:
+	// pages are unchanged.
+	PageModel bool
 	// Profile is ProfileClean (default) or ProfileHostile.
 	Profile string
 	// Enable adds behaviours to those of the profile.

@@ -34,7 +34,9 @@ const (
 	blockFrames
 )
 
-func (b block) noise() bool { return b == blockNav || b == blockFarm || b == blockFooter }
+func (b block) noise() bool {
+	return b == blockNav || b == blockFarm || b == blockFooter || b.heldOut()
+}
 
 // linkRel is the rel attribute of a link.
 type linkRel uint8
@@ -101,6 +103,8 @@ type doc struct {
 	charset int  // docCharset
 	meta    bool // docCharset: declared only in <meta charset>
 	status  int  // docError
+	model   bool  // Config.PageModel: rendered with templates, TOCs (pagemodel.go)
+	theme   uint8 // PageModel: 0 semantic elements (<nav>, <aside>, <footer>), 1 <div>s
 
 	// Scratch buffers of the builder, kept with the (pooled) doc.
 	tmp, path, dir []byte
@@ -464,6 +468,9 @@ func (b *builder) nav() {
 		b.add(tagA, blockNav, relNone, b.hi, "/s/"+strconv.Itoa(n)+"/", formRoot, pick(zh, "Section ", "栏目")+strconv.Itoa(n))
 	}
 	b.add(tagA, blockNav, relNone, b.hi, "/about.html", formRoot, pick(zh, "About", "关于我们"))
+	if b.w.cfg.PageModel {
+		b.pageTemplate()
+	}
 }
 
 // footer adds the footer links (about, contact, mailto, javascript).
@@ -553,6 +560,13 @@ func (b *builder) index() {
 	b.addRaw(tagA, blockContent, relNone, "?q=1", pick(zh, "search", "搜索"))
 	b.addRaw(tagA, blockContent, relNone, "#top", pick(zh, "top", "顶部"))
 	for n := 1; n <= sh.sections; n++ {
+		if b.w.cfg.PageModel { // a table of contents: each section and its first articles
+			b.add(tagA, blockTOC, relNone, b.hi, "/s/"+strconv.Itoa(n)+"/", b.randForm(), pick(zh, "Section ", "栏目")+strconv.Itoa(n))
+			for m := 1; m <= 3 && sh.validArticle(n, m); m++ {
+				b.add(tagA, blockTOC, relNone, b.hi, "/s/"+strconv.Itoa(n)+"/a/"+strconv.Itoa(m)+".html", b.randForm(), b.anchor())
+			}
+			continue
+		}
 		b.content(b.randForm(), "/s/"+strconv.Itoa(n)+"/", pick(zh, "Section ", "栏目")+strconv.Itoa(n), relNone)
 	}
 	b.content(b.randForm(), "/frames.html", b.anchor(), relNone)
@@ -666,6 +680,10 @@ func (b *builder) section(n int) {
 		b.content(formRoot, newsPath(n, k), b.anchor(), relNone)
 	}
 	for m := 1; sh.validArticle(n, m); m++ {
+		if b.w.cfg.PageModel { // the section's table of contents
+			b.add(tagA, blockTOC, relNone, b.hi, "/s/"+strconv.Itoa(n)+"/a/"+strconv.Itoa(m)+".html", b.randForm(), b.anchor())
+			continue
+		}
 		b.content(b.randForm(), "/s/"+strconv.Itoa(n)+"/a/"+strconv.Itoa(m)+".html", b.anchor(), relNone)
 	}
 	b.content(b.randForm(), "/old/"+strconv.Itoa(n)+".html", b.anchor(), relNone)
@@ -713,6 +731,9 @@ func (b *builder) article(n, m, id int) {
 	for range b.r.intn(3) {
 		ti := w.pickHost(&b.r, b.hi)
 		b.add(tagA, blockContent, relNone, ti, b.pagePath(w.pageZipf.sample(&b.r)), formAbs+b.r.intn(2), b.anchor())
+	}
+	if w.cfg.PageModel {
+		b.denseParagraph(b.r.between(4, 7))
 	}
 	b.addRaw(tagA, blockContent, relNone, "#comments", pick(d.zh, "comments", "评论"))
 	b.content(b.randForm(), "/doc/"+strconv.Itoa(id)+".pdf", "PDF", relNone)

@@ -69,13 +69,18 @@ func (w *Web) render(dst []byte, d *doc) (out []byte, padAt int) {
 		}
 	}
 	dst = append(dst, "</head>\n<body>\n"...)
-	if !print {
+	if !print && d.model {
+		dst = w.renderTop(dst, d)
+	} else if !print {
 		dst = w.renderBlock(dst, d, blockNav, "<div class=\"nav\">", " | ", "</div>\n")
 	}
 	dst = append(dst, "<h1 id=\"top\">"...)
 	dst = append(dst, d.bytes(d.title)...)
 	dst = append(dst, "</h1>\n<div class=\"content\">\n"...)
 	dst = w.renderParas(dst, d, print)
+	if d.model && !print {
+		dst = w.renderContentModel(dst, d)
+	}
 	if d.kind == docLarge {
 		padAt = len(dst)
 	}
@@ -83,7 +88,11 @@ func (w *Web) render(dst []byte, d *doc) (out []byte, padAt int) {
 	if !print {
 		dst = w.renderMedia(dst, d)
 		dst = w.renderBlock(dst, d, blockFarm, "<table class=\"links\"><tr><td>", " ", "</td></tr></table>\n")
-		dst = w.renderBlock(dst, d, blockFooter, "<div class=\"footer\"><p>© 2026", " · ", "</p></div>\n")
+		if d.model {
+			dst = w.renderBottom(dst, d)
+		} else {
+			dst = w.renderBlock(dst, d, blockFooter, "<div class=\"footer\"><p>© 2026", " · ", "</p></div>\n")
+		}
 		dst = append(dst, "<p id=\"comments\"></p>\n"...)
 	}
 	return append(dst, "</body>\n</html>\n"...), padAt

@@ -91,6 +91,15 @@ type Truth struct {
 	// in navigation bars, link farms and footers, the blocks whose link-text ratio is
 	// above 1/4.
 	NoiseLinks map[string][]string `json:"noise_links"`
+	// LinkBlocks maps each fetched page of a Config.PageModel web to its <a>
+	// links, in the order the page model made them (not the document's),
+	// each with the block it is written in and whether it is noise (nil
+	// without PageModel). Noise: "nav", "footer", "farm", and the template
+	// blocks whose kinds the crawler's built-in noise samples do not
+	// describe (held out): "sidebar", "share", "language", "export",
+	// "tags", "ads". Content: "content" (links inside paragraphs), "toc"
+	// (tables of contents) and "editorial" (a paragraph dense with links).
+	LinkBlocks map[string][]LinkBlock `json:"link_blocks,omitempty"`
 	// NoiseURLs lists, sorted, the URLs seen that carry a session id (;jsessionid=,
 	// sid=), tracking parameters (utm_*, the /beacon pixel) or are calendar pages.
 	NoiseURLs []string `json:"noise_urls"`
@@ -104,6 +113,16 @@ type Truth struct {
 	Depth map[string]int `json:"depth"`
 	// Robots maps each host whose robots.txt was consulted to its RobotsKind name.
 	Robots map[string]string `json:"robots"`
+}
+
+// LinkBlock is one <a> link of a page of Truth.LinkBlocks.
+type LinkBlock struct {
+	URL   string `json:"url"`
+	Block string `json:"block"`
+	Noise bool   `json:"noise"`
+	// HeldOut marks the noise kinds the built-in noise samples do not
+	// describe.
+	HeldOut bool `json:"held_out,omitempty"`
 }
 
 // Outcomes besides status codes in Truth.Final.
@@ -389,6 +408,12 @@ func (c *truthCrawl) links(it truthItem, a answer, next []truthCand) []truthCand
 		c.noteNoise(u)
 		if l.tag == tagA && l.block.noise() {
 			noise = append(noise, u.String())
+		}
+		if d.model && l.tag == tagA {
+			if c.t.LinkBlocks == nil {
+				c.t.LinkBlocks = map[string][]LinkBlock{}
+			}
+			c.t.LinkBlocks[it.key] = append(c.t.LinkBlocks[it.key], LinkBlock{URL: u.String(), Block: blockNames[l.block], Noise: l.block.noise(), HeldOut: l.block.heldOut()})
 		}
 		next = append(next, truthCand{u: u, nofollow: l.rel == relNofollow})
 	}
