@@ -228,6 +228,12 @@ func printResult(w io.Writer, query string, page, limit int, res *index.Result) 
 				io.WriteString(w, f.Text)
 			}
 		}
+		switch {
+		case h.Similar == 1:
+			fmt.Fprintf(w, "\n   1 similar page")
+		case h.Similar > 1:
+			fmt.Fprintf(w, "\n   %d similar pages", h.Similar)
+		}
 		fmt.Fprintf(w, "\n   score %.4f (bm25 %.4f, pagerank %.3g)\n", h.Score, h.BM25, h.PageRank)
 		if h.Explain != "" {
 			for _, line := range strings.Split(h.Explain, "\n") {

@@ -38,6 +38,10 @@ type BuildOptions struct {
 	// Fields are the BM25F field weights. Zero: DefaultFieldWeights. An
 	// index built with other weights is rebuilt.
 	Fields FieldWeights
+	// NearDupDistance is the SimHash distance of the near-duplicate
+	// clusters (dupes.go); 0: DefaultNearDupDistance; negative: exact
+	// duplicates and canonical URLs only.
+	NearDupDistance int
 }
 
 // Damaged live segments (missing, wrong size, or failing a section's
@@ -50,6 +54,7 @@ type BuildStats struct {
 	FromOffset, ToOffset int64           // records.jsonl bytes indexed by this run
 	Records              int             // record lines read
 	Docs                 int             // pages analysed and added
+	Folded               int             // pages folded into another's duplicate cluster (dupes.go), over the whole crawl
 	Deleted              int             // URLs whose last record has no indexable page
 	Skipped              int             // pages not indexed: noindex or unreadable body
 	Bytes                int64           // page body bytes analysed
@@ -178,6 +183,13 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 		progress()
 	}
 	if err := w.WaitMerges(ctx); err != nil {
+		return st, err
+	}
+	k := opt.NearDupDistance
+	if k == 0 {
+		k = DefaultNearDupDistance
+	}
+	if st.Folded, err = writeClusters(ctx, dataDir, w.dir, max(k, 0)); err != nil {
 		return st, err
 	}
 	if opt.ForceMerge {

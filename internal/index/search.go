@@ -81,7 +81,11 @@ type Request struct {
 
 // Result is the answer to a Request.
 type Result struct {
-	Total int           // documents matching
+	// Total is the number of documents matching, less the duplicates
+	// collapsed into their clusters (Hit.Similar) among the ranked
+	// candidates: exact when every match was ranked (fewer than
+	// Offset+Limit plus the clusters' members), else an upper bound.
+	Total int
 	Hits  []Hit         // Offset … Offset+Limit-1 of them, best first
 	Took  time.Duration // time spent in Search
 	Terms []string      // the query's positive terms, after analysis
@@ -97,6 +101,10 @@ type Hit struct {
 	BM25       float64
 	PageRank   float64
 	Explain    string
+	// Similar is the number of other pages in the hit's duplicate cluster
+	// (exact and near duplicates, pages whose canonical URL is this one;
+	// dupes.go): they are not shown beside it.
+	Similar int
 }
 
 // Fragment is a piece of a snippet: plain text, Match marks a query term.
@@ -128,6 +136,7 @@ type Index struct {
 	stamp     fileStamp
 	rankStamp fileStamp
 	ranks     *rankSet
+	clusters  clusterCache // the duplicate clusters (dupes.go)
 	lastCheck time.Time
 	rankNoted bool
 	closed    bool
@@ -756,7 +765,12 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	keep := req.Offset + req.Limit
-	k := newTopk(keep, ranks, weight)
+	clusters, err := ix.clusters.get(ix.dir)
+	if err != nil {
+		ix.log.Warn("index: searching without collapsing duplicates", "err", err)
+	}
+	// Collapsing removes at most one candidate per cluster member.
+	k := newTopk(keep+min(clusters.members(), maxCollapseExtra), ranks, weight)
 	conj, isConj := conjunction(q.root)
 	for si, s := range snap.segs {
 		if err := ctx.Err(); err != nil {
@@ -790,8 +804,14 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		all[i] = heap.Pop(&h).(scored)
 	}
 	res := &Result{Total: total, Terms: q.terms}
+	n := len(all)
+	all, similar := clusters.collapse(all, func(c scored) uint64 { return snap.segs[c.seg].hash(int(c.doc)) })
+	res.Total -= n - len(all) // exact when every match was a candidate
+	if len(all) > keep {
+		all, similar = all[:keep], similar[:keep]
+	}
 	if req.Offset < len(all) {
-		all = all[req.Offset:]
+		all, similar = all[req.Offset:], similar[req.Offset:]
 	} else {
 		all = nil
 	}
@@ -808,7 +828,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		if ranks != nil && c.pr == 0 {
 			c.pr = ranks.scores[d.URL]
 		}
-		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr}
+		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr, Similar: similar[i]}
 		// Positions are counted over title and body; the stored text is
 		// the body, which starts at the base the marks store (version 1
 		// segments: found by analysing the title).

@@ -55,6 +55,9 @@ type Hit struct {
 	BM25     float64    `json:"bm25"`
 	PageRank float64    `json:"pagerank"`
 	Explain  string     `json:"explain,omitempty"`
+	// Similar is the number of other pages in the hit's duplicate cluster
+	// (exact and near duplicates, pages naming it canonical), not listed.
+	Similar int `json:"similar,omitempty"`
 }
 
 // SearchResult is a page of hits out of Total matches; Terms are the

@@ -1,0 +1,299 @@
+package index
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/spider-crawler/spider/internal/dedup"
+)
+
+// Duplicate clusters: one result per cluster.
+//
+// A cluster is a page and the pages that stand for the same content: exact
+// duplicates (the same text fingerprint), near-duplicates (a SimHash within
+// the distance, dedup.Clusters: in records order, a page joins the first
+// earlier page it is near) and pages whose canonical URL names it. Build
+// computes the clusters over every indexable page of the crawl (the last
+// record of each URL) after each run and writes them to ClustersFile in the
+// index directory; Search keeps the best-ranked hit of each cluster (the
+// cluster's own page when it matches too) and reports the number of other
+// pages in Hit.Similar. The members stay in the segments (a query may match
+// a member's different words); they are never shown beside their cluster.
+//
+// A page's canonical URL (store.Record.Canonical) folds it into the page of
+// that URL only when that page is indexable (fetched with 200) and names no
+// other canonical URL itself: a canonical link to a 404, to a page not
+// fetched, or into a loop or chain leaves the page standing for itself.
+//
+// Memory at build time: about 10 table entries per indexable page (the
+// SimIndex of distance 3), some 400 bytes per page.
+
+// ClustersFile is the name of the duplicate clusters file in the index
+// directory: a header line, then one line per page that is not its
+// cluster's own page: "member<TAB>root<TAB>kind" (kind exact, near or
+// canonical), URLs as recorded.
+const ClustersFile = "CLUSTERS"
+
+const clustersHeader = "spider-clusters 1"
+
+// DefaultNearDupDistance is the SimHash distance Build uses when
+// BuildOptions gives none (the crawl's default, --near-dup-distance).
+const DefaultNearDupDistance = 3
+
+// maxCollapseExtra bounds the extra candidates a search ranks so that
+// collapsing clusters still fills a page of hits: one per cluster member,
+// at most this many.
+const maxCollapseExtra = 10_000
+
+// Cluster kinds.
+const (
+	ClusterExact     = "exact"
+	ClusterNear      = "near"
+	ClusterCanonical = "canonical"
+)
+
+// ClusterMember is one page folded into another.
+type ClusterMember struct {
+	URL, Root, Kind string
+}
+
+// ComputeClusters reads dataDir's records and returns the pages that are
+// folded into another page's cluster, in records order, with near-duplicates
+// found within SimHash distance k (0: exact duplicates and canonical URLs
+// only).
+func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMember, error) {
+	if k < 0 || k > dedup.MaxNearDistance {
+		return nil, fmt.Errorf("cannot cluster duplicates: distance %d is outside 0 to %d", k, dedup.MaxNearDistance)
+	}
+	last := map[string]int{}
+	var recs []Record
+	if _, err := ScanRecords(dataDir, 0, -1, func(rec Record, _ int64) bool {
+		if i, ok := last[rec.URL]; ok {
+			recs[i] = rec
+		} else {
+			last[rec.URL] = len(recs)
+			recs = append(recs, rec)
+		}
+		return ctx.Err() == nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The indexable pages in records order, and where each URL (and final
+	// URL) is among them.
+	var pages []Record
+	at := map[string]int{}
+	for _, r := range recs {
+		if !r.Indexable() {
+			continue
+		}
+		at[r.URL] = len(pages)
+		if r.FinalURL != "" {
+			if _, ok := at[r.FinalURL]; !ok {
+				at[r.FinalURL] = len(pages)
+			}
+		}
+		pages = append(pages, r)
+	}
+	fps := make([]uint64, len(pages))
+	sims := make([]uint64, len(pages))
+	for i, p := range pages {
+		fps[i], _ = strconv.ParseUint(p.Fingerprint, 16, 64)
+		sims[i], _ = strconv.ParseUint(p.SimHash, 16, 64)
+	}
+	root, near, err := dedup.Clusters(fps, sims, k)
+	if err != nil {
+		return nil, err
+	}
+	// canon(i) is the page i's canonical URL folds it into, or i.
+	canon := func(i int) int {
+		c := pages[i].Canonical
+		if c == "" || c == pages[i].URL {
+			return i
+		}
+		j, ok := at[c]
+		if !ok || j == i {
+			return i // not fetched, not 200, not HTML: the page stands alone
+		}
+		if cc := pages[j].Canonical; cc != "" && cc != pages[j].URL && cc != c {
+			return i // a chain or a loop
+		}
+		return j
+	}
+	var out []ClusterMember
+	for i := range pages {
+		c := canon(i)
+		f := canon(root[c])
+		if f == i {
+			continue
+		}
+		kind := ClusterExact
+		switch {
+		case c != i:
+			kind = ClusterCanonical
+		case near[i]:
+			kind = ClusterNear
+		}
+		out = append(out, ClusterMember{URL: pages[i].URL, Root: pages[f].URL, Kind: kind})
+	}
+	return out, nil
+}
+
+// writeClusters computes dataDir's clusters and replaces the index
+// directory's ClustersFile with them (a temporary file renamed over it).
+func writeClusters(ctx context.Context, dataDir, indexDir string, k int) (int, error) {
+	ms, err := ComputeClusters(ctx, dataDir, k)
+	if err != nil {
+		return 0, err
+	}
+	tmp, err := os.CreateTemp(indexDir, ClustersFile+".tmp*")
+	if err != nil {
+		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriter(tmp)
+	fmt.Fprintf(bw, "%s k=%d\n", clustersHeader, k)
+	for _, m := range ms {
+		if strings.ContainsAny(m.URL+m.Root, "\t\n") {
+			continue // normalised URLs never hold them; a hostile record might
+		}
+		fmt.Fprintf(bw, "%s\t%s\t%s\n", m.URL, m.Root, m.Kind)
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(indexDir, ClustersFile)); err != nil {
+		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+	}
+	return len(ms), nil
+}
+
+// clusterSet is a loaded ClustersFile, keyed by URL hash (urlHash, the
+// segments' document identity).
+type clusterSet struct {
+	root map[uint64]uint64 // member → its cluster's page
+	size map[uint64]int    // cluster page → number of members
+}
+
+// readClusters loads indexDir's ClustersFile; a missing file is an empty
+// set (an index built before clusters existed).
+func readClusters(indexDir string) (*clusterSet, error) {
+	f, err := os.Open(filepath.Join(indexDir, ClustersFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the duplicate clusters: %w", err)
+	}
+	defer f.Close()
+	cs := &clusterSet{root: map[uint64]uint64{}, size: map[uint64]int{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	first := true
+	for sc.Scan() {
+		line := sc.Text()
+		if first {
+			first = false
+			if !strings.HasPrefix(line, clustersHeader) {
+				return nil, fmt.Errorf("cannot read the duplicate clusters: %s does not start with %q: run spider index again: %w", f.Name(), clustersHeader, ErrCorrupt)
+			}
+			continue
+		}
+		member, rest, ok := strings.Cut(line, "\t")
+		root, _, ok2 := strings.Cut(rest, "\t")
+		if !ok || !ok2 {
+			continue
+		}
+		m, r := urlHash(member), urlHash(root)
+		if _, dup := cs.root[m]; dup || m == r {
+			continue
+		}
+		cs.root[m] = r
+		cs.size[r]++
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the duplicate clusters: %w", err)
+	}
+	return cs, nil
+}
+
+// clusterCache keeps the loaded clusters of an Index, reloaded when the
+// file changes.
+type clusterCache struct {
+	mu    sync.Mutex
+	stamp fileStamp
+	set   *clusterSet
+	err   error
+}
+
+// get returns the clusters of dir, reading the file again when its stamp
+// changed. A file that cannot be read gives its error once (the caller
+// logs it), then no clusters until it changes: search goes on without
+// collapsing.
+func (c *clusterCache) get(dir string) (*clusterSet, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := stampOf(filepath.Join(dir, ClustersFile))
+	if st == c.stamp && (c.set != nil || c.err != nil || st == (fileStamp{})) {
+		return c.set, nil // an error was reported when the file was read
+	}
+	c.stamp = st
+	c.set, c.err = readClusters(dir)
+	return c.set, c.err
+}
+
+// members is the number of pages folded into others (0 for a nil set).
+func (cs *clusterSet) members() int {
+	if cs == nil {
+		return 0
+	}
+	return len(cs.root)
+}
+
+// collapse keeps, of the candidates all (best first), the first of each
+// cluster — replaced by the cluster's own page when that is among the
+// candidates too — and returns them with the number of other pages in each
+// kept hit's cluster. hash gives a candidate's URL hash.
+func (cs *clusterSet) collapse(all []scored, hash func(scored) uint64) ([]scored, []int) {
+	similar := make([]int, 0, len(all))
+	if cs == nil || len(cs.root) == 0 {
+		return all, make([]int, len(all))
+	}
+	out := all[:0:0]
+	slot := map[uint64]int{} // cluster page → index in out
+	for _, c := range all {
+		h := hash(c)
+		r, member := cs.root[h]
+		if !member {
+			r = h
+		}
+		if i, ok := slot[r]; ok {
+			if !member { // the cluster's own page ranks lower: it takes the slot
+				out[i] = c
+			}
+			continue
+		}
+		slot[r] = len(out)
+		out = append(out, c)
+		similar = append(similar, cs.size[r])
+	}
+	return out, similar
+}
