@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/protocol"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -93,4 +95,51 @@ func checkShare(t *testing.T, what, nodes string, per []int64, most float64) {
 	if share := float64(top) / float64(total); share > most {
 		t.Errorf("cluster of%s: one master holds %.0f %% of the %s (%v), want at most %.0f %%", nodes, 100*share, what, per, 100*most)
 	}
+}
+
+// TestClusterLosesMaster: a Redis Cluster that loses a master (no replica takes over)
+// mid-crawl makes the nodes that need it exit with an error naming that Redis, at
+// once (a host that cannot complete a fetched task) or within redis_timeout after the
+// cluster went down, instead of hanging: first host n1/h1's own cluster, then the
+// center's (which n1/h2 needs too).
+func TestClusterLosesMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two Redis Clusters, each losing a master")
+	}
+	s := newClusterSystem(t, 1, 2, websim.Config{Seed: 74, Hosts: 12, PagesPerHost: 40, Latency: 2 * time.Millisecond},
+		map[string]string{"n1": "A", "n1/h1": "B"})
+	s.cfg.RedisTimeout = protocol.Duration(2 * time.Second)
+	s.crawl.Delay = crawl.Duration(20 * time.Millisecond)
+	s.startCenter("n1", 0)
+	s.startHost("n1", "h1", 0)
+	s.startHost("n1", "h2", 0)
+	s.progress(40)
+
+	// Within the cluster's node time-out (3 s) and redis_timeout (2 s), with room for a
+	// loaded machine.
+	const bound = 30 * time.Second
+	exits := func(name, want string) {
+		t.Helper()
+		s.mu.Lock()
+		ch := s.errs[name]
+		s.mu.Unlock()
+		select {
+		case err := <-ch:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s ended with %v, want an error naming %s", name, err, want)
+			} else {
+				t.Logf("%s: %v", name, err)
+			}
+			s.mu.Lock()
+			delete(s.running, name)
+			s.mu.Unlock()
+		case <-time.After(bound):
+			t.Fatalf("%s still runs %v after its Redis Cluster lost a master", name, bound)
+		}
+	}
+	s.clusters["n1/h1"].Servers[1].Kill()
+	exits("n1/h1", "this host's Redis")
+	s.clusters["n1"].Servers[2].Kill()
+	exits("n1", "this center's Redis")
+	exits("n1/h2", "the center's Redis")
 }

@@ -259,8 +259,10 @@ type loop struct {
 // feedCap bounds the tasks held in processing (and the frontier) at once.
 const feedCap = 4096
 
-// feed moves tasks from task_pool into the frontier.
+// feed moves tasks from task_pool into the frontier. Its Redis failing for the
+// configuration's RedisTimeout ends the run with an error.
 func (l *loop) feed(ctx context.Context) error {
+	down := protocol.Outage{What: "this host's Redis", Limit: time.Duration(l.host.Config().RedisTimeout)}
 	for ctx.Err() == nil {
 		l.mu.Lock()
 		room := feedCap - len(l.taken)
@@ -274,10 +276,14 @@ func (l *loop) feed(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if ferr := down.Fail(err); ferr != nil {
+				return ferr
+			}
 			l.log.Warn("cannot take tasks", "err", err)
 			sleepCtx(ctx, 500*time.Millisecond)
 			continue
 		}
+		down.OK()
 		if len(ts) == 0 {
 			sleepCtx(ctx, 50*time.Millisecond)
 			continue
@@ -304,17 +310,28 @@ func (l *loop) feed(ctx context.Context) error {
 	return nil
 }
 
-// watch ends the run when the center reports the system done.
+// watch ends the run when the center reports the system done, or with an error when
+// the center's Redis has failed for the configuration's RedisTimeout (the host could
+// neither submit its URLs nor learn that the crawl ended).
 func (l *loop) watch(ctx context.Context) error {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	down := protocol.Outage{What: "the center's Redis", Limit: time.Duration(l.host.Config().RedisTimeout)}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		if done, err := l.host.Done(ctx); err == nil && done {
+		done, err := l.host.Done(ctx)
+		if err != nil && ctx.Err() == nil {
+			if ferr := down.Fail(err); ferr != nil {
+				return ferr
+			}
+		} else if err == nil {
+			down.OK()
+		}
+		if err == nil && done {
 			l.done.Store(true)
 			l.stop()
 			return nil

@@ -311,6 +311,9 @@ func (c *Center) joinCenters(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPeers(ctx, c.rdb, c.cfg, c.net); err != nil {
+		return fmt.Errorf("cannot start the center of %s: %w", c.net, err)
+	}
 	for _, nw := range c.cfg.Networks {
 		rdb := c.rdb
 		if nw.Name != c.net {
@@ -334,6 +337,29 @@ func (c *Center) joinCenters(ctx context.Context) error {
 			continue
 		}
 		c.centerMems = append(c.centerMems, m)
+	}
+	return nil
+}
+
+// checkPeers refuses a configuration that differs from a live center's listed in rdb
+// (the centers' membership, which every center keeps in every center's Redis): the
+// Fingerprint covers what decides frames and homes, so two of them would split the
+// crawl's URLs two ways. self (a center's own network) is not compared: a center
+// restarted with a new configuration replaces its own listing.
+func checkPeers(ctx context.Context, rdb redis.UniversalClient, cfg *Config, self string) error {
+	keys, err := cluster.NewKeys(CenterMembersCrawl(cfg.Crawl))
+	if err != nil {
+		return err
+	}
+	v, err := cluster.NewMembership(rdb, keys, cluster.MembershipConfig{}).Members(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot read the centers' membership: %w", err)
+	}
+	for _, m := range v.Members {
+		if fp := m.Meta["config"]; m.ID != self && fp != "" && fp != cfg.Fingerprint() {
+			return fmt.Errorf("this protocol configuration (fingerprint %s) differs from the one center %s runs with (%s): give every center and host the same --protocol-config (crawl name, batch and network names must match)",
+				cfg.Fingerprint(), m.ID, fp)
+		}
 	}
 	return nil
 }
@@ -417,6 +443,15 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 	lastRefresh := time.Now()
 	lastTick := time.Now()
 	stale := false
+	// The center's Redis failing without a success in between (a frame handled, or an
+	// empty inbox and a clean tick) for RedisTimeout ends Run with an error.
+	down := Outage{What: "this center's Redis (" + redactURL(c.opt.RedisURL) + ")", Limit: time.Duration(c.cfg.RedisTimeout)}
+	failed := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return down.Fail(err)
+	}
 	for {
 		select {
 		case <-doneCh:
@@ -430,6 +465,9 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 			// A handler or time-out failed half-way: the rounds in memory may be ahead of
 			// Redis. Redis is the truth; read it back before going on.
 			if err := c.loadPools(ctx); err != nil {
+				if ferr := failed(err); ferr != nil {
+					return ferr
+				}
 				c.log.Warn("cannot read the rounds back from Redis, will retry", "err", err)
 				sleep(ctx, 200*time.Millisecond)
 				continue
@@ -438,8 +476,8 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 		}
 		raw, f, ok, err := c.tr.next(ctx, 50*time.Millisecond)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if ferr := failed(err); ferr != nil {
+				return ferr
 			}
 			c.log.Warn("inbox", "err", err)
 			sleep(ctx, 200*time.Millisecond)
@@ -450,12 +488,16 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
+				if ferr := failed(err); ferr != nil {
+					return ferr
+				}
 				c.log.Warn("cannot handle a frame, will retry", "number", f.Number, "flag", f.Flag, "err", err)
 				stale = true
 				c.tr.retry(ctx, raw)
 				sleep(ctx, 100*time.Millisecond)
 			} else {
 				c.tr.ack(ctx, raw)
+				down.OK()
 			}
 		}
 		now := time.Now()
@@ -465,8 +507,13 @@ func (c *Center) loop(ctx context.Context, doneCh <-chan struct{}) error {
 		}
 		if now.Sub(lastTick) >= 50*time.Millisecond || !ok {
 			if err := c.tick(ctx); err != nil && ctx.Err() == nil {
+				if ferr := failed(err); ferr != nil {
+					return ferr
+				}
 				c.log.Warn("time-out processing failed", "err", err)
 				stale = true
+			} else if !ok && err == nil {
+				down.OK()
 			}
 			lastTick = now
 		}

@@ -22,6 +22,7 @@ const (
 	DefaultHeartbeat     = time.Second
 	DefaultMemberTTL     = 5 * time.Second
 	DefaultStable        = time.Second
+	DefaultRedisTimeout  = 30 * time.Second
 )
 
 // Duration is a time.Duration written as "500ms" or "2s" in YAML.
@@ -67,6 +68,13 @@ type Config struct {
 	MemberTTL Duration `yaml:"member_ttl"`
 	// Stable is how long the whole system must be seen idle, twice, before it is done.
 	Stable Duration `yaml:"stable"`
+	// RedisTimeout is how long a center or a host goes on retrying a Redis it needs (its
+	// own, or a host's center's) while every attempt fails, before it exits with an error
+	// that names the Redis: a Redis Cluster that lost a master with no replica to take
+	// over answers CLUSTERDOWN until the master is back, and a process that only logged
+	// warnings would hang. Restarted once the Redis is back, the node resumes where it
+	// stopped. Default DefaultRedisTimeout.
+	RedisTimeout Duration `yaml:"redis_timeout"`
 	// Networks lists every network. Their names are the home networks of the URLs.
 	Networks []Network `yaml:"networks"`
 }
@@ -127,6 +135,7 @@ func (c *Config) Defaults() {
 	def(&c.Heartbeat, DefaultHeartbeat)
 	def(&c.MemberTTL, DefaultMemberTTL)
 	def(&c.Stable, DefaultStable)
+	def(&c.RedisTimeout, DefaultRedisTimeout)
 }
 
 // Validate fills in defaults and checks the configuration: names, unique networks and
@@ -215,3 +224,31 @@ func (c *Config) Fingerprint() string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
+
+// Outage measures how long a Redis has failed without a success in between, for a loop
+// that retries it: Fail returns an error once the failures have lasted longer than the
+// limit (Config.RedisTimeout), OK ends the outage. Not safe for concurrent use: one per
+// loop.
+type Outage struct {
+	// What names the Redis in the error, e.g. "this center's Redis".
+	What  string
+	Limit time.Duration
+	since time.Time
+}
+
+// Fail records a failed attempt; it returns nil while the outage is shorter than Limit,
+// else an error that wraps err and says what to do.
+func (o *Outage) Fail(err error) error {
+	now := time.Now()
+	if o.since.IsZero() {
+		o.since = now
+	}
+	if o.Limit <= 0 || now.Sub(o.since) < o.Limit {
+		return nil
+	}
+	return fmt.Errorf("cannot use %s: every attempt failed for %v: %w; check that Redis (a Redis Cluster that lost a master without a replica answers CLUSTERDOWN until the master is back), then start this node again: it resumes where it stopped",
+		o.What, now.Sub(o.since).Round(time.Millisecond), err)
+}
+
+// OK records a success: the outage, if any, is over.
+func (o *Outage) OK() { o.since = time.Time{} }

@@ -126,6 +126,9 @@ func (h *Host) Taken() <-chan error {
 	return h.mem.Taken()
 }
 
+// Config returns the system's configuration the host was made with.
+func (h *Host) Config() *Config { return h.cfg }
+
 // Addr returns the host's node address "NET/ID".
 func (h *Host) Addr() string { return h.addr }
 
@@ -134,7 +137,8 @@ const IDHint = "give each host of a network its own --host-id"
 
 // Start checks that no live host of another Instance holds the address (else an error
 // wrapping cluster.ErrNodeIDInUse that names that host's pid and machine, before
-// anything is touched), recovers what a crash left half-done (tasks in processing go
+// anything is touched) and that no live center runs another configuration
+// (Fingerprint), recovers what a crash left half-done (tasks in processing go
 // back to task_pool, frames back to their queues), registers the host with its center
 // (so URLs are assigned to it) and joins the network's membership, then runs the local
 // pass, the answers and the forwarder until Close. It returns ErrDone if the crawl is
@@ -156,6 +160,9 @@ func (h *Host) Start(ctx context.Context) error {
 	h.mem = cluster.NewMembership(h.opt.Center, keys, cluster.MembershipConfig{
 		Heartbeat: time.Duration(h.cfg.Heartbeat), TTL: time.Duration(h.cfg.MemberTTL), Logger: h.log, IDHint: IDHint})
 	if err := h.mem.Check(ctx, h.opt.ID, instance); err != nil {
+		return fmt.Errorf("cannot start host %s: %w", h.addr, err)
+	}
+	if err := checkPeers(ctx, h.opt.Center, h.cfg, ""); err != nil {
 		return fmt.Errorf("cannot start host %s: %w", h.addr, err)
 	}
 	if err := h.tr.recover(ctx); err != nil {
@@ -357,7 +364,7 @@ func (h *Host) Take(ctx context.Context, n int) ([]Taken, error) {
 func (h *Host) Complete(ctx context.Context, t Taken, discovered []Task) error {
 	args := append([]any{t.Raw}, triples(discovered)...)
 	if err := completeScript.Run(ctx, h.opt.Local, []string{h.k.taskProc(t.part), h.k.urlPool(t.part), h.k.partStats(t.part)}, args...).Err(); err != nil {
-		return fmt.Errorf("cannot complete task %s: %w", t.URL, err)
+		return fmt.Errorf("cannot complete task %s in this host's Redis (the task stays in task_pool:processing for the next start): %w", t.URL, err)
 	}
 	return nil
 }

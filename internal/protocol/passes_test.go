@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -588,4 +589,40 @@ func testHostLeave(t *testing.T, b backend) {
 	if reg, _ := rdb.HExists(ctx, c.k.registered(), "h2").Result(); !reg {
 		t.Error("h2 came back but is not registered")
 	}
+}
+
+// TestConfigMismatchRefused: a host or a center whose configuration's Fingerprint
+// differs from a live center's refuses to start, naming that center; the same
+// configuration starts.
+func TestConfigMismatchRefused(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	cfg := testConfig("n1", "n2")
+	c := newTestCenter(t, rdb, cfg, "n1")
+	if err := c.joinCenters(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, m := range c.centerMems {
+			if m != nil {
+				m.Close()
+			}
+		}
+	}()
+	other := testConfig("n1", "n2")
+	other.Batch = 9
+	h, _ := NewHost(HostOptions{Config: other, Network: "n1", ID: "h9", Local: rdb, Center: rdb, LocalURL: "redis://x"})
+	if err := h.Start(ctx); err == nil || !strings.Contains(err.Error(), "differs from the one center n1 runs with") {
+		h.Close()
+		t.Errorf("a host with another batch started: %v", err)
+	}
+	c2 := newTestCenter(t, rdb, testConfig("n1", "n2", "n3"), "n2")
+	if err := c2.joinCenters(ctx); err == nil || !strings.Contains(err.Error(), "--protocol-config") {
+		t.Errorf("a center with another network list started: %v", err)
+	}
+	same, _ := NewHost(HostOptions{Config: testConfig("n1", "n2"), Network: "n1", ID: "h1", Local: rdb, Center: rdb, LocalURL: "redis://x"})
+	if err := same.Start(ctx); err != nil {
+		t.Errorf("a host with the same configuration was refused: %v", err)
+	}
+	same.Close()
 }
