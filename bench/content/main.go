@@ -303,7 +303,7 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 	fmt.Println()
 
 	// CPU per page, the three ways, interleaved, medians of reps.
-	var tParse, tBlocks, tContent []float64
+	var tParse, tBlocks, tContent, tUnres []float64
 	for range reps {
 		tParse = append(tParse, perPage(pages, func(p page) {
 			parse.Parse(p.base, p.body, parse.Options{Unresolved: true})
@@ -315,12 +315,17 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 		tContent = append(tContent, perPage(pages, func(p page) {
 			m.Analyze(p.base, p.body)
 		}))
+		mu := content.NewModel(content.Options{Parse: parse.Options{Unresolved: true}})
+		tUnres = append(tUnres, perPage(pages, func(p page) {
+			mu.Analyze(p.base, p.body)
+		}))
 	}
-	mp, mb, mc := median(tParse), median(tBlocks), median(tContent)
+	mp, mb, mc, mu := median(tParse), median(tBlocks), median(tContent), median(tUnres)
 	fmt.Printf("| per page (median of %d runs over %d pages; machine shared with other work) | µs | vs parse.Parse |\n|---|---|---|\n", reps, len(pages))
 	fmt.Printf("| parse.Parse (the crawler's parser today, links unresolved) | %.1f | 1.00 |\n", mp)
 	fmt.Printf("| parse.ParseBlocks (the same page and its blocks, one pass) | %.1f | %.2f |\n", mb, mb/mp)
-	fmt.Printf("| content.Model.Analyze (ParseBlocks, resolve, hash, classify, observe) | %.1f | %.2f |\n", mc, mc/mp)
+	fmt.Printf("| content.Model.Analyze (ParseBlocks, links resolved, hash, classify, observe) | %.1f | %.2f |\n", mc, mc/mp)
+	fmt.Printf("| content.Model.Analyze, links unresolved (as the crawler parses) | %.1f | %.2f |\n", mu, mu/mp)
 	return nil
 }
 

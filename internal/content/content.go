@@ -107,8 +107,11 @@ type Options struct {
 	// SampleScore is the similarity to a sample at which a link matches.
 	// Default 0.9.
 	SampleScore float64
-	// Parse bounds the parser's work per page (parse.Options; Unresolved
-	// is ignored: links are resolved).
+	// Parse bounds the parser's work per page (parse.Options). With
+	// Parse.Unresolved, links are left as written (Link.URL nil, Link.Raw
+	// cleaned): cheaper for a caller that resolves links itself; the noise
+	// samples then see each link resolved against the page's base when
+	// they are consulted.
 	Parse parse.Options
 }
 
@@ -131,7 +134,6 @@ func (o Options) withDefaults() Options {
 	if !(o.SampleScore > 0 && o.SampleScore <= 1) {
 		o.SampleScore = 0.9
 	}
-	o.Parse.Unresolved = false
 	return o
 }
 
@@ -200,10 +202,11 @@ func Extract(base *url.URL, body []byte, opt Options) (*Page, error) {
 		return nil, fmt.Errorf("cannot extract the page's content: %w", err)
 	}
 	p := &Page{Title: pp.Title, Parsed: pp, Blocks: make([]Block, len(blocks))}
+	var h xxhash.Digest
 	for i, b := range blocks {
 		blk := Block{Block: b, Links: len(b.Links), Runes: b.TextLen}
 		blk.LinkDense = len(b.Links) > 0 && (b.TextLen == 0 || b.LinkTextRatio() > opt.LinkDensity)
-		h := xxhash.New()
+		h.Reset()
 		h.WriteString(b.Tag)
 		h.Write([]byte{0})
 		if b.Text != "" {
@@ -233,17 +236,12 @@ func Extract(base *url.URL, body []byte, opt Options) (*Page, error) {
 		fp = mix(fp, b.Hash)
 	}
 	p.Fingerprint = fp
-	// Links in document order (the parser's), each with its block: a link
-	// is one *url.URL shared by the page's list and its block's.
-	at := make(map[*url.URL]int, len(pp.Links))
-	for i, b := range blocks {
-		for _, l := range b.Links {
-			at[l.URL] = i
-		}
-	}
+	// Links in document order (the parser's), each with its block.
 	p.Links = make([]Link, len(pp.Links))
-	for i, l := range pp.Links {
-		p.Links[i] = Link{Link: l, Block: at[l.URL]}
+	for bi, b := range blocks {
+		for k, l := range b.Links {
+			p.Links[b.LinkIndex[k]] = Link{Link: l, Block: bi}
+		}
 	}
 	return p, nil
 }
@@ -282,7 +280,7 @@ func (p *Page) Classify(site *Site, opt Options) {
 			b.Template = true
 		}
 		switch {
-		case b.LinkDense && (b.Template || opt.Samples != nil && matchSamples(opt.Samples, b.Block.Links, opt.SampleScore)):
+		case b.LinkDense && (b.Template || opt.Samples != nil && matchSamples(opt.Samples, p.base(), b.Block.Links, opt.SampleScore)):
 			b.Kind = Noise
 		case b.Template:
 			b.Kind = Template
@@ -310,18 +308,31 @@ func (p *Page) Classify(site *Site, opt Options) {
 }
 
 // matchSamples reports whether at least half of links (and at least one)
-// score at least min against the filter's noise samples.
-func matchSamples(f *denoise.Filter, links []parse.Link, min float64) bool {
+// score at least min against the filter's noise samples. Unresolved links
+// are resolved against base.
+func matchSamples(f *denoise.Filter, base *url.URL, links []parse.Link, min float64) bool {
 	n := 0
 	for _, l := range links {
-		if l.URL == nil {
+		u := l.URL
+		if u == nil && base != nil {
+			u, _ = base.Parse(l.Raw)
+		}
+		if u == nil {
 			continue
 		}
-		if s, _ := f.Score(denoise.Skeleton(l.URL)); s >= min {
+		if s, _ := f.Score(denoise.Skeleton(u)); s >= min {
 			n++
 		}
 	}
 	return n > 0 && 2*n >= len(links)
+}
+
+// base is the URL the page's links resolve against.
+func (p *Page) base() *url.URL {
+	if p.Parsed == nil {
+		return nil
+	}
+	return p.Parsed.Base
 }
 
 // NoiseLinks returns the links of noise blocks and the others, each in

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"strings"
+	"unsafe"
 )
 
 // DefaultNoiseThreshold is the link-text ratio above which a block's links
@@ -39,6 +40,9 @@ type Block struct {
 	// content outside every block element). Nesting is not capped: a page
 	// of 10,000 nested divs has a block of depth 10,000.
 	Depth int
+	// LinkIndex gives, with ParseBlocks, the index in Page.Links of each
+	// of Links (nil from Blocks).
+	LinkIndex []int
 }
 
 // LinkTextRatio is LinkText/TextLen, in [0, 1]; 0 for a block without
@@ -51,7 +55,8 @@ func (b Block) LinkTextRatio() float64 {
 }
 
 type blockState struct {
-	parent   int // index in walker.blocks of the enclosing block, -1 for the document
+	slab     []blockState // the document's block: where blockStart allocates
+	parent   int          // index in walker.blocks of the enclosing block, -1 for the document
 	depth    int
 	tag      string
 	text     textBuf
@@ -115,11 +120,19 @@ func ParseBlocks(base *url.URL, body []byte, opt Options) (*Page, []Block, error
 	}
 	p.Text = text.String()
 	p.Links = make([]Link, 0, len(order))
+	index := make([]int, len(order)) // the blocks' LinkIndex, one array
+	off := 0
+	for i := range blocks {
+		n := len(blocks[i].Links)
+		blocks[i].LinkIndex = index[off : off+n : off+n]
+		off += n
+	}
 	for _, o := range order {
 		l := blocks[o.block].Links[o.index]
 		if w.links[o.link].refresh && p.Refresh == nil && l.URL != nil {
 			p.Refresh = l.URL
 		}
+		blocks[o.block].LinkIndex[o.index] = len(p.Links)
 		p.Links = append(p.Links, l)
 	}
 	return p, blocks, nil
@@ -137,12 +150,43 @@ type linkAt struct{ link, block, index int }
 // resolve.
 func (w *walker) blockList(b *url.URL, unresolved, containers bool) ([]Block, []linkAt, int) {
 	out := make([]Block, len(w.blocks))
+	// The blocks' texts are substrings of one string, their links slices
+	// of one array: two allocations, not two per block.
+	total := 0
+	for _, bs := range w.blocks {
+		total += len(bs.text.b)
+	}
+	var all string
+	if total > 0 {
+		buf := make([]byte, 0, total)
+		for _, bs := range w.blocks {
+			buf = append(buf, bs.text.b...)
+		}
+		all = unsafe.String(&buf[0], len(buf)) // buf is never written again
+	}
+	off := 0
 	for i, bs := range w.blocks {
 		parent := bs.parent
 		if i == 0 {
 			parent = -1 // the document
 		}
-		out[i] = Block{Tag: bs.tag, Text: bs.text.String(), TextLen: bs.textLen, LinkText: bs.linkText, Parent: parent, Depth: bs.depth}
+		n := len(bs.text.b)
+		out[i] = Block{Tag: bs.tag, Text: all[off : off+n], TextLen: bs.textLen, LinkText: bs.linkText, Parent: parent, Depth: bs.depth}
+		off += n
+	}
+	if len(w.links) > 0 {
+		count := make([]int, len(out))
+		for i := range w.links {
+			count[w.links[i].block]++
+		}
+		links := make([]Link, len(w.links))
+		off := 0
+		for i, n := range count {
+			if n > 0 {
+				out[i].Links = links[off : off : off+n]
+				off += n
+			}
+		}
 	}
 	skipped := 0
 	var order []linkAt
@@ -237,7 +281,14 @@ func (w *walker) blockStart(ti tagInfo, selfClosing bool) {
 	}
 	w.blocks[w.stack[len(w.stack)-1]].text.brk()
 	parent := w.stack[len(w.stack)-1]
-	w.blocks = append(w.blocks, &blockState{parent: parent, depth: w.blocks[parent].depth + 1, tag: tag, text: newTextBuf(&w.textLeft)})
+	// Blocks are allocated 64 at a time from a slab kept by the document's
+	// block: pointers into a full slab stay valid when the next one starts.
+	root := w.blocks[0]
+	if len(root.slab) == cap(root.slab) {
+		root.slab = make([]blockState, 0, min(max(len(w.blocks), 8), 256))
+	}
+	root.slab = append(root.slab, blockState{parent: parent, depth: w.blocks[parent].depth + 1, tag: tag, text: newTextBuf(&w.textLeft)})
+	w.blocks = append(w.blocks, &root.slab[len(root.slab)-1])
 	w.stack = append(w.stack, len(w.blocks)-1)
 	w.open[tag]++
 }
