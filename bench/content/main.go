@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/content"
@@ -201,9 +202,11 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 	if err != nil {
 		return err
 	}
+	cpu0 := cpuMillis()
 	if err := eng.Run(ctx); err != nil {
 		return err
 	}
+	plainCPU := cpuMillis() - cpu0
 	eng.Close()
 	recs, order, bodies, err := readStore(plainCfg.Data)
 	if err != nil {
@@ -276,17 +279,19 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 			plainPages++
 		}
 	}
-	fmt.Printf("| crawl | requests | HTML pages (200) the plain crawl also fetched | share of the plain crawl's HTML pages |\n|---|---|---|---|\n")
-	fmt.Printf("| plain, depth %d | %d | %d | 1.000 |\n", depth, len(recs), plainPages)
+	fmt.Printf("| crawl | requests | HTML pages (200) the plain crawl also fetched | share of the plain crawl's HTML pages | requests to URLs labelled only noise | CPU ms per request (process, websim included) |\n|---|---|---|---|---|---|\n")
+	fmt.Printf("| plain, depth %d | %d | %d | 1.000 | %d | %.3f |\n", depth, len(recs), plainPages, noiseOnly(recs, truth), plainCPU/float64(max(len(recs), 1)))
 	for _, rule := range []string{layered.NoiseRatio, layered.NoiseTemplate} {
 		cfg := config(srv, filepath.Join(tmp, "layered-"+rule), seeds)
 		c, err := layered.New(cfg, layered.Options{Rounds: depth + 1, Groups: 16, NoiseRule: rule}, nil, nil)
 		if err != nil {
 			return err
 		}
+		cpu0 := cpuMillis()
 		if err := c.Run(ctx); err != nil {
 			return err
 		}
+		cpu := cpuMillis() - cpu0
 		c.Close()
 		lay, _, _, err := readStore(cfg.Data)
 		if err != nil {
@@ -298,7 +303,7 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 				n++
 			}
 		}
-		fmt.Printf("| layered, %d rounds, --noise-rule %s | %d | %d | %.3f |\n", depth+1, rule, len(lay), n, float64(n)/float64(max(plainPages, 1)))
+		fmt.Printf("| layered, %d rounds, --noise-rule %s | %d | %d | %.3f | %d | %.3f |\n", depth+1, rule, len(lay), n, float64(n)/float64(max(plainPages, 1)), noiseOnly(lay, truth), cpu/float64(max(len(lay), 1)))
 	}
 	fmt.Println()
 
@@ -327,6 +332,34 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 	fmt.Printf("| content.Model.Analyze (ParseBlocks, links resolved, hash, classify, observe) | %.1f | %.2f |\n", mc, mc/mp)
 	fmt.Printf("| content.Model.Analyze, links unresolved (as the crawler parses) | %.1f | %.2f |\n", mu, mu/mp)
 	return nil
+}
+
+// cpuMillis is the process's user+system CPU time so far, in ms.
+func cpuMillis() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+}
+
+// noiseOnly counts the fetched URLs that every page of the truth links to
+// only from noise blocks (and that are linked at all).
+func noiseOnly(recs map[string]store.Record, truth *websim.Truth) int {
+	linked, content := map[string]bool{}, map[string]bool{}
+	for _, lbs := range truth.LinkBlocks {
+		for _, lb := range lbs {
+			linked[lb.URL] = true
+			if !lb.Noise {
+				content[lb.URL] = true
+			}
+		}
+	}
+	n := 0
+	for u := range recs {
+		if linked[u] && !content[u] {
+			n++
+		}
+	}
+	return n
 }
 
 // perPage runs fn on every page and returns the mean µs per page.
