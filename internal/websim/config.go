@@ -184,6 +184,12 @@ type Config struct {
 	// <div>s only. Truth.LinkBlocks labels every <a> link. Default false:
 	// pages are unchanged.
 	PageModel bool
+	// NearDups adds copies of articles and canonical links (duplicates.go):
+	// /mirror/ exact copies, /dated/ copies with a date line, /print/ views
+	// naming their article canonical in a Link header, and canonical links to
+	// the article, to a 404, to another host and in a loop. Truth.Duplicates
+	// and Truth.Canonicals label them. Default false: pages are unchanged.
+	NearDups bool
 	// Profile is ProfileClean (default) or ProfileHostile.
 	Profile string
 	// Enable adds behaviours to those of the profile.

@@ -20,6 +20,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.PagesPerHost, "pages", 50, "pages per host (index, sections /s/N/, articles /s/N/a/M.html)")
 	fs.IntVar(&c.Domains, "domains", 4, "registrable domains d0.test … (hosts www.dD.test, dD.test, blog.dD.test, news.dD.test, siteI.dD.test)")
 	fs.IntVar(&c.ExtraLinks, "extra-links", 0, "links added to every article, to uniformly chosen pages of uniformly chosen hosts (large-frontier runs; 0-1000)")
+	fs.BoolVar(&c.NearDups, "near-dups", false, "copies of articles: /mirror/ (exact), /dated/ (a date line added), /print/ views with a canonical Link header, and canonical links good, to 404s, to other hosts and in loops; labelled in the truth")
 	fs.BoolVar(&c.PageModel, "page-model", false, "pages as real sites make them: navigation, sidebar, footer, share/language/export/tag/ads blocks on every page of a host (noise), tables of contents and link-dense editorial paragraphs (content); labelled in the truth")
 	fs.Float64Var(&c.ChineseShare, "chinese-share", 0.25, "share of hosts in Chinese (negative: none)")
 	fs.StringVar(&c.Profile, "profile", ProfileClean, "clean (200 HTML pages only, robots allow all) or hostile (every behaviour on)")

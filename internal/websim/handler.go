@@ -84,7 +84,9 @@ func (w *Web) served(rt route) bool {
 	case rTrap:
 		return f.Has(FeatureTraps)
 	case rPrint:
-		return f.Has(FeatureDuplicates)
+		return f.Has(FeatureDuplicates) || w.cfg.NearDups
+	case rMirror, rDated:
+		return w.cfg.NearDups
 	case rCalendar, rBeacon:
 		return f.Has(FeatureNoise)
 	case rNews:
@@ -330,6 +332,9 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.buildError(hi, status, &s.d)
 	} else {
 		w.build(hi, a.rt, &s.d)
+		if l := w.canonicalHeader(hi, a.rt); l != "" {
+			rec.Header().Set("Link", l)
+		}
 	}
 	var padAt int
 	s.buf, padAt = w.render(s.buf[:0], &s.d)

@@ -48,9 +48,10 @@ const (
 	relNext
 	relPrev
 	relAlternate
+	relCanonical // Config.NearDups (duplicates.go)
 )
 
-var relNames = [...]string{"", "nofollow", "stylesheet", "next", "prev", "alternate"}
+var relNames = [...]string{"", "nofollow", "stylesheet", "next", "prev", "alternate", "canonical"}
 
 // span locates a string in a doc's arena.
 type span struct{ off, n int32 }
@@ -104,6 +105,9 @@ type doc struct {
 	meta    bool // docCharset: declared only in <meta charset>
 	status  int  // docError
 	model   bool  // Config.PageModel: rendered with templates, TOCs (pagemodel.go)
+	// dateLine is a line written before the text (Config.NearDups: the
+	// dated copy of an article); n == 0 for none.
+	dateLine span
 	theme   uint8 // PageModel: 0 semantic elements (<nav>, <aside>, <footer>), 1 <div>s
 
 	// Scratch buffers of the builder, kept with the (pooled) doc.
@@ -195,6 +199,8 @@ func (w *Web) build(hi int, rt route, d *doc) bool {
 		b.r = newRNG(b.key)
 		b.article(rt.a, rt.b, sh.pageID(route{kind: rArticle, a: rt.a, b: rt.b}))
 		d.kind = docPrint
+	case rMirror, rDated:
+		b.dupPage(rt)
 	case rAbout:
 		b.small("About", "关于我们")
 		b.content(formRoot, "/", b.word(), relNone)
@@ -764,6 +770,9 @@ func (b *builder) article(n, m, id int) {
 			}
 			b.addSuffix(tagImg, blockMedia, relNone, b.hi, "/beacon", "?p="+strconv.Itoa(id), formRoot, "")
 		}
+	}
+	if w.cfg.NearDups {
+		b.dupLinks(n, m)
 	}
 	ext := ".jpg"
 	if id%2 == 1 {

@@ -77,6 +77,11 @@ func (w *Web) render(dst []byte, d *doc) (out []byte, padAt int) {
 	dst = append(dst, "<h1 id=\"top\">"...)
 	dst = append(dst, d.bytes(d.title)...)
 	dst = append(dst, "</h1>\n<div class=\"content\">\n"...)
+	if d.dateLine.n > 0 {
+		dst = append(dst, "<p class=\"date\">"...)
+		dst = append(dst, d.bytes(d.dateLine)...)
+		dst = append(dst, "</p>\n"...)
+	}
 	dst = w.renderParas(dst, d, print)
 	if d.model && !print {
 		dst = w.renderContentModel(dst, d)

@@ -49,6 +49,8 @@ const (
 	rLenHuge   // /x/len-huge/K   (Config.LyingLength)
 	rLenStall  // /x/len-stall/K  (Config.LyingLength)
 	rLenCap    // /x/len-cap/K    (Config.LyingLength)
+	rMirror    // /mirror/s/N/a/M.html (Config.NearDups, duplicates.go)
+	rDated     // /dated/s/N/a/M.html  (Config.NearDups)
 )
 
 // route is a parsed path.
@@ -220,6 +222,16 @@ func parsePath(p string, sh shape) (route, bool) {
 		if k, ok := numSuffix(last, ".html"); ok && n == 2 {
 			return route{kind: rHidden, a: k}, true
 		}
+	case "mirror", "dated":
+		if n >= 2 {
+			if r, ok := parseSection(seg[1:], sh); ok && r.kind == rArticle {
+				r.kind = rMirror
+				if seg[0] == "dated" {
+					r.kind = rDated
+				}
+				return r, true
+			}
+		}
 	case "print":
 		if n >= 2 {
 			if r, ok := parseSection(seg[1:], sh); ok && r.kind == rArticle {
@@ -388,9 +400,14 @@ func appendPath(dst []byte, r route) []byte {
 		dst = append(dst, "/s/"...)
 		itoa(r.a)
 		dst = append(dst, '/')
-	case rArticle, rPrint:
-		if r.kind == rPrint {
+	case rArticle, rPrint, rMirror, rDated:
+		switch r.kind {
+		case rPrint:
 			dst = append(dst, "/print"...)
+		case rMirror:
+			dst = append(dst, "/mirror"...)
+		case rDated:
+			dst = append(dst, "/dated"...)
 		}
 		dst = append(dst, "/s/"...)
 		itoa(r.a)

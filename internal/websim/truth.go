@@ -73,6 +73,11 @@ type TruthRules struct {
 	Suffixes []string `json:"suffixes"`
 	// MaxURLs bounds MustFetch; beyond it Truth fails with ErrUnbounded. Default 1,000,000.
 	MaxURLs int `json:"max_urls"`
+	// Canonical is a crawler that respects rel=canonical (spider crawl --canonical, its
+	// default): a page's canonical URL on the same host and port is queued at the page's
+	// depth, any other is never followed, and a <link rel="canonical"> is no ordinary
+	// link (duplicates.go). Only Config.NearDups pages carry canonical links.
+	Canonical bool `json:"canonical,omitempty"`
 }
 
 // Truth is the expected result of a correct crawl of the web under some TruthRules. All
@@ -113,6 +118,13 @@ type Truth struct {
 	Depth map[string]int `json:"depth"`
 	// Robots maps each host whose robots.txt was consulted to its RobotsKind name.
 	Robots map[string]string `json:"robots"`
+	// Duplicates maps each fetched copy of a fetched page (both 200 HTML) to its
+	// original and kind (duplicates.go): Config.NearDups mirrors, dated copies and print
+	// views; with FeatureNoise, session-id and query variants.
+	Duplicates map[string]Duplicate `json:"duplicates,omitempty"`
+	// Canonicals maps each fetched page that names another URL canonical (Config.NearDups)
+	// to that URL, whether or not a crawler may follow it.
+	Canonicals map[string]string `json:"canonicals,omitempty"`
 }
 
 // LinkBlock is one <a> link of a page of Truth.LinkBlocks.
@@ -332,6 +344,11 @@ func (c *truthCrawl) run(seeds []*url.URL) error {
 			if !a.parse || !a.doc || a.status != 200 {
 				continue
 			}
+			if u, ok := c.truthCanonical(it, a.rt); ok {
+				if nt, ok := c.admit(u, 0); ok {
+					cur = append(cur, nt) // at this page's depth, as a redirect target
+				}
+			}
 			next = c.links(it, a, next)
 		}
 		var layer []truthItem
@@ -406,6 +423,9 @@ func (c *truthCrawl) links(it truthItem, a answer, next []truthCand) []truthCand
 			continue
 		}
 		c.noteNoise(u)
+		if l.tag == tagLink && l.rel == relCanonical && c.rules.Canonical {
+			continue // truthCanonical decides
+		}
 		if l.tag == tagA && l.block.noise() {
 			noise = append(noise, u.String())
 		}
@@ -545,5 +565,6 @@ func (c *truthCrawl) finish() *Truth {
 		t.NoiseURLs = append(t.NoiseURLs, u)
 	}
 	slices.Sort(t.NoiseURLs)
+	c.labelDuplicates()
 	return t
 }
