@@ -110,6 +110,14 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 	if cerr := c.Close(); runErr == nil {
 		runErr = cerr
 	}
+	// Stopped by spider control: exit 0; the same command resumes it.
+	if errors.Is(runErr, layered.ErrStopped) {
+		if !quiet {
+			fmt.Fprintf(stdout, "layered crawl %q stopped by spider control after %s; run the same command again to resume it\n", rf.crawl, time.Since(start).Round(time.Millisecond))
+			layered.Print(stdout, c.Reports())
+		}
+		return nil
+	}
 	// Interrupted (Ctrl-C): the rounds finished so far, then runErr (exit 130).
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
 	if runErr != nil && !interrupted || quiet {

@@ -194,7 +194,7 @@ func printReportStatus(rep *cluster.Report, source string, asJSON bool, stdout i
 			if n.Stale {
 				state = "lost"
 			}
-			node := server.Node{ID: n.Node, Role: n.Role, State: state, Fetched: n.Pages, Queue: n.Detail["queued"], InFlight: n.Detail["in_flight"], Idle: n.Final}
+			node := server.Node{ID: n.Node, Role: n.Role, State: state, Fetched: server.NodeFetched(n), Queue: n.Detail["queued"], InFlight: n.Detail["in_flight"], Idle: n.Final}
 			if !n.Final && !n.Stale {
 				node.PagesPerSec = n.PagesPerSec
 			}
@@ -234,7 +234,7 @@ func printReport(w io.Writer, rep *cluster.Report) {
 	sort.Strings(outs)
 	fmt.Fprintf(w, "  outcomes: %s\n", strings.Join(outs, " "))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  node\trole\tstate\tURLs\tbytes\tpages/s\tfigures\tupdated")
+	fmt.Fprintln(tw, "  node\trole\tstate\tURLs\tbytes\tpages/s\tfigures\tupdated\tdetail")
 	for _, n := range rep.Nodes {
 		state, figures := n.State, "live"
 		switch {
@@ -244,7 +244,12 @@ func printReport(w io.Writer, rep *cluster.Report) {
 			state, figures = "lost", "last seen"
 		}
 		ago := time.Duration(rep.NowMS-n.UpdatedMS) * time.Millisecond
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s ago\n", n.Node, n.Role, state, n.Pages, n.Bytes, n.PagesPerSec, figures, ago.Round(100*time.Millisecond))
+		detail := make([]string, 0, len(n.Detail))
+		for k, v := range n.Detail {
+			detail = append(detail, fmt.Sprintf("%s=%d", k, v))
+		}
+		sort.Strings(detail)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s ago\t%s\n", n.Node, n.Role, state, n.Pages, n.Bytes, n.PagesPerSec, figures, ago.Round(100*time.Millisecond), strings.Join(detail, " "))
 	}
 	tw.Flush()
 }

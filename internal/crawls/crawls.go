@@ -9,7 +9,8 @@
 //
 //	{spider:C}:mw:*        master–worker (§1): queues and bookkeeping
 //	spider:C:{mw-I-K}:*    master–worker: state parts and robots.txt answers
-//	{spider:C}:layered:*   layered crawl (§2)
+//	{spider:C}:layered:*   layered crawl (§2): the crawl's coordination
+//	spider:C:{ly-I-K}:*    layered crawl: task shards (layered.ShardTag)
 //	{spider:C}:rank:*      PageRank map/reduce
 //	{spider:C}:index:*     distributed index build
 //	spider:C:{*            peer-to-peer (§3): membership {C.m}, buckets {bN}, dispatch {C.p2p}
@@ -107,6 +108,17 @@ func PatternKind(kind string) string {
 	return kind
 }
 
+// KeyPatternKind is the kind whose pattern (Patterns) matches key, a key
+// that Parse gives kind: PatternKind(kind), except for the master–worker
+// and layered keys under spider:C:{TAG} (their shard tags), which the
+// peer-to-peer pattern matches.
+func KeyPatternKind(key, kind string) string {
+	if (kind == KindMasterWorker || kind == KindLayered) && strings.HasPrefix(key, "spider:") {
+		return KindPeer
+	}
+	return PatternKind(kind)
+}
+
 // Parse returns the crawl and kind of a key, ok false for a key of no crawl.
 func Parse(key string) (crawl, kind string, ok bool) {
 	if rest, found := strings.CutPrefix(key, "{spider:"); found {
@@ -148,6 +160,9 @@ func Parse(key string) (crawl, kind string, ok bool) {
 		if mwShardTag(tag) {
 			return name, KindMasterWorker, true
 		}
+		if shardTag(tag, "ly-") {
+			return name, KindLayered, true
+		}
 		return name, KindPeer, true
 	}
 	if name == "proto" {
@@ -163,9 +178,15 @@ func Parse(key string) (crawl, kind string, ok bool) {
 // with a master–worker state tag, "mw-I-K}" (masterworker.ShardTag): digits
 // only between the dashes, so no p2p tag ("bN", "C.m", "C.p2p") has the
 // shape, whatever the crawl's name.
-func mwShardTag(tail string) bool {
+func mwShardTag(tail string) bool { return shardTag(tail, "mw-") }
+
+// shardTag reports whether tail (a key's part after "spider:C:{") starts
+// with the shard tag "PREFIXI-K}": the master–worker state's "mw-I-K"
+// (masterworker.ShardTag), a layered crawl's task shards' "ly-I-K"
+// (layered.ShardTag).
+func shardTag(tail, prefix string) bool {
 	tag, _, found := strings.Cut(tail, "}")
-	rest, ok := strings.CutPrefix(tag, "mw-")
+	rest, ok := strings.CutPrefix(tag, prefix)
 	if !found || !ok {
 		return false
 	}
@@ -451,21 +472,29 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 		}
 		cr.State = state(done.Val() > 0, cr.Nodes)
 	case KindLayered:
-		// internal/layered: "coord" is the coordinator's lease and "hb:W"
-		// a worker's, both expiring; "finished" marks the crawl done.
+		// internal/layered: "finished" marks the crawl done; its processes
+		// (the coordinator and the workers) publish the crawl-wide report,
+		// whose live rows are its live nodes and whose totals its URLs.
+		// "coord" is the coordinator's lease (expiring).
 		p := "{spider:" + cr.Name + "}:layered:"
 		pipe := rdb.Pipeline()
 		coord := pipe.Exists(ctx, p+"coord")
 		finished := pipe.Exists(ctx, p+"finished")
-		workers := pipe.SMembers(ctx, p+"workers")
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("cannot read crawl %q's layered keys: %w", cr.Name, err)
 		}
+		rep, err := cluster.ReadReports(ctx, rdb, cr.Name)
+		if err != nil {
+			return err
+		}
 		cr.Nodes = int(coord.Val())
-		for _, w := range workers.Val() {
-			if n, err := rdb.Exists(ctx, p+"hb:"+w).Result(); err == nil {
-				cr.Nodes += int(n)
+		for _, n := range rep.Nodes {
+			if !n.Final && !n.Stale && n.Role == cluster.RoleWorker {
+				cr.Nodes++
 			}
+		}
+		if len(rep.Nodes) > 0 {
+			cr.URLsDone = rep.Totals.Pages
 		}
 		cr.State = state(finished.Val() > 0, cr.Nodes)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 )
 
@@ -27,6 +28,8 @@ func TestParse(t *testing.T) {
 		{"spider:news:{news.m}:control", "news", KindControl},
 		{"spider:news:{news.m}:ctl.acks", "news", KindControl},
 		{"spider:news:{news.m}:report", "news", KindReport},
+		{"spider:news:{ly-3-17}:out:fetch-r000-p00-g0003", "news", KindLayered},
+		{"spider:ly-3-1:{ly-3-1.m}:members", "ly-3-1", KindPeer},
 		{"spider:news:{news.m}:report.at", "news", KindReport},
 		{"spider:news:{news.m}:reports", "news", KindPeer},
 		{"spider:news:{other.m}:control", "news", KindPeer},
@@ -51,7 +54,8 @@ func TestParse(t *testing.T) {
 // of that kind and of no other crawl's: dropping one crawl can never
 // touch another's keys.
 func FuzzParse(f *testing.F) {
-	for _, k := range []string{"{spider:a}:mw:x", "spider:a:{b1}:p", "spider:proto:a:N:x", "spider:proto:{x}", "spider:lost"} {
+	for _, k := range []string{"{spider:a}:mw:x", "spider:a:{b1}:p", "spider:proto:a:N:x", "spider:proto:{x}", "spider:lost",
+		"spider:a:{mw-1-2}:x", "spider:a:{ly-3-0}:todo", "spider:ly-1-2:{ly-1-2.m}:members"} {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
@@ -62,7 +66,7 @@ func FuzzParse(f *testing.F) {
 		if err := CheckName(crawl); err != nil {
 			t.Fatalf("Parse(%q) gave a bad name %q", key, crawl)
 		}
-		pat := Patterns(crawl)[PatternKind(kind)]
+		pat := Patterns(crawl)[KeyPatternKind(key, kind)]
 		if !strings.HasPrefix(key, strings.TrimSuffix(pat, "*")) {
 			t.Fatalf("Parse(%q) = %q %s, but the pattern %q does not match it", key, crawl, kind, pat)
 		}
@@ -267,29 +271,40 @@ func TestExists(t *testing.T) {
 	}
 }
 
-// TestLayeredState: a layered crawl is running while its coordinator's or a
-// worker's lease lives, done once finished, stopped otherwise.
+// TestLayeredState: a layered crawl is running while its coordinator's
+// lease lives or a worker's report is live, done once finished, stopped
+// otherwise; its URLs are its report's.
 func TestLayeredState(t *testing.T) {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
 	defer rdb.Close()
 	p := "{spider:l}:layered:"
+	k, err := cluster.NewKeys("l")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rdb.SAdd(ctx, p+"workers", "w1", "w2")
 	rdb.Set(ctx, p+"coord", "x", time.Minute)
-	rdb.Set(ctx, p+"hb:w1", "1", time.Minute)
+	w1 := cluster.NodeReport{Node: "w1", Role: cluster.RoleWorker, State: cluster.ReportRunning}
+	for _, r := range []cluster.NodeReport{w1, {Node: "w2", Role: cluster.RoleWorker, State: cluster.ReportDone, Final: true},
+		{Node: "coordinator", Role: cluster.RoleLayered, State: cluster.ReportRunning, Counts: cluster.Counts{Pages: 8}}} {
+		if err := cluster.Publish(ctx, rdb, k, r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		step  func()
 		state string
 		nodes int
 	}{
 		{func() {}, StateRunning, 2},
-		{func() { rdb.Del(ctx, p+"coord", p+"hb:w1") }, StateStopped, 0},
+		{func() { rdb.Del(ctx, p+"coord"); cluster.PublishFinal(ctx, rdb, k, w1) }, StateStopped, 0},
 		{func() { rdb.Set(ctx, p+"finished", "1", 0) }, StateDone, 0},
 	} {
 		c.step()
 		cr, err := Get(ctx, rdb, "l")
-		if err != nil || cr.Topology != KindLayered || cr.State != c.state || cr.Nodes != c.nodes {
-			t.Errorf("layered crawl: %+v, %v; want %s with %d nodes", cr, err, c.state, c.nodes)
+		if err != nil || cr.Topology != KindLayered || cr.State != c.state || cr.Nodes != c.nodes || cr.URLsDone != 8 {
+			t.Errorf("layered crawl: %+v, %v; want %s with %d nodes, 8 URLs", cr, err, c.state, c.nodes)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/denoise"
@@ -112,6 +114,17 @@ type Crawler struct {
 	// instance tells this process from another with the same NodeID in
 	// the coordinator lease (coordValue).
 	instance string
+	// gate holds the fetches while spider control paused the crawl
+	// (control.go); ctl is the crawl's control with Redis, else nil.
+	gate gate
+	ctl  *cluster.Control
+	// tasksDone counts the tasks this process finished (its report).
+	tasksDone atomic.Int64
+	// The coordinator's report (coordReport): the records of the page
+	// store before this run (repCounts) and those main merged since.
+	repMu     sync.Mutex
+	repCounts cluster.Counts
+	main      *mainStore
 }
 
 // New validates the settings, locks the data directory (store.LockDir: a
@@ -318,6 +331,15 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 		return err
 	}
 	defer main.close()
+	c.repMu.Lock()
+	c.main = main
+	c.repMu.Unlock()
+	defer func() {
+		c.repMu.Lock()
+		c.repCounts.Add(cluster.Counts(main.tally.Counts()))
+		c.main = nil
+		c.repMu.Unlock()
+	}()
 	for c.man.Phase != "done" {
 		if c.man.Round >= c.opt.Rounds {
 			c.man.Phase = "done"
@@ -436,6 +458,12 @@ func (c *Crawler) fetchPass(ctx context.Context, mp mapper, main *mainStore) err
 			}
 		}
 	}
+	// Seeds given by spider control: the next pass of this round.
+	seeds, err := c.controlSeeds(ctx, r, queued)
+	if err != nil {
+		return err
+	}
+	next = append(next, seeds...)
 	if len(next) == 0 {
 		c.man.Phase, c.man.Merged = "reduce", nil
 		return c.save()
@@ -642,6 +670,7 @@ type mainStore struct {
 	recs  *store.Records
 	log   *slog.Logger
 	added int // record lines in records.jsonl: one per URL fetched (more after a crash)
+	tally crawl.Tally // the records merged by this run
 }
 
 func openMainStore(dir string, log *slog.Logger) (*mainStore, error) {
@@ -724,6 +753,7 @@ func (m *mainStore) merge(dir string) error {
 			return fmt.Errorf("cannot merge record of %s: %w", r.URL, err)
 		}
 		m.added++
+		m.tally.Add(r)
 	}
 	if err := errors.Join(m.pages.Sync(), m.recs.Sync(), pages.Close()); err != nil {
 		return err

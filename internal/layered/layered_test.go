@@ -424,8 +424,11 @@ func TestLayeredDistributed(t *testing.T) {
 	}
 	rdb.Set(ctx, k.hb("dead-1"), "1", 500*time.Millisecond)
 	dead := make(chan string, 1)
+	// It waits on the shard of the first seed's group, which gets a task
+	// in round 0.
+	shard := shardOf(Task{Group: GroupOf(seeds[0], 4)})
 	go func() {
-		v, _ := rdb.BLMove(ctx, k.todo(), k.proc("dead-1"), "LEFT", "RIGHT", 30*time.Second).Result()
+		v, _ := rdb.BLMove(ctx, k.todo(shard), k.proc(shard, "dead-1"), "LEFT", "RIGHT", 30*time.Second).Result()
 		dead <- v
 	}()
 	waitBlocked(t, rdb, 1) // the doomed worker waits on the task list before anyone else
@@ -462,7 +465,7 @@ func TestLayeredDistributed(t *testing.T) {
 	if worker.fetchedN.Load() == 0 || coord.fetchedN.Load() == 0 {
 		t.Errorf("worker fetched %d URLs, coordinator %d: both should work", worker.fetchedN.Load(), coord.fetchedN.Load())
 	}
-	if n, _ := rdb.LLen(ctx, k.proc("dead-1")).Result(); n != 0 {
+	if n, _ := rdb.LLen(ctx, k.proc(shard, "dead-1")).Result(); n != 0 {
 		t.Errorf("the dead worker's task was not handed out again")
 	}
 	if len(worker.Reports()) != 0 {

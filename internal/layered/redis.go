@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"hash/crc32"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -18,27 +19,97 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/denoise"
+	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/store"
 )
 
-// keys names the Redis keys of a distributed layered crawl. They share the
-// hash tag {spider:NAME}, so a Redis Cluster keeps them in one slot and the
-// transactions below stay atomic.
-type keys struct{ p string }
+// keys names the Redis keys of a distributed layered crawl. The few
+// keys of the crawl as a whole share the hash tag {spider:NAME}:
+//
+//	{spider:NAME}:layered:coord     the coordinator's lease (NODEID/TOKEN, a TTL)
+//	{spider:NAME}:layered:created   the crawl's key layout (layoutVersion); set by its first coordinator
+//	{spider:NAME}:layered:workers   set of worker ids
+//	{spider:NAME}:layered:seq       counter of worker ids
+//	{spider:NAME}:layered:done      list of IDs of tasks whose output was posted (a wake-up only)
+//	{spider:NAME}:layered:finished  set when the crawl is done
+//
+// The tasks' keys are spread over Shards hash tags (ShardTag), a task's by
+// its group, a worker's heart-beat by its id, so a Redis Cluster holds them
+// (and the tasks' outputs, the bulk of the memory) on every master:
+//
+//	spider:NAME:{ly-I-K}:todo       tasks of shard I to run (JSON Task)
+//	spider:NAME:{ly-I-K}:proc:W     the tasks of shard I worker W holds
+//	spider:NAME:{ly-I-K}:out:TASK   a task's output (gzip JSON payload)
+//	spider:NAME:{ly-I-K}:hb:W       worker W's heart-beat (a TTL), for the W of shard I
+//
+// Every atomic step touches one shard: taking a task moves it from todo to
+// proc:W of the same shard (BLMOVE), posting it sets out:TASK and removes
+// it from proc:W (MULTI), handing a silent worker's tasks out again moves
+// them back (LMOVE).
+type keys struct {
+	p      string   // "{spider:NAME}:layered:"
+	shards []string // "spider:NAME:{ly-I-K}:" by shard
+}
 
-func newKeys(crawl string) keys { return keys{p: "{spider:" + crawl + "}:layered:"} }
+// Shards is the number of hash tags a layered crawl's task keys spread
+// over: 12 land evenly on clusters of 1, 2, 3, 4, 6 or 12 masters with the
+// default, evenly split slot ranges.
+const Shards = 12
 
-func (k keys) coord() string        { return k.p + "coord" }
-func (k keys) created() string      { return k.p + "created" }
-func (k keys) todo() string         { return k.p + "todo" }
-func (k keys) proc(w string) string { return k.p + "proc:" + w }
-func (k keys) workers() string      { return k.p + "workers" }
-func (k keys) hb(w string) string   { return k.p + "hb:" + w }
-func (k keys) out(id string) string { return k.p + "out:" + id }
-func (k keys) done() string         { return k.p + "done" }
-func (k keys) finished() string     { return k.p + "finished" }
-func (k keys) seq() string          { return k.p + "seq" }
+// layoutVersion is the value of the created key: a crawl created by an
+// older spider, whose tasks sit under {spider:NAME}, is refused.
+const layoutVersion = "2 shards=12"
+
+// ShardTag is the hash tag of task shard i of n: "ly-<i>-<k>" with the
+// smallest k ≥ 0 whose Redis Cluster slot lies in the i-th of n equal slot
+// ranges, so the shards of a crawl lie on different masters of a cluster
+// whose masters hold equal ranges. The tags name no crawl (the key's
+// "spider:NAME:" prefix does).
+func ShardTag(i, n int) string {
+	lo, hi := i*rstate.Slots/n, (i+1)*rstate.Slots/n
+	for k := 0; ; k++ {
+		tag := "ly-" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
+		if s := rstate.KeySlot(tag); s >= lo && s < hi {
+			return tag
+		}
+	}
+}
+
+var shardTags = func() []string {
+	t := make([]string, Shards)
+	for i := range t {
+		t[i] = ShardTag(i, Shards)
+	}
+	return t
+}()
+
+func newKeys(crawl string) keys {
+	k := keys{p: "{spider:" + crawl + "}:layered:", shards: make([]string, Shards)}
+	for i, tag := range shardTags {
+		k.shards[i] = "spider:" + crawl + ":{" + tag + "}:"
+	}
+	return k
+}
+
+func (k keys) coord() string    { return k.p + "coord" }
+func (k keys) created() string  { return k.p + "created" }
+func (k keys) workers() string  { return k.p + "workers" }
+func (k keys) done() string     { return k.p + "done" }
+func (k keys) finished() string { return k.p + "finished" }
+func (k keys) seq() string      { return k.p + "seq" }
+
+// shardOf is a task's shard: its group's.
+func shardOf(t Task) int { return t.Group % Shards }
+
+// workerShard is the shard of worker w's heart-beat.
+func workerShard(w string) int { return int(crc32.ChecksumIEEE([]byte(w)) % Shards) }
+
+func (k keys) todo(shard int) string           { return k.shards[shard] + "todo" }
+func (k keys) proc(shard int, w string) string { return k.shards[shard] + "proc:" + w }
+func (k keys) out(t Task) string               { return k.shards[shardOf(t)] + "out:" + t.ID() }
+func (k keys) hb(w string) string              { return k.shards[workerShard(w)] + "hb:" + w }
 
 // payload is a task's output as a worker sends it: a fetch task's result
 // with its records and page bodies (so that the coordinator's page store
@@ -79,9 +150,11 @@ func decodePayload(b []byte) (*payload, error) {
 // runDistributed is Run with Redis: this process coordinates if it may
 // (no crawl of this name exists yet, or this data directory holds it) and
 // the role is free; every process also works on tasks until the crawl is
-// finished.
+// finished, follows spider control and publishes its part of the
+// crawl-wide report (cluster.Reporter).
 func (c *Crawler) runDistributed(ctx context.Context) error {
-	if _, err := cluster.NewKeys(c.opt.Crawl); err != nil {
+	ck, err := cluster.NewKeys(c.opt.Crawl)
+	if err != nil {
 		return err
 	}
 	if c.opt.NodeID == "" {
@@ -90,17 +163,56 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 	}
 	k := newKeys(c.opt.Crawl)
 	rdb := c.opt.Redis
+	if err := checkLayout(ctx, rdb, k, c.opt.Crawl); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	id, err := c.workerID(ctx, k)
+	if err != nil {
+		return err
+	}
+	c.ctl = cluster.NewControl(rdb, ck)
+	if err := c.ctl.Fresh(ctx); err != nil {
+		return err
+	}
+	rep, err := cluster.StartReporter(ctx, rdb, ck, cluster.ReporterConfig{Node: id, Role: cluster.RoleWorker, Source: c.workerReport, Logger: c.log})
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		state := cluster.ReportDone
+		switch cause := context.Cause(ctx); {
+		case stopped:
+		case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
+			state = cluster.ReportStopped
+		case cause != nil:
+			state = cluster.ReportFailed
+		}
+		if err := rep.Stop(context.WithoutCancel(ctx), state); err != nil {
+			c.log.Warn("layered: cannot publish the worker's final report", "err", err)
+		}
+	}()
+	go func() {
+		if err := c.follow(ctx, c.ctl, id); errors.Is(err, ErrStopped) {
+			cancel(ErrStopped)
+		}
+	}()
 
 	var coordinating atomic.Bool
 	werr := make(chan error, 1)
-	go func() { werr <- c.work(ctx, k, &coordinating) }()
+	go func() { werr <- c.work(ctx, k, id, &coordinating) }()
 
 	for {
 		if fin, err := rdb.Exists(ctx, k.finished()).Result(); err != nil {
+			if errors.Is(context.Cause(ctx), ErrStopped) {
+				<-werr
+				return ErrStopped
+			}
 			return fmt.Errorf("cannot reach Redis: %w", err)
 		} else if fin > 0 {
+			stopped = true
 			cancel(nil)
 			<-werr
 			return nil
@@ -111,7 +223,7 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 		}
 		if ok {
 			coordinating.Store(true)
-			err := c.coordinateLeased(ctx, k)
+			err := c.coordinateLeased(ctx, k, ck)
 			coordinating.Store(false)
 			if err != nil {
 				cancel(err)
@@ -120,6 +232,7 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 			}
 			rdb.Set(context.WithoutCancel(ctx), k.finished(), "1", 0)
 			rdb.Del(context.WithoutCancel(ctx), k.coord())
+			stopped = true
 			cancel(nil)
 			<-werr
 			return nil
@@ -129,6 +242,9 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			if errors.Is(context.Cause(ctx), ErrStopped) {
+				return ErrStopped
+			}
 			return nil
 		case <-ctx.Done():
 			<-werr
@@ -136,6 +252,22 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 		case <-time.After(c.opt.LeaseTTL / 3):
 		}
 	}
+}
+
+// checkLayout refuses a crawl whose keys an older spider wrote (its tasks
+// under the one tag {spider:NAME}).
+func checkLayout(ctx context.Context, rdb redis.UniversalClient, k keys, crawl string) error {
+	v, err := rdb.Get(ctx, k.created()).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot reach Redis: %w", err)
+	}
+	if v != layoutVersion {
+		return fmt.Errorf("cannot run layered crawl %q: an older spider created its keys on this Redis (layout %q, this spider's is %q); finish it with that version, or remove it with spider drop --crawl %s and start over", crawl, v, layoutVersion, crawl)
+	}
+	return nil
 }
 
 // tryCoordinate takes the coordinator role if it is free and this data
@@ -154,7 +286,7 @@ func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	if err := rdb.Set(ctx, k.created(), c.opt.NodeID, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, k.created(), layoutVersion, 0).Err(); err != nil {
 		return false, err
 	}
 	c.log.Info("layered: coordinating", "crawl", c.opt.Crawl, "node", c.opt.NodeID)
@@ -168,9 +300,49 @@ func (c *Crawler) coordValue() string { return c.opt.NodeID + "/" + c.instance }
 
 // coordinateLeased runs the rounds with the map tasks on Redis, keeping the
 // coordinator lease alive.
-func (c *Crawler) coordinateLeased(ctx context.Context, k keys) error {
+func (c *Crawler) coordinateLeased(ctx context.Context, k keys, ck cluster.Keys) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The coordinator's row of the crawl-wide report: the records of this
+	// data directory's page store (earlier runs counted from
+	// records.jsonl), final and recounted at the end.
+	base, err := crawl.CountsOf(c.cfg.Data)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot count the records of %s for the crawl's report: %w", c.cfg.Data, err)
+	}
+	c.repMu.Lock()
+	c.repCounts = cluster.Counts(base)
+	c.repMu.Unlock()
+	if err := cluster.ClearCrawlState(ctx, c.opt.Redis, ck); err != nil {
+		return err
+	}
+	rep, err := cluster.StartReporter(ctx, c.opt.Redis, ck, cluster.ReporterConfig{Node: CoordinatorNode, Role: cluster.RoleLayered, Source: c.coordReport, Fresh: true, Logger: c.log})
+	if err != nil {
+		return err
+	}
+	var runErr error
+	defer func() {
+		state := cluster.ReportDone
+		switch cause := context.Cause(ctx); {
+		case runErr == nil:
+		case errors.Is(runErr, ErrStopped), errors.Is(cause, ErrStopped), errors.Is(runErr, context.Canceled):
+			state = cluster.ReportStopped
+		default:
+			state = cluster.ReportFailed
+		}
+		wctx := context.WithoutCancel(ctx)
+		if all, err := crawl.CountsOf(c.cfg.Data); err == nil {
+			c.repMu.Lock()
+			c.repCounts = cluster.Counts(all)
+			c.repMu.Unlock()
+		}
+		if err := rep.Stop(wctx, state); err != nil {
+			c.log.Warn("layered: cannot publish the coordinator's final report", "err", err)
+		}
+		if err := cluster.SetCrawlState(wctx, c.opt.Redis, ck, state); err != nil {
+			c.log.Warn("layered: cannot record the crawl's state", "err", err)
+		}
+	}()
 	go func() {
 		t := time.NewTicker(c.opt.LeaseTTL / 3)
 		defer t.Stop()
@@ -188,11 +360,11 @@ func (c *Crawler) coordinateLeased(ctx context.Context, k keys) error {
 			}
 		}
 	}()
-	err := c.coordinate(ctx, &redisMapper{c: c, k: k})
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
+	runErr = c.coordinate(ctx, &redisMapper{c: c, k: k})
+	if cause := context.Cause(ctx); runErr != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		runErr = cause
 	}
-	return err
+	return runErr
 }
 
 var renewScript = redis.NewScript(`
@@ -211,23 +383,19 @@ func (c *Crawler) workerID(ctx context.Context, k keys) (string, error) {
 	return c.opt.NodeID + "-" + strconv.FormatInt(n, 10), nil
 }
 
-// work is the worker loop every process runs: take a task (moved atomically
-// to this worker's processing list), run it, post its output and remove it
-// from the processing list in one transaction. A worker whose heartbeat
-// expires has its processing list handed out again by the coordinator.
-func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) error {
+// work is the worker loop every process runs, as worker id: take a task
+// (moved atomically from its shard's todo list to this worker's processing
+// list of that shard), run it, post its output and remove it from the
+// processing list in one transaction, then wake the coordinator. A worker
+// whose heartbeat expires has its processing lists handed out again by
+// the coordinator.
+func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *atomic.Bool) error {
 	rdb := c.opt.Redis
-	id, err := c.workerID(ctx, k)
-	if err != nil {
-		return err
-	}
 	beat := func() error {
-		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, k.hb(id), "1", c.opt.LeaseTTL)
-			p.SAdd(ctx, k.workers(), id)
-			return nil
-		})
-		return err
+		if err := rdb.SAdd(ctx, k.workers(), id).Err(); err != nil {
+			return err
+		}
+		return rdb.Set(ctx, k.hb(id), "1", c.opt.LeaseTTL).Err()
 	}
 	if err := beat(); err != nil {
 		return fmt.Errorf("cannot register as a worker: %w", err)
@@ -249,14 +417,12 @@ func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) e
 			}
 		}
 	}()
+	next := 0 // the shard to look at first: the shards are taken in turn
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		raw, err := rdb.BLMove(ctx, k.todo(), k.proc(id), "LEFT", "RIGHT", time.Second).Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
+		shard, raw, err := c.take(ctx, k, id, next)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -265,10 +431,18 @@ func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) e
 			time.Sleep(time.Second)
 			continue
 		}
+		if raw == "" {
+			select {
+			case <-ctx.Done():
+			case <-time.After(takePoll):
+			}
+			continue
+		}
+		next = (shard + 1) % Shards
 		var t Task
 		if err := json.Unmarshal([]byte(raw), &t); err != nil {
 			c.log.Error("layered: dropping an unreadable task", "err", err)
-			rdb.LRem(ctx, k.proc(id), 1, raw)
+			rdb.LRem(ctx, k.proc(shard, id), 1, raw)
 			continue
 		}
 		c.m.tasks.WithLabelValues(t.Kind).Inc()
@@ -286,9 +460,8 @@ func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) e
 			return err
 		}
 		_, err = rdb.TxPipelined(ctx, func(pp redis.Pipeliner) error {
-			pp.Set(ctx, k.out(t.ID()), b, 0)
-			pp.LRem(ctx, k.proc(id), 1, raw)
-			pp.RPush(ctx, k.done(), t.ID())
+			pp.Set(ctx, k.out(t), b, 0)
+			pp.LRem(ctx, k.proc(shard, id), 1, raw)
 			return nil
 		})
 		if err != nil {
@@ -297,10 +470,34 @@ func (c *Crawler) work(ctx context.Context, k keys, coordinating *atomic.Bool) e
 			}
 			return fmt.Errorf("cannot post the output of task %s: %w", t.ID(), err)
 		}
+		c.tasksDone.Add(1)
+		// The wake-up: a coordinator that misses it finds the output at
+		// its next look (redisMapper.run).
+		if err := rdb.RPush(ctx, k.done(), t.ID()).Err(); err != nil {
+			c.log.Warn("layered: cannot wake the coordinator", "task", t.ID(), "err", err)
+		}
 		if t.Kind == KindFetch && !local {
 			os.RemoveAll(taskDir(c.root, t)) // the coordinator has it now
 		}
 	}
+}
+
+// takePoll is how long a worker waits when no shard has a task.
+const takePoll = 100 * time.Millisecond
+
+// take moves the first task of the first shard that has one, from shard
+// first on, into worker id's processing list of that shard; raw is "" when
+// none has a task.
+func (c *Crawler) take(ctx context.Context, k keys, id string, first int) (shard int, raw string, err error) {
+	for i := range Shards {
+		shard = (first + i) % Shards
+		raw, err = c.opt.Redis.LMove(ctx, k.todo(shard), k.proc(shard, id), "LEFT", "RIGHT").Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		return shard, raw, err
+	}
+	return 0, "", nil
 }
 
 // runTask runs one task and builds its payload; local says the coordinator
@@ -466,7 +663,7 @@ func (m *redisMapper) run(ctx context.Context, tasks []Task, have func(Task) boo
 		if !ok {
 			return nil
 		}
-		b, err := rdb.Get(ctx, k.out(id)).Bytes()
+		b, err := rdb.Get(ctx, k.out(t)).Bytes()
 		if errors.Is(err, redis.Nil) {
 			return nil
 		}
@@ -481,7 +678,7 @@ func (m *redisMapper) run(ctx context.Context, tasks []Task, have func(Task) boo
 			return err
 		}
 		delete(left, id)
-		return rdb.Del(ctx, k.out(id)).Err()
+		return rdb.Del(ctx, k.out(t)).Err()
 	}
 	// Outputs posted while no coordinator was listening.
 	for id := range left {
@@ -493,18 +690,21 @@ func (m *redisMapper) run(ctx context.Context, tasks []Task, have func(Task) boo
 	if err != nil {
 		return err
 	}
-	var push []any
+	push := map[int][]any{} // by shard, in task order
 	for _, t := range tasks {
 		if _, ok := left[t.ID()]; ok && !queued[t.ID()] {
 			b, err := json.Marshal(t)
 			if err != nil {
 				return err
 			}
-			push = append(push, b)
+			push[shardOf(t)] = append(push[shardOf(t)], b)
 		}
 	}
-	if len(push) > 0 {
-		if err := rdb.RPush(ctx, k.todo(), push...).Err(); err != nil {
+	for shard := range Shards {
+		if len(push[shard]) == 0 {
+			continue
+		}
+		if err := rdb.RPush(ctx, k.todo(shard), push[shard]...).Err(); err != nil {
 			return fmt.Errorf("cannot hand out tasks: %w", err)
 		}
 	}
@@ -542,13 +742,16 @@ func (m *redisMapper) run(ctx context.Context, tasks []Task, have func(Task) boo
 func (m *redisMapper) listed(ctx context.Context) (map[string]bool, error) {
 	rdb, k := m.c.opt.Redis, m.k
 	out := map[string]bool{}
-	lists := []string{k.todo()}
+	var lists []string
 	ws, err := rdb.SMembers(ctx, k.workers()).Result()
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range ws {
-		lists = append(lists, k.proc(w))
+	for shard := range Shards {
+		lists = append(lists, k.todo(shard))
+		for _, w := range ws {
+			lists = append(lists, k.proc(shard, w))
+		}
 	}
 	for _, l := range lists {
 		items, err := rdb.LRange(ctx, l, 0, -1).Result()
@@ -580,15 +783,17 @@ func (m *redisMapper) reap(ctx context.Context) error {
 		if alive > 0 {
 			continue
 		}
-		for {
-			_, err := rdb.LMove(ctx, k.proc(w), k.todo(), "LEFT", "LEFT").Result()
-			if errors.Is(err, redis.Nil) {
-				break
+		for shard := range Shards {
+			for {
+				_, err := rdb.LMove(ctx, k.proc(shard, w), k.todo(shard), "LEFT", "LEFT").Result()
+				if errors.Is(err, redis.Nil) {
+					break
+				}
+				if err != nil {
+					return err
+				}
+				m.c.log.Info("layered: task of a silent worker handed out again", "worker", w)
 			}
-			if err != nil {
-				return err
-			}
-			m.c.log.Info("layered: task of a silent worker handed out again", "worker", w)
 		}
 		rdb.SRem(ctx, k.workers(), w)
 	}

@@ -254,9 +254,14 @@ func (c *Crawler) crawlGroup(ctx context.Context, dir string, t Task, log *linkL
 			case <-timer.C:
 			}
 		}
+		// spider control: no new request while the crawl is paused.
+		if err := c.gate.enter(ctx); err != nil {
+			return err
+		}
 		req := q.reqs[0]
 		q.reqs = q.reqs[1:]
 		v, err := f.Visit(ctx, req, time.Now())
+		c.gate.leave()
 		if err != nil {
 			return err
 		}

@@ -297,10 +297,10 @@ func reportNodes(nodes []Node, rep *cluster.Report) []Node {
 			state = "lost"
 		}
 		if i, ok := at[r.Node]; ok {
-			nodes[i].Fetched, nodes[i].State = r.Pages, state
+			nodes[i].Fetched, nodes[i].State = NodeFetched(r), state
 			continue
 		}
-		n := Node{ID: r.Node, Role: r.Role, Fetched: r.Pages, State: state, Queue: r.Detail["queued"], InFlight: r.Detail["in_flight"],
+		n := Node{ID: r.Node, Role: r.Role, Fetched: NodeFetched(r), State: state, Queue: r.Detail["queued"], InFlight: r.Detail["in_flight"],
 			Idle: r.Final || r.State == cluster.ReportPaused}
 		if !r.Final && !r.Stale {
 			n.PagesPerSec = r.PagesPerSec
@@ -308,4 +308,14 @@ func reportNodes(nodes []Node, rep *cluster.Report) []Node {
 		nodes = append(nodes, n)
 	}
 	return nodes
+}
+
+// NodeFetched is the URLs a node completed as its row shows them: its
+// Pages, or for a node whose records another keeps (a layered worker's go
+// to the coordinator's page store) the "fetched" of its Detail.
+func NodeFetched(r cluster.NodeReport) int64 {
+	if r.Pages == 0 {
+		return r.Detail["fetched"]
+	}
+	return r.Pages
 }
