@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // dupSite is a small site on a.test (and b.test) with exact and near
@@ -218,4 +220,44 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestCrawlMatchesTruthNearDups: on a web with copies and canonical links
+// (websim NearDups) the crawl fetches what the truth says, canonical links
+// respected (same host at the page's depth, never off-site, 404s and loops
+// fetched once) or, with --canonical=false, followed as ordinary links.
+func TestCrawlMatchesTruthNearDups(t *testing.T) {
+	for _, canonical := range []bool{true, false} {
+		t.Run(fmt.Sprint("canonical=", canonical), func(t *testing.T) {
+			srv := startWeb(t, websim.Config{Seed: 11, Hosts: 8, PagesPerHost: 25, NearDups: true})
+			rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: 3, Scope: websim.ScopeSeeds, Canonical: canonical}
+			truth, err := srv.Truth(rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(truth.Duplicates) == 0 || len(truth.Canonicals) == 0 {
+				t.Fatalf("the web has %d copies and %d canonical links: the test web is wrong", len(truth.Duplicates), len(truth.Canonicals))
+			}
+			cfg := crawlConfig(t, srv, rules)
+			cfg.Canonical = canonical
+			runCrawl(t, cfg)
+			checkTruth(t, srv, cfg.Data, truth)
+			recs := records(t, cfg.Data)
+			for p, c := range truth.Canonicals {
+				r, ok := recs[p]
+				if !ok {
+					continue
+				}
+				pu, _ := url.Parse(p)
+				cu, _ := url.Parse(c)
+				want := ""
+				if canonical && pu.Host == cu.Host {
+					want = c
+				}
+				if r.Canonical != want {
+					t.Errorf("%s: record's canonical %q, want %q", p, r.Canonical, want)
+				}
+			}
+		})
+	}
 }
