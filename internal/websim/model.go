@@ -105,10 +105,10 @@ type doc struct {
 	meta    bool // docCharset: declared only in <meta charset>
 	status  int  // docError
 	model   bool  // Config.PageModel: rendered with templates, TOCs (pagemodel.go)
+	theme   uint8 // PageModel: 0 semantic elements (<nav>, <aside>, <footer>), 1 <div>s
 	// dateLine is a line written before the text (Config.NearDups: the
 	// dated copy of an article); n == 0 for none.
 	dateLine span
-	theme   uint8 // PageModel: 0 semantic elements (<nav>, <aside>, <footer>), 1 <div>s
 
 	// Scratch buffers of the builder, kept with the (pooled) doc.
 	tmp, path, dir []byte
