@@ -101,9 +101,9 @@ type doc struct {
 	links   []link
 	paras   []para
 	arena   []byte
-	charset int  // docCharset
-	meta    bool // docCharset: declared only in <meta charset>
-	status  int  // docError
+	charset int   // docCharset
+	meta    bool  // docCharset: declared only in <meta charset>
+	status  int   // docError
 	model   bool  // Config.PageModel: rendered with templates, TOCs (pagemodel.go)
 	theme   uint8 // PageModel: 0 semantic elements (<nav>, <aside>, <footer>), 1 <div>s
 	// dateLine is a line written before the text (Config.NearDups: the
