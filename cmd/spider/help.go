@@ -53,7 +53,7 @@ var flagGroupOf = map[string]string{
 	"max-inflight": "distributed", "worker-ttl": "distributed",
 
 	"mode": "modes", "topics": "modes", "rounds": "modes", "groups": "modes", "workers": "modes",
-	"noise-threshold": "modes", "noise-samples": "modes", "cluster-threshold": "modes",
+	"noise-threshold": "modes", "noise-rule": "modes", "noise-samples": "modes", "cluster-threshold": "modes",
 	"noise-similarity": "modes", "noise-deviation": "modes", "cache-size": "modes",
 	"dom-pass": "modes", "cluster-pass": "modes", "lease-ttl": "modes",
 }

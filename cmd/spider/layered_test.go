@@ -177,3 +177,17 @@ func TestLayeredThresholdRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestLayeredNoiseRule: --noise-rule takes template or ratio; anything else
+// is a usage error (exit 2) naming the flag and the rules, before anything
+// is created.
+func TestLayeredNoiseRule(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "d")
+	code, _, errOut := runCLI(t, "crawl", "--mode", "layered", "--data", data, "--noise-rule", "links", "http://127.0.0.1:1/")
+	if code != 2 || !strings.Contains(errOut, "--noise-rule") || !strings.Contains(errOut, "template") || !strings.Contains(errOut, "ratio") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the flag and the rules", code, errOut)
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Error("the data directory was created")
+	}
+}
