@@ -37,7 +37,7 @@ func layeredFlags(fs *pflag.FlagSet) *layeredOptions {
 	fs.IntVar(&lo.groups, "groups", layered.DefaultGroups, "layered: domain-hash groups (map tasks per round); fixed once a crawl started")
 	fs.IntVar(&lo.workers, "workers", 0, "layered: tasks this process runs at once (default: --concurrency, at most --groups)")
 	fs.Float64Var(&lo.noiseThreshold, "noise-threshold", parse.DefaultNoiseThreshold, "layered: link-text ratio above which a block is link-dense (DOM pass)")
-	fs.StringVar(&lo.noiseRule, "noise-rule", layered.NoiseTemplate, "layered: the DOM pass's rule: template (link-dense blocks are noise only when repeated across the site's pages or matching the noise samples: tables of contents are kept) or ratio (every link-dense block is noise, SPEC §2)")
+	fs.StringVar(&lo.noiseRule, "noise-rule", layered.NoiseTemplate, "layered: the DOM pass's rule: template (link-dense blocks are noise only when repeated across the site's pages or matching the noise samples: tables of contents are kept) or ratio (every link-dense block is noise, docs/design.md §2)")
 	fs.StringVar(&lo.samples, "noise-samples", "", "layered: file of noise samples, one a line: URLs, /segment/, ;param= or ?key= (added to the built-in ones)")
 	fs.Float64Var(&lo.clusterThreshold, "cluster-threshold", denoise.DefaultClusterThreshold, "layered: URL similarity at which a URL joins a cluster")
 	fs.Float64Var(&lo.noiseSimilarity, "noise-similarity", denoise.DefaultNoiseThreshold, "layered: similarity to a noise sample at which a URL or cluster is noise")
