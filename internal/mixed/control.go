@@ -36,8 +36,10 @@ func (l *loop) follow(ctx context.Context, ctl *cluster.Control, node string) er
 		switch cmd.State {
 		case cluster.ControlPaused, cluster.ControlStopping:
 			l.fr.Pause()
+			l.paused.Store(true)
 		default:
 			l.fr.Resume()
+			l.paused.Store(false)
 		}
 		err := ctl.DrainSeeds(ctx, func(ctx context.Context, raw []string) error {
 			reqs, rerr := l.fetcher.Requests(raw)

@@ -30,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawl/rbudget"
 	"github.com/spider-crawler/spider/internal/frontier"
@@ -189,6 +190,15 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	defer fr.Close()
 
 	l := &loop{cfg: cfg, host: host, fetcher: fetcher, fr: fr, log: opt.Logger, budget: bud, taken: map[string]protocol.Taken{}}
+	// The crawl-wide report (spider status and serve --redis on the first network's
+	// center's Redis): this host's records, live every second, final at the end.
+	rep, closeRep, err := startReport(ctx, opt, l)
+	if err != nil {
+		// Like spider control: the crawl goes on without it.
+		opt.Logger.Warn("spider status will not show this host", "err", err)
+	} else {
+		defer closeRep()
+	}
 	wctx, stop := context.WithCancel(ctx)
 	l.stop = stop
 	g, gctx := errgroup.WithContext(wctx)
@@ -222,6 +232,24 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	runErr := g.Wait()
 	stop()
 	res := Result{Fetched: l.fetched.Load(), Elapsed: time.Since(start), Done: l.done.Load()}
+	defer func() {
+		// After the leave (if any) and the fetcher's close: every record is counted.
+		state := cluster.ReportStopped
+		switch {
+		case res.Done:
+			state = cluster.ReportDone
+		case runErr != nil && ctx.Err() == nil:
+			state = cluster.ReportFailed
+		}
+		if rep == nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := rep.Stop(sctx, state); err != nil {
+			opt.Logger.Warn("cannot publish this host's final report for spider status", "err", err)
+		}
+	}()
 	if opt.Leave {
 		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := host.Leave(lctx); err != nil {
@@ -254,6 +282,44 @@ type loop struct {
 
 	fetched     atomic.Int64
 	done, limit atomic.Bool
+	paused      atomic.Bool // spider control paused (or is stopping) the crawl
+}
+
+// startReport starts this host's crawl-wide report (cluster.StartReporter, role host,
+// node ID "NET/HOST") in the first network's center's Redis, where spider control and
+// the --max-pages budget are too. The returned function closes what was dialled.
+func startReport(ctx context.Context, opt Options, l *loop) (*cluster.Reporter, func(), error) {
+	rdb, closeFn, err := firstCenter(opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot publish this host's report: %w", err)
+	}
+	k, err := cluster.NewKeys(opt.Host.Config.Crawl)
+	if err != nil {
+		closeFn()
+		return nil, nil, fmt.Errorf("cannot publish this host's report: %w", err)
+	}
+	rep, err := cluster.StartReporter(ctx, rdb, k, cluster.ReporterConfig{Node: protocol.HostAddr(opt.Host.Network, opt.Host.ID),
+		Role: cluster.RoleHost, Source: l.report, Logger: opt.Logger})
+	if err != nil {
+		closeFn()
+		return nil, nil, fmt.Errorf("cannot publish this host's report in the first network's center's Redis: %w", err)
+	}
+	return rep, closeFn, nil
+}
+
+// report is this run's part of the host's crawl-wide report: the records it wrote,
+// and its frontier's queue.
+func (l *loop) report() cluster.NodeReport {
+	st := l.fr.Stats()
+	l.mu.Lock()
+	taken := len(l.taken)
+	l.mu.Unlock()
+	r := cluster.NodeReport{Counts: cluster.Counts(l.fetcher.Tally()),
+		Detail: map[string]int64{"queued": int64(st.Queued), "in_flight": int64(st.Leased), "tasks_taken": int64(taken)}}
+	if l.paused.Load() {
+		r.State = cluster.ReportPaused
+	}
+	return r
 }
 
 // feedCap bounds the tasks held in processing (and the frontier) at once.

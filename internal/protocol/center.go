@@ -258,7 +258,10 @@ var errNotRegistered = errors.New("not registered")
 
 // Run runs the center until the system is done (it returns nil) or ctx ends (it returns
 // ctx's error). A restarted center resumes from its Redis.
-func (c *Center) Run(ctx context.Context) error {
+func (c *Center) Run(ctx context.Context) (retErr error) {
+	if err := checkOldLayout(ctx, c.rdb, c.cfg.Crawl, c.net); err != nil {
+		return fmt.Errorf("cannot start the center of %s: %w", c.net, err)
+	}
 	if err := c.tr.recover(ctx); err != nil {
 		return err
 	}
@@ -273,6 +276,26 @@ func (c *Center) Run(ctx context.Context) error {
 			m.Close()
 		}
 	}()
+	// The crawl-wide report (spider status, serve --redis): this center's figures in
+	// the first network's center's Redis, live every second, final when Run ends.
+	if rep, err := c.startReport(ctx); err != nil {
+		c.log.Warn("spider status will not show this center", "err", err)
+	} else {
+		defer func() {
+			state := cluster.ReportFailed
+			switch {
+			case retErr == nil:
+				state = cluster.ReportDone
+			case ctx.Err() != nil:
+				state = cluster.ReportStopped
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := rep.Stop(sctx, state); err != nil {
+				c.log.Warn("cannot publish this center's final report for spider status", "err", err)
+			}
+		}()
+	}
 	hk, err := cluster.NewKeys(HostMembersCrawl(c.cfg.Crawl, c.net))
 	if err != nil {
 		return err
@@ -295,6 +318,37 @@ func (c *Center) Run(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// startReport starts this center's crawl-wide report (cluster.StartReporter, role
+// center, node ID its network) in the first network's center's Redis, where the hosts
+// publish theirs. A center writes no records: its figures go in Detail.
+func (c *Center) startReport(ctx context.Context) (*cluster.Reporter, error) {
+	rdb := c.rdb
+	if first := c.cfg.Networks[0]; first.Name != c.net {
+		var err error
+		if rdb, err = c.client(first.CenterRedis); err != nil {
+			return nil, err
+		}
+	}
+	k, err := cluster.NewKeys(c.cfg.Crawl)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.StartReporter(ctx, rdb, k, cluster.ReporterConfig{Node: c.net, Role: cluster.RoleCenter, Source: c.report, Logger: c.log})
+}
+
+// report is the center's part of the crawl-wide report: its pools and counters.
+func (c *Center) report() cluster.NodeReport {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := ReadCenterState(ctx, c.rdb, c.cfg.Crawl, c.net)
+	if err != nil {
+		return cluster.NodeReport{}
+	}
+	return cluster.NodeReport{Detail: map[string]int64{"queued": st.TaskURL, "rounds": st.LocalPool + st.DistPool,
+		"claims": st.Claims, "urls_submitted": st.Stats["urls_submitted"], "urls_passed": st.Stats["urls_passed"],
+		"duplicates": st.Stats["claimed_dup"] + st.Stats["network_dup"] + st.Stats["remote_dup"], "hosts": int64(len(st.Registered))}}
 }
 
 // centerInstance is the Instance every center of network net joins with: the same for

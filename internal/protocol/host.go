@@ -165,6 +165,9 @@ func (h *Host) Start(ctx context.Context) error {
 	if err := checkPeers(ctx, h.opt.Center, h.cfg, ""); err != nil {
 		return fmt.Errorf("cannot start host %s: %w", h.addr, err)
 	}
+	if err := checkOldLayout(ctx, h.opt.Local, h.cfg.Crawl, h.addr); err != nil {
+		return fmt.Errorf("cannot start host %s: %w", h.addr, err)
+	}
 	if err := h.tr.recover(ctx); err != nil {
 		return err
 	}

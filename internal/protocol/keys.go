@@ -1,9 +1,13 @@
 package protocol
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Parts is the number of parts a node's growing sets are split into: a host's
@@ -132,6 +136,24 @@ func (k nodeKeys) done() string            { return k.p + "done" }
 func (k nodeKeys) claims(i int) string { return k.parts[i] + "claims" }
 func (k nodeKeys) answered(number string) string {
 	return k.parts[crc16(number)%Parts] + "answered:" + number
+}
+
+// checkOldLayout refuses a node's Redis that holds its keys in the layout of spider
+// before Redis Cluster support ("spider:proto:CRAWL:ADDR:stats", no braces): they
+// would be ignored, and the crawl's state with them.
+func checkOldLayout(ctx context.Context, rdb redis.UniversalClient, crawl, addr string) error {
+	old := "spider:proto:" + crawl + ":" + addr + ":"
+	n, err := rdb.Exists(ctx, old+"stats").Result()
+	if err == nil && n == 0 {
+		n, err = rdb.Exists(ctx, old+"received").Result()
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the Redis of %s: %w", addr, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("the Redis of %s holds crawl %q in the key layout of an older spider (%s…): finish that crawl with that version, or remove its keys (spider drop --crawl %s) and start it again", addr, crawl, old, crawl)
+	}
+	return nil
 }
 
 // HostMembersCrawl names the cluster.Membership list of a network's hosts, kept in its center's Redis.

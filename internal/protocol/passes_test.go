@@ -626,3 +626,22 @@ func TestConfigMismatchRefused(t *testing.T) {
 	}
 	same.Close()
 }
+
+// TestOldLayoutRefused: a host and a center whose Redis holds the crawl in the key
+// layout of an older spider refuse to start and say what to do.
+func TestOldLayoutRefused(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	cfg := testConfig("n1")
+	rdb.HSet(ctx, "spider:proto:u:n1/h1:stats", "tasks_done", 3)
+	rdb.Set(ctx, "spider:proto:u:n1:received", 7, 0)
+	h, _ := NewHost(HostOptions{Config: cfg, Network: "n1", ID: "h1", Local: rdb, Center: rdb, LocalURL: "redis://x"})
+	if err := h.Start(ctx); err == nil || !strings.Contains(err.Error(), "older spider") {
+		h.Close()
+		t.Errorf("host: %v, want the older layout refused", err)
+	}
+	c := newTestCenter(t, rdb, cfg, "n1")
+	if err := c.Run(ctx); err == nil || !strings.Contains(err.Error(), "spider drop") {
+		t.Errorf("center: %v, want the older layout refused", err)
+	}
+}
