@@ -72,64 +72,73 @@ func TestBM25FTitleBeatsHub(t *testing.T) {
 	}
 }
 
-// TestAnchorSetBounded points 10,000 links with distinct texts (and 10,000
-// with one text) at one page: its anchor field keeps MaxAnchorTexts texts
-// of at most MaxAnchorBytes, the same whatever the order the pages are
-// read in, and the page's weighted length grows by at most that.
+// TestAnchorSetBounded points 10,000 links with distinct texts and 10,000
+// with one text ("Home") at one page: its anchor field keeps at most
+// MaxAnchorTexts texts of at most MaxAnchorBytes, "Home" first and counted
+// 1 + ⌊log2 10,000⌋ = 14 times; the page's weighted length grows by a
+// bounded amount. With fewer distinct texts than the candidates bound the
+// field does not depend on the order pages are read in.
 func TestAnchorSetBounded(t *testing.T) {
 	const target = "http://t.test/"
 	type src struct {
 		url string
 		as  []anchor
 	}
-	var srcs []src
-	for i := range 10_000 {
-		srcs = append(srcs, src{fmt.Sprintf("http://s.test/%05d", i), []anchor{
-			{target, fmt.Sprintf("word%d extra%d", i, i)},
-			{target, "Home"},
-			{"http://elsewhere.test/", "ignored"},
-		}})
+	mk := func(n int) []src {
+		var srcs []src
+		for i := range n {
+			srcs = append(srcs, src{fmt.Sprintf("http://s.test/%05d", i), []anchor{
+				{target, fmt.Sprintf("word%d extra%d", i, i)},
+				{target, "Home"},
+				{"http://elsewhere.test/", "ignored"},
+			}})
+		}
+		return srcs
 	}
-	var first []string
-	for round := range 3 {
+	fill := func(srcs []src, seed uint64) []anchorText {
 		s := newAnchorSet([]string{target})
-		order := rand.New(rand.NewPCG(uint64(round), 7)).Perm(len(srcs))
-		for _, k := range order {
+		for _, k := range rand.New(rand.NewPCG(seed, 7)).Perm(len(srcs)) {
 			s.add(srcs[k].url, srcs[k].as)
-		}
-		got := s.texts(target)
-		n := 0
-		for _, x := range got {
-			n += len(x)
-		}
-		if len(got) > MaxAnchorTexts || n > MaxAnchorBytes || len(got) == 0 {
-			t.Fatalf("%d texts, %d bytes: want 1 to %d texts within %d bytes", len(got), n, MaxAnchorTexts, MaxAnchorBytes)
-		}
-		if round == 0 {
-			first = got
-			if !slices.Contains(got, "Home") || !slices.Contains(got, "word0 extra0") || slices.Contains(got, "word9999 extra9999") {
-				t.Errorf("texts %q: want those of the smallest source URLs, Home once", got[:3])
-			}
-		} else if !slices.Equal(got, first) {
-			t.Errorf("order %d: anchor texts differ from the first order's", round)
 		}
 		if s.texts("http://elsewhere.test/") != nil {
 			t.Errorf("a URL not asked for kept anchor text")
+		}
+		return s.texts(target)
+	}
+	got := fill(mk(10_000), 1)
+	n := 0
+	for _, x := range got {
+		n += len(x.text)
+	}
+	if len(got) > MaxAnchorTexts || n > MaxAnchorBytes || len(got) < 2 {
+		t.Fatalf("%d texts, %d bytes: want 2 to %d texts within %d bytes", len(got), n, MaxAnchorTexts, MaxAnchorBytes)
+	}
+	if got[0] != (anchorText{"Home", 14}) || got[1].n != 1 {
+		t.Errorf("texts %v: want Home ×14 first, then texts of one page", got[:2])
+	}
+	small := mk(maxAnchorCandidates - 1)
+	first := fill(small, 1)
+	for seed := range uint64(3) {
+		if again := fill(small, seed+2); !slices.Equal(again, first) {
+			t.Errorf("order %d: anchor texts differ from the first order's", seed)
 		}
 	}
 	a := analyzer(t)
 	d := NewDocFields(a, Fields{URL: target, Title: "T", Text: "body"}, DefaultFieldWeights)
 	before := d.Len
-	addAnchors(a, &d, first, DefaultFieldWeights.Anchor)
-	if grow := d.Len - before; grow <= 0 || grow > DefaultFieldWeights.Anchor*MaxAnchorBytes {
-		t.Errorf("length grew by %d", grow)
+	addAnchorFields([]*Doc{&d}, []anchorField{analyzeAnchors(a, got)}, DefaultFieldWeights.Anchor)
+	if d.Len != before {
+		t.Errorf("anchor text changed the main text's length from %d to %d", before, d.Len)
 	}
 	if !slices.IsSortedFunc(d.Terms, func(x, y TermPositions) int { return strings.Compare(x.Term, y.Term) }) {
 		t.Errorf("terms not sorted after adding anchors")
 	}
 	for _, tp := range d.Terms {
-		if tp.W == 0 {
-			t.Errorf("term %q has weight 0", tp.Term)
+		if tp.Short+tp.Body == 0 {
+			t.Errorf("term %q has frequency 0", tp.Term)
+		}
+		if want := uint32(shortScale * 14 * DefaultFieldWeights.Anchor); tp.Term == "home" && tp.Short != want {
+			t.Errorf("home: short-field frequency %d, want %d", tp.Short, want)
 		}
 	}
 }
@@ -141,7 +150,7 @@ func TestFieldWeightsValidate(t *testing.T) {
 		ok bool
 	}{
 		{DefaultFieldWeights, true}, {BM25Fields, true},
-		{FieldWeights{Title: 0, Body: 1}, false}, {FieldWeights{Title: 1, Body: 0}, false},
+		{FieldWeights{Title: -1, Body: 1}, false}, {FieldWeights{Title: 1, Body: 0}, false},
 		{FieldWeights{Title: 1, Body: 1, Anchor: -1}, false}, {FieldWeights{Title: 101, Body: 1}, false},
 	} {
 		if err := c.w.Validate(); (err == nil) != c.ok {

@@ -312,12 +312,16 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 	}
 	if anchors != nil {
 		// Every page of the range is read: add each page's anchor field.
+		var docs []*Doc
+		var af []anchorField
 		for k := range r.items {
 			it := &r.items[k]
 			if it.doc != nil {
-				addAnchors(a, it.doc, anchors.texts(it.url, it.rec.FinalURL), fields.Anchor)
+				docs = append(docs, it.doc)
+				af = append(af, analyzeAnchors(a, anchors.texts(it.url, it.rec.FinalURL)))
 			}
 		}
+		addAnchorFields(docs, af, fields.Anchor)
 	}
 	return r, ctx.Err()
 }

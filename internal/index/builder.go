@@ -32,33 +32,50 @@ type Doc struct {
 	// Marks lets a snippet start lexing the stored text near its window
 	// instead of at the start (see snippetMarks).
 	Marks []byte
-	// Len is the page's weighted length for BM25F: Σ over the fields of
-	// the field's weight × its number of words (see FieldWeights).
+	// Len is the length BM25F normalises the main-text frequencies by:
+	// the main text's word positions (and the title's when the title is
+	// not a field of its own, FieldWeights.Title 0).
 	Len   int
 	Terms []TermPositions
 }
 
 // TermPositions is one term of a Doc: its positions in the title and main
 // text, ascending (none when the term is only in headings or anchor
-// text), and W, its weighted frequency for BM25F (Σ over the fields of the
-// field's weight × the term's occurrences there; at least 1).
+// text), and its BM25F frequencies: Short, the occurrences in the short
+// fields (title, headings, anchor text) times their weights in units of
+// 1/shortScale (anchor text normalised by its length), and Body, the
+// occurrences in the main text times its weight (not both 0).
 type TermPositions struct {
-	Term string
-	Pos  []uint32
-	W    uint32
+	Term  string
+	Pos   []uint32
+	Short uint32
+	Body  uint32
 }
 
-// FieldWeights weigh a page's fields in BM25F (the simple form of
-// Robertson, Zaragoza and Taylor, CIKM 2004): a term's frequency is the
-// weighted sum of its occurrences in the fields and a page's length the
-// weighted sum of the fields' lengths, and BM25 is computed on those. The
-// weights are whole numbers fixed when the index is built (the manifest
-// records them; Build rebuilds an index built with other weights).
+// FieldWeights weigh a page's fields in BM25F (Robertson, Zaragoza and
+// Taylor, CIKM 2004; Zaragoza et al., TREC 2004): a term's pseudo-frequency
+// in a page is
 //
-// Title and Body (the main text) must be ≥ 1; Headings and Anchor may be 0
-// (the field is left out). Heading words are also part of the main text,
-// so a heading word counts Body + Headings. The anchor field of a page is
-// the distinct anchor texts of the links pointing to it from the other
+//	x = Title·tf_title + Headings·tf_headings
+//	    + Anchor·tf_anchor / (1 − b + b·alen/avg_alen)
+//	    + Body·tf_body / (1 − b + b·len/avglen)
+//
+// and its score idf·x·(k1+1)/(x+k1), b = 0.75. Title and headings are not
+// normalised by length: they are short by nature, and a long reference
+// page whose title is the query must not lose its title to its length.
+// The anchor field is normalised by its own length against the average of
+// the pages built with it (a home page named by hundreds of different
+// texts gains little from each), the main text by its length against the
+// index's average. With all short weights 0 and Title 0
+// this is plain BM25 over title and text as one text.
+//
+// The weights are whole numbers fixed when the index is built (the
+// manifest records them; Build rebuilds an index built with other
+// weights). Body must be ≥ 1; Title 0 makes the title part of the main
+// text (the ranking before BM25F); Headings and Anchor 0 leave the field
+// out. Heading words are also part of the main text, so a heading word
+// counts in both. The anchor field of a page is
+// the anchor texts of the links pointing to it from the other
 // pages analysed with it (see anchorSet), at most MaxAnchorTexts of them.
 type FieldWeights struct {
 	Title    int `json:"title"`
@@ -69,20 +86,20 @@ type FieldWeights struct {
 
 // DefaultFieldWeights are the weights chosen by the judged evaluation in
 // bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
-var DefaultFieldWeights = FieldWeights{Title: 4, Headings: 2, Body: 1, Anchor: 2}
+var DefaultFieldWeights = FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4}
 
 // BM25Fields is the ranking before BM25F: title and text as one text,
 // no anchor text. The evaluation's "BM25 alone" baseline.
-var BM25Fields = FieldWeights{Title: 1, Body: 1}
+var BM25Fields = FieldWeights{Title: 0, Body: 1}
 
 // MaxFieldWeight bounds each field weight.
 const MaxFieldWeight = 100
 
 // Validate says what is wrong with w, or nil.
 func (w FieldWeights) Validate() error {
-	if w.Title < 1 || w.Body < 1 || w.Headings < 0 || w.Anchor < 0 ||
+	if w.Title < 0 || w.Body < 1 || w.Headings < 0 || w.Anchor < 0 ||
 		max(w.Title, w.Body, w.Headings, w.Anchor) > MaxFieldWeight {
-		return fmt.Errorf("cannot use field weights title %d, headings %d, body %d, anchor %d: title and body must be 1 to %d, headings and anchor 0 to %d",
+		return fmt.Errorf("cannot use field weights title %d, headings %d, body %d, anchor %d: body must be 1 to %d, title, headings and anchor 0 to %d (title 0: part of the main text)",
 			w.Title, w.Headings, w.Body, w.Anchor, MaxFieldWeight, MaxFieldWeight)
 	}
 	return nil
@@ -100,7 +117,9 @@ type Fields struct {
 	Headings []string
 	// Text is the main text: indexed, stored for snippets.
 	Text string
-	// Anchors are the distinct anchor texts of links pointing to the page.
+	// Anchors are anchor texts of links pointing to the page, each counted
+	// once (a batch build counts a text once per power of two of the pages
+	// linking with it: see anchorSet).
 	Anchors []string
 }
 
@@ -126,12 +145,12 @@ func NewDoc(a *analysis.Analyzer, url, title, text string) Doc {
 
 // NewDocFields analyses a page's fields into a Doc weighted by w (which
 // must be valid). Title and main text get positions (phrases, snippets);
-// headings and anchor text add to the terms' weighted frequencies only.
+// headings and anchor text add to the terms' short-field frequencies only.
 // Terms come out sorted.
 func NewDocFields(a *analysis.Analyzer, f Fields, w FieldWeights) Doc {
 	type acc struct {
-		pos []uint32
-		w   uint32
+		pos         []uint32
+		short, body uint32
 	}
 	byTerm := make(map[string]*acc, 256)
 	get := func(t string) *acc {
@@ -153,8 +172,6 @@ func NewDocFields(a *analysis.Analyzer, f Fields, w FieldWeights) Doc {
 	}
 	a.Analyze(f.Title, add(0))
 	titleLen := pos
-	// Title weight: each title position counts Title (sub-word expansion can
-	// repeat a position; it is counted once, below).
 	base := pos
 	if base > 0 {
 		base += titleGap
@@ -167,41 +184,39 @@ func NewDocFields(a *analysis.Analyzer, f Fields, w FieldWeights) Doc {
 		body(t)
 		marks.token(t)
 	})
-	bodyLen := pos - base
-	length := w.Title*titleLen + w.Body*bodyLen
-	d := Doc{URL: f.URL, Title: f.Title, Terms: make([]TermPositions, 0, len(byTerm))}
+	d := Doc{URL: f.URL, Title: f.Title, Len: pos - base, Terms: make([]TermPositions, 0, len(byTerm))}
+	if w.Title == 0 {
+		d.Len += titleLen // the title is part of the main text
+	}
 	for _, x := range byTerm {
 		// Title and sub-word expansion can repeat a position; keep each once.
 		slices.Sort(x.pos)
 		x.pos = slices.Compact(x.pos)
 		for _, p := range x.pos {
-			if int(p) < titleLen {
-				x.w += uint32(w.Title)
+			if int(p) < titleLen && w.Title > 0 {
+				x.short += uint32(shortScale * w.Title)
 			} else {
-				x.w += uint32(w.Body)
+				x.body += uint32(w.Body)
 			}
 		}
 	}
-	extra := func(texts []string, weight int) {
-		if weight == 0 {
-			return
-		}
-		for _, s := range texts {
-			n := 0
-			a.Analyze(s, func(t analysis.Token) {
-				get(t.Term).w += uint32(weight)
-				n = max(n, t.Pos+1)
-			})
-			length += weight * n
+	if w.Headings > 0 {
+		for _, s := range f.Headings {
+			a.Analyze(s, func(t analysis.Token) { get(t.Term).short += uint32(shortScale * w.Headings) })
 		}
 	}
-	extra(f.Headings, w.Headings)
 	for t, x := range byTerm {
-		d.Terms = append(d.Terms, TermPositions{Term: t, Pos: x.pos, W: max(x.w, 1)})
+		if x.short+x.body == 0 {
+			x.body = 1
+		}
+		d.Terms = append(d.Terms, TermPositions{Term: t, Pos: x.pos, Short: x.short, Body: x.body})
 	}
-	d.Len = length
 	slices.SortFunc(d.Terms, func(x, y TermPositions) int { return strings.Compare(x.Term, y.Term) })
-	addAnchors(a, &d, f.Anchors, w.Anchor)
+	at := make([]anchorText, len(f.Anchors))
+	for i, t := range f.Anchors {
+		at[i] = anchorText{t, 1}
+	}
+	addAnchorFields([]*Doc{&d}, []anchorField{analyzeAnchors(a, at)}, w.Anchor)
 	d.Marks = marks.b
 	var buf bytes.Buffer
 	fw := flaters.Get().(*flate.Writer)
@@ -279,7 +294,12 @@ func (b *segmentData) write(w io.Writer) (docs, terms int, err error) {
 			}
 			a.last = id
 			a.df++
-			a.buf = binary.AppendUvarint(a.buf, uint64(max(tp.W, 1)))
+			sh, bo := tp.Short, tp.Body
+			if sh+bo == 0 {
+				bo = 1
+			}
+			a.buf = binary.AppendUvarint(a.buf, uint64(sh))
+			a.buf = binary.AppendUvarint(a.buf, uint64(bo))
 			a.buf = binary.AppendUvarint(a.buf, uint64(len(tp.Pos)))
 			prev := uint32(0)
 			for _, p := range tp.Pos {

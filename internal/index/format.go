@@ -21,20 +21,23 @@ import (
 //	docs     per document: uv len, URL; uv len, title; uv len, stored text
 //	         (raw DEFLATE of the first StoredTextBytes of the text); uv
 //	         len, snippet marks (see Doc.Marks)
-//	doctab   per document: u64 offset of its entry in docs, u32 weighted
-//	         length (Doc.Len: BM25F)
+//	doctab   per document: u64 offset of its entry in docs, u32 length
+//	         of the main text in words (Doc.Len)
 //	hashes   per document: u64 xxhash64 of its URL
 //	tombs    sorted u64 URL hashes this segment deletes from older segments
 //	postings per term: per document, in id order: uv doc-id delta, uv
-//	         weighted term frequency (BM25F, ≥ 1), uv number of positions
-//	         (0 for a term only in headings or anchor text), then that
-//	         many uv position deltas
+//	         short-field frequency (BM25F: title, headings and anchor text
+//	         occurrences times their field weights, in quarters: see
+//	         shortScale), uv main-text frequency
+//	         (times the body weight; the two are not both 0), uv number of
+//	         positions (0 for a term only in headings or anchor text), then
+//	         that many uv position deltas
 //	dict     terms in byte order: uv len, term, uv document frequency,
 //	         uv postings offset, uv postings length
 //	dictidx  u64 offset in dict of every dictBlock-th term
 //	footer   per section (docs … dictidx): u64 offset, u64 length, u32
-//	         CRC-32C; then u32 documents, u64 terms, u64 total weighted
-//	         length, u32 CRC-32C of the footer so far, 8-byte magic
+//	         CRC-32C; then u32 documents, u64 terms, u64 total length,
+//	         u32 CRC-32C of the footer so far, 8-byte magic
 //	         "SPDXEND\x00"
 //
 // Opening checks the magics, the version, every section's bounds and CRC, so
@@ -315,9 +318,10 @@ func (s *segment) terms(fn func(termInfo) error) error {
 
 // posting is one document of a postings list.
 type posting struct {
-	doc  int
-	freq int    // weighted term frequency (BM25F), ≥ 1
-	npos int    // number of positions
+	doc   int
+	short int    // short-field frequency (title, headings, anchor text), weighted
+	freq  int    // main-text frequency, weighted
+	npos  int    // number of positions
 	pos  []byte // npos position deltas, still encoded
 }
 
@@ -342,6 +346,7 @@ func (it *postIter) next() (p posting, ok bool) {
 	}
 	it.n--
 	d := it.r.uvarint()
+	sh := it.r.uvarint()
 	f := it.r.uvarint()
 	np := it.r.uvarint()
 	start := it.r.off
@@ -371,12 +376,12 @@ func (it *postIter) next() (p posting, ok bool) {
 	if it.doc >= 0 {
 		nd = it.doc + int(d)
 	}
-	if it.r.err || f == 0 || f >= 1<<31 || d > uint64(it.max) || (it.doc >= 0 && d == 0) || nd >= it.max {
+	if it.r.err || f+sh == 0 || f >= 1<<31 || sh >= 1<<31 || d > uint64(it.max) || (it.doc >= 0 && d == 0) || nd >= it.max {
 		it.err = fmt.Errorf("postings in segment %s are damaged: %w", it.name, ErrCorrupt)
 		return posting{}, false
 	}
 	it.doc = nd
-	return posting{doc: it.doc, freq: int(f), npos: int(np), pos: it.r.b[start:it.r.off]}, true
+	return posting{doc: it.doc, short: int(sh), freq: int(f), npos: int(np), pos: it.r.b[start:it.r.off]}, true
 }
 
 // positions decodes p's positions into dst.

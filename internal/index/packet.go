@@ -17,8 +17,8 @@ import (
 //	     uv len, URL; uv fetched-at (Unix ns); uv record offset; u8 has-doc;
 //	     with a doc: uv len, title; uv len, stored text; uv len, snippet
 //	     marks; uv length;
-//	     uv terms, per term: uv len, term; uv weighted frequency
-//	     (BM25F); uv positions; position deltas; then uv len, final
+//	     uv terms, per term: uv len, term; uv short-field and uv
+//	     main-text frequency (BM25F); uv positions; position deltas; then uv len, final
 //	     URL; uv anchors, per anchor: uv len, target URL; uv len, text
 //	'E': uv packets the attempt sent before this one
 const (
@@ -76,7 +76,8 @@ func encodePacket(p *packet) []byte {
 		b = binary.AppendUvarint(b, uint64(len(d.Terms)))
 		for _, t := range d.Terms {
 			b = appendBytes(b, []byte(t.Term))
-			b = binary.AppendUvarint(b, uint64(t.W))
+			b = binary.AppendUvarint(b, uint64(t.Short))
+			b = binary.AppendUvarint(b, uint64(t.Body))
 			b = binary.AppendUvarint(b, uint64(len(t.Pos)))
 			prev := uint32(0)
 			for _, p := range t.Pos {
@@ -145,10 +146,10 @@ func decodePacket(b []byte) (*packet, error) {
 				d.Terms = make([]TermPositions, 0, nt)
 				for range nt {
 					t := string(r.bytes())
-					tw := r.uvarint()
+					sh, bo := r.uvarint(), r.uvarint()
 					np := r.uvarint()
-					if r.err || tw == 0 || tw >= 1<<31 {
-						return bad("bad weighted frequency")
+					if r.err || sh+bo == 0 || sh >= 1<<31 || bo >= 1<<31 {
+						return bad("bad term frequency")
 					}
 					if np > uint64(len(b)-r.off) {
 						return bad("bad position count")
@@ -168,7 +169,7 @@ func decodePacket(b []byte) (*packet, error) {
 					if n := len(d.Terms); n > 0 && d.Terms[n-1].Term >= t {
 						return bad("terms not sorted")
 					}
-					d.Terms = append(d.Terms, TermPositions{Term: t, Pos: pos, W: uint32(tw)})
+					d.Terms = append(d.Terms, TermPositions{Term: t, Pos: pos, Short: uint32(sh), Body: uint32(bo)})
 				}
 				it.final = string(r.bytes())
 				na := r.uvarint()

@@ -231,11 +231,11 @@ func (p *pageReader) close() {
 // Its links' anchor texts are returned for the anchor fields of the pages
 // they point to.
 func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights) (Doc, []anchor, bool) {
-	p, ok := extract(rec, body, w.Anchor > 0)
+	p, ok := extractFields(rec, body, w.Anchor > 0, w.Headings > 0)
 	if !ok {
 		return Doc{}, nil, false
 	}
-	return NewDocFields(a, Fields{URL: rec.URL, Title: p.Title, Text: p.Text}, w), p.anchors, true
+	return NewDocFields(a, Fields{URL: rec.URL, Title: p.Title, Headings: p.headings, Text: p.Text}, w), p.anchors, true
 }
 
 // extract parses a stored page into its title and text (and, with
@@ -244,6 +244,12 @@ func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights) (Doc
 // conversion failed) is decoded from the record's charset if known. ok is
 // false for meta robots noindex.
 func extract(rec Record, body []byte, anchors bool) (Page, bool) {
+	return extractFields(rec, body, anchors, false)
+}
+
+// extractFields is extract, with the page's headings (the text of its
+// h1–h6 blocks, from parse.ParseBlocks) when headings is set.
+func extractFields(rec Record, body []byte, anchors, headings bool) (Page, bool) {
 	if !utf8.Valid(body) && rec.Charset != "" {
 		if enc, _ := charset.Lookup(rec.Charset); enc != nil {
 			if dec, err := enc.NewDecoder().Bytes(body); err == nil {
@@ -263,7 +269,13 @@ func extract(rec Record, body []byte, anchors bool) (Page, bool) {
 	if anchors {
 		maxLinks = maxAnchorLinks
 	}
-	page, _ := parse.Parse(base, body, parse.Options{MaxLinks: maxLinks})
+	var page *parse.Page
+	var blocks []parse.Block
+	if headings {
+		page, blocks, _ = parse.ParseBlocks(base, body, parse.Options{MaxLinks: maxLinks})
+	} else {
+		page, _ = parse.Parse(base, body, parse.Options{MaxLinks: maxLinks})
+	}
 	if page == nil || page.MetaRobots.NoIndex {
 		return Page{}, false
 	}
@@ -272,16 +284,25 @@ func extract(rec Record, body []byte, anchors bool) (Page, bool) {
 		title = strings.TrimSpace(rec.Title)
 	}
 	out := Page{URL: rec.URL, Title: title, Text: page.Text}
+	for _, b := range blocks {
+		if len(b.Tag) == 2 && b.Tag[0] == 'h' && b.Tag[1] >= '1' && b.Tag[1] <= '6' && b.Text != "" && len(out.headings) < maxHeadings {
+			out.headings = append(out.headings, b.Text)
+		}
+	}
 	if anchors {
 		out.anchors = pageAnchors(baseText, page)
 	}
 	return out, true
 }
 
+// maxHeadings bounds the headings a page's headings field takes.
+const maxHeadings = 256
+
 // Page is a page's extracted text, as ReadPages gives it.
 type Page struct {
 	URL, Title, Text string
 	anchors          []anchor // with extract's anchors: the links' anchor texts
+	headings         []string // with extractFields' headings: the h1–h6 texts
 }
 
 // ReadPages calls fn with the title and text of every page the index would

@@ -42,9 +42,10 @@ const (
 type skipEntry struct {
 	off     int   // byte offset of the block's first posting
 	prevDoc int32 // document before the block (-1 for the first)
-	lastDoc int32
-	maxTF   int32
-	minDL   int32
+	lastDoc  int32
+	maxTF    int32 // largest main-text frequency
+	maxShort int32 // largest short-field frequency
+	minDL    int32
 }
 
 // skipIndex is a term's skip entries in one segment.
@@ -78,7 +79,8 @@ type skipCache struct {
 // (255: 255 or more, decode the posting for the exact one).
 type docMap struct {
 	bits []uint64
-	tf   []uint8
+	tf   []uint8 // main-text frequency
+	sh   []uint8 // short-field frequency (255: 255 or more)
 }
 
 // skips returns the skip index of ti in s, building it (and the document
@@ -130,7 +132,7 @@ func (s *segment) docMap(ti termInfo) *docMap {
 }
 
 // docMapBytes is the size of a document map over n documents.
-func docMapBytes(n int) int { return (n+63)/64*8 + n }
+func docMapBytes(n int) int { return (n+63)/64*8 + 2*n }
 
 // buildSkips walks ti's postings once, filling its document map too with
 // withMap.
@@ -138,7 +140,7 @@ func buildSkips(s *segment, ti termInfo, withMap bool) (skipIndex, *docMap) {
 	sk := make(skipIndex, 0, (ti.df+skipBlock-1)/skipBlock)
 	var dm *docMap
 	if withMap {
-		dm = &docMap{bits: make([]uint64, (s.ndocs+63)/64), tf: make([]uint8, s.ndocs)}
+		dm = &docMap{bits: make([]uint64, (s.ndocs+63)/64), tf: make([]uint8, s.ndocs), sh: make([]uint8, s.ndocs)}
 	}
 	it := newPostIter(s, ti)
 	for i := 0; ; i++ {
@@ -153,10 +155,12 @@ func buildSkips(s *segment, ti termInfo, withMap bool) (skipIndex, *docMap) {
 		e := &sk[len(sk)-1]
 		e.lastDoc = int32(p.doc)
 		e.maxTF = max(e.maxTF, int32(min(p.freq, math.MaxInt32)))
+		e.maxShort = max(e.maxShort, int32(min(p.short, math.MaxInt32)))
 		e.minDL = min(e.minDL, int32(min(s.docLen(p.doc), math.MaxInt32)))
 		if dm != nil {
 			dm.bits[p.doc/64] |= 1 << (p.doc % 64)
 			dm.tf[p.doc] = uint8(min(p.freq, 255))
+			dm.sh[p.doc] = uint8(min(p.short, 255))
 		}
 	}
 	if it.err != nil {
@@ -182,11 +186,17 @@ func (s *segment) warmSkips(stop <-chan struct{}) {
 	})
 }
 
-// bm25Score is BM25 of one posting; every scorer uses it, so pruned and
-// exhaustive evaluation compute bit-identical scores.
-func bm25Score(idf float64, tf, dl int, avgdl float64) float64 {
-	norm := bm25K1 * (1 - bm25B + bm25B*float64(dl)/max(avgdl, 1))
-	return idf * float64(tf) * (bm25K1 + 1) / (float64(tf) + norm)
+// bm25Score is BM25F of one posting (see FieldWeights): the short-field
+// frequency plus the length-normalised main-text frequency, saturated.
+// With short 0 it is BM25. Every scorer uses it, so pruned and exhaustive
+// evaluation compute bit-identical scores. It grows with short and tf and
+// shrinks with dl, which the block bounds rely on.
+func bm25Score(idf float64, short, tf, dl int, avgdl float64) float64 {
+	x := float64(tf) / (1 - bm25B + bm25B*float64(dl)/max(avgdl, 1))
+	if short > 0 {
+		x += float64(short) / shortScale
+	}
+	return idf * x * (bm25K1 + 1) / (x + bm25K1)
 }
 
 // boundSlack widens every bound against rounding.
@@ -200,7 +210,7 @@ func (e skipEntry) bound(idf, avgdl float64) float64 {
 	if idf <= 0 {
 		return 0
 	}
-	return bm25Score(idf, int(e.maxTF), int(e.minDL), avgdl) * boundSlack
+	return bm25Score(idf, int(e.maxShort), int(e.maxTF), int(e.minDL), avgdl) * boundSlack
 }
 
 // cursor walks one term's postings, jumping with its skip index.
@@ -430,9 +440,9 @@ func (e *evalCtx) evalConjunction(k *topk, si int, terms []string) {
 			dl := e.seg.docLen(d)
 			for i, c := range curs {
 				if i == 0 {
-					s = bm25Score(c.idf, c.p.freq, dl, e.avgdl)
+					s = bm25Score(c.idf, c.p.short, c.p.freq, dl, e.avgdl)
 				} else {
-					s += bm25Score(c.idf, c.p.freq, dl, e.avgdl)
+					s += bm25Score(c.idf, c.p.short, c.p.freq, dl, e.avgdl)
 				}
 			}
 			k.offer(si, int32(d), s)
@@ -477,20 +487,20 @@ func (e *evalCtx) evalMaps(k *topk, si int, curs []*cursor, maps []*docMap) {
 			dl := e.seg.docLen(d)
 			s := 0.0
 			for i, c := range curs {
-				tf := int(maps[i].tf[d])
-				if tf == 255 {
+				tf, sh := int(maps[i].tf[d]), int(maps[i].sh[d])
+				if tf == 255 || sh == 255 {
 					if c.seek(d); !c.ok || c.p.doc != d {
 						if e.noteCursors(curs); e.err == nil {
 							e.err = fmt.Errorf("postings in segment %s disagree with a document map: %w", e.seg.name, ErrCorrupt)
 						}
 						return
 					}
-					tf = c.p.freq
+					tf, sh = c.p.freq, c.p.short
 				}
 				if i == 0 {
-					s = bm25Score(c.idf, tf, dl, e.avgdl)
+					s = bm25Score(c.idf, sh, tf, dl, e.avgdl)
 				} else {
-					s += bm25Score(c.idf, tf, dl, e.avgdl)
+					s += bm25Score(c.idf, sh, tf, dl, e.avgdl)
 				}
 			}
 			k.offer(si, int32(d), s)
@@ -506,7 +516,7 @@ func (e *evalCtx) evalOne(k *topk, si int, c *cursor, nodel bool) {
 		for ; c.ok; c.p, c.ok = c.it.next() {
 			if !e.del[c.p.doc] {
 				k.total++
-				k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.freq, e.seg.docLen(c.p.doc), e.avgdl))
+				k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.short, c.p.freq, e.seg.docLen(c.p.doc), e.avgdl))
 			}
 		}
 		e.noteCursors([]*cursor{c})
@@ -524,7 +534,7 @@ func (e *evalCtx) evalOne(k *topk, si int, c *cursor, nodel bool) {
 			if !e.del[c.p.doc] {
 				k.total++
 				if score {
-					k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.freq, e.seg.docLen(c.p.doc), e.avgdl))
+					k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.short, c.p.freq, e.seg.docLen(c.p.doc), e.avgdl))
 				}
 			}
 			if i+1 < n {

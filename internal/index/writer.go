@@ -526,6 +526,7 @@ func mergeSegments(ctx context.Context, w io.Writer, segs []*segment, deleted []
 				}
 				last = id
 				df++
+				tmp = binary.AppendUvarint(tmp, uint64(p.short))
 				tmp = binary.AppendUvarint(tmp, uint64(p.freq))
 				tmp = binary.AppendUvarint(tmp, uint64(p.npos))
 				tmp = append(tmp, p.pos...)

@@ -1,0 +1,330 @@
+// Package relevance is issue 27's judged evaluation of the search ranking:
+// P@3 and NDCG@10 of BM25 alone, BM25F (title, headings, main text, anchor
+// text) and each with PageRank at a few weights, on two judged query sets:
+//
+//   - websim: a synthetic web crawled in-process; the queries are the
+//     words of article titles and the judgements come from the crawl and
+//     websim's truth, deterministically (2: the page with that title, 1: a
+//     page of the same topic, 0: any other page);
+//   - postgresql-doc-15: the PostgreSQL 15 documentation of the Debian
+//     package, served on loopback and crawled; 44 queries judged by reading
+//     the pages (postgresql-doc-15.tsv).
+//
+// A hub is a site's home, section or table-of-contents page: in websim the
+// home and section pages, in the documentation a page with at least
+// HubLinks links. A hub violation is a query
+// where a hub ranks above every page graded 2.
+//
+// It runs only when asked: bench/relevance/run.sh (which installs the
+// documentation package) or SPIDER_RELEVANCE=1 go test ./bench/relevance -run TestRelevance -v.
+package relevance
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/graph"
+	"github.com/spider-crawler/spider/internal/index"
+	"github.com/spider-crawler/spider/internal/rank"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// HubLinks is the out-degree from which a page counts as a hub.
+const HubLinks = 40
+
+// DocDir is where the Debian package puts the PostgreSQL documentation.
+const DocDir = "/usr/share/doc/postgresql-doc-15/html"
+
+// judged is one query with its graded pages (URL → grade).
+type judged struct {
+	query  string
+	grades map[string]int
+}
+
+// corpus is a crawled data directory with its judged queries.
+type corpus struct {
+	name    string
+	data    string
+	queries []judged
+	hubs    map[string]bool
+}
+
+// config is one ranking evaluated.
+type config struct {
+	name   string
+	fields index.FieldWeights
+}
+
+var configs = []config{
+	{"BM25 (title in the text)", index.BM25Fields},
+	{"BM25F title 4", index.FieldWeights{Title: 4, Body: 1}},
+	{"BM25F title 4, anchor 2", index.FieldWeights{Title: 4, Body: 1, Anchor: 2}},
+	{"BM25F title 4, headings 2, anchor 2", index.FieldWeights{Title: 4, Headings: 2, Body: 1, Anchor: 2}},
+	{"BM25F title 6, headings 3, anchor 3", index.FieldWeights{Title: 6, Headings: 3, Body: 1, Anchor: 3}},
+	{"BM25F title 8, headings 2, anchor 4", index.FieldWeights{Title: 8, Headings: 2, Body: 1, Anchor: 4}},
+	{"BM25F title 8, headings 4, anchor 4", index.FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4}},
+	{"BM25F title 16, headings 4, anchor 8", index.FieldWeights{Title: 16, Headings: 4, Body: 1, Anchor: 8}},
+}
+
+var rankWeights = []float64{0, 0.05, 0.1, 0.25, 0.5, 1, 2}
+
+func TestRelevance(t *testing.T) {
+	if os.Getenv("SPIDER_RELEVANCE") == "" {
+		t.Skip("the relevance evaluation crawls two webs (minutes): run bench/relevance/run.sh or set SPIDER_RELEVANCE=1")
+	}
+	var cs []corpus
+	cs = append(cs, websimCorpus(t))
+	if _, err := os.Stat(DocDir); err == nil {
+		cs = append(cs, docCorpus(t))
+	} else {
+		t.Logf("%s missing (apt-get install postgresql-doc-15): the judged documentation set is skipped", DocDir)
+	}
+	var out strings.Builder
+	for _, c := range cs {
+		fmt.Fprintf(&out, "\n%s: %d judged queries, %d hubs\n", c.name, len(c.queries), len(c.hubs))
+		fmt.Fprintf(&out, "| ranking | PageRank weight | P@3 | NDCG@10 | hub above the titled page |\n|---|---|---|---|---|\n")
+		for _, cf := range configs {
+			if _, err := index.Build(context.Background(), c.data, index.BuildOptions{Rebuild: true, Fields: cf.fields, ForceMerge: true}); err != nil {
+				t.Fatal(err)
+			}
+			ix, err := index.Open(filepath.Join(c.data, index.DirName), index.Options{ReloadInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range rankWeights {
+				p3, ndcg, bad, worst := evaluate(t, ix, c, w)
+				fmt.Fprintf(&out, "| %s | %g | %.3f | %.3f | %d |\n", cf.name, w, p3, ndcg, bad)
+				if bad > 0 && cf.fields == index.DefaultFieldWeights && w == index.DefaultRankWeight {
+					t.Logf("%s default ranking: hub violations, e.g. %s", c.name, worst)
+				}
+			}
+			ix.Close()
+		}
+	}
+	t.Log(out.String())
+	if p := os.Getenv("RELEVANCE_OUT"); p != "" {
+		os.WriteFile(p, []byte(out.String()), 0o644)
+	}
+}
+
+// evaluate runs every query of c and returns mean P@3 (grade ≥ 1 counts
+// as relevant), mean NDCG@10 (gain 2^grade − 1) and the number of queries
+// where a hub ranks above every page graded 2.
+func evaluate(t *testing.T, ix *index.Index, c corpus, w float64) (p3, ndcg float64, bad int, example string) {
+	for _, q := range c.queries {
+		res, err := ix.Search(context.Background(), index.Request{Query: q.query, Limit: 10, RankWeight: w})
+		if err != nil {
+			t.Fatalf("%s: %v", q.query, err)
+		}
+		if os.Getenv("RELEVANCE_DEBUG") != "" && w == 0 {
+			var b strings.Builder
+			for i, h := range res.Hits[:min(5, len(res.Hits))] {
+				fmt.Fprintf(&b, " %d:%s(%d%s)", i+1, strings.TrimPrefix(h.URL[strings.LastIndexByte(h.URL, '/')+1:], ""), q.grades[h.URL], map[bool]string{true: ",hub"}[c.hubs[h.URL]])
+			}
+			t.Logf("%q:%s", q.query, b.String())
+		}
+		rel := 0
+		dcg := 0.0
+		hubFirst := false
+		for i, h := range res.Hits {
+			g := q.grades[h.URL]
+			if i < 3 && g > 0 {
+				rel++
+			}
+			dcg += (math.Pow(2, float64(g)) - 1) / math.Log2(float64(i+2))
+			if c.hubs[h.URL] && g < 2 && !hubFirst {
+				// A hub before any page graded 2?
+				seen2 := false
+				for _, e := range res.Hits[:i] {
+					seen2 = seen2 || q.grades[e.URL] == 2
+				}
+				if !seen2 {
+					hubFirst = true
+				}
+			}
+		}
+		has2 := false
+		for _, g := range q.grades {
+			has2 = has2 || g == 2
+		}
+		if hubFirst && has2 {
+			bad++
+			example = fmt.Sprintf("%q", q.query)
+		}
+		var ideal []int
+		for _, g := range q.grades {
+			ideal = append(ideal, g)
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(ideal)))
+		idcg := 0.0
+		for i, g := range ideal[:min(10, len(ideal))] {
+			idcg += (math.Pow(2, float64(g)) - 1) / math.Log2(float64(i+2))
+		}
+		p3 += float64(rel) / 3
+		if idcg > 0 {
+			ndcg += dcg / idcg
+		}
+	}
+	n := float64(len(c.queries))
+	return p3 / n, ndcg / n, bad, example
+}
+
+// crawlDir crawls seeds into a new data directory and computes PageRank
+// (DATA/rank/pages.tsv, as spider rank writes it). It returns the data
+// directory and the hubs.
+func crawlDir(t *testing.T, seeds []string, depth int, resolve []string, scope string) (string, map[string]bool) {
+	c := crawl.NewConfig()
+	c.Data = t.TempDir()
+	c.Seeds = seeds
+	c.MaxDepth = depth
+	c.Scope = scope
+	c.Resolve = resolve
+	c.AllowPrivate = true
+	c.Delay = 0
+	c.Concurrency = 16
+	eng, err := crawl.New(c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	set, _, err := graph.Load(ctx, c.Data, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rank.Compute(ctx, set.Pages, rank.Options{Damping: rank.DefaultDamping, Tolerance: rank.DefaultTolerance, MaxIter: rank.DefaultMaxIter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rank.WriteScores(filepath.Join(c.Data, rank.PagesFile), rank.Named(set.Pages, res.Ranks)); err != nil {
+		t.Fatal(err)
+	}
+	hubs := map[string]bool{}
+	for u := range set.Pages.N() {
+		if set.Pages.OutDegree(u) >= HubLinks {
+			hubs[set.Pages.Names[u]] = true
+		}
+	}
+	return c.Data, hubs
+}
+
+// websimCorpus crawls an English websim web; its queries are the words of
+// the article titles (the part after "Article: "), judged from the crawl's
+// titles and websim's truth.
+func websimCorpus(t *testing.T) corpus {
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 3, Hosts: 6, PagesPerHost: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: 6, Scope: websim.ScopeAny}
+	data, hubs := crawlDir(t, rules.Seeds, rules.MaxDepth, srv.Resolve(), rules.Scope)
+	truth, err := srv.Truth(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles := map[string]string{}
+	if _, err := index.ScanRecords(data, 0, -1, func(rec index.Record, _ int64) bool {
+		if rec.Indexable() {
+			titles[rec.URL] = rec.Title
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// websim's hubs: each host's home and section pages (lists of articles).
+	for u, title := range titles {
+		if strings.HasPrefix(title, "Home") || strings.HasPrefix(title, "Section ") {
+			hubs[u] = true
+		}
+	}
+	var articles []string
+	for u, title := range titles {
+		if strings.HasPrefix(title, "Article: ") && len(truth.Topics[u]) > 0 && !hubs[u] {
+			articles = append(articles, u)
+		}
+	}
+	slices.Sort(articles)
+	var qs []judged
+	seen := map[string]bool{}
+	for _, u := range articles {
+		q := strings.TrimPrefix(titles[u], "Article: ")
+		if seen[q] || len(qs) >= 50 {
+			continue
+		}
+		seen[q] = true
+		g := map[string]int{}
+		for v, topics := range truth.Topics {
+			for _, tp := range topics {
+				if slices.Contains(truth.Topics[u], tp) && !hubs[v] {
+					g[v] = 1
+				}
+			}
+		}
+		for v, title := range titles {
+			if title == titles[u] {
+				g[v] = 2
+			}
+		}
+		qs = append(qs, judged{query: q, grades: g})
+	}
+	return corpus{name: "websim (seed 3, 6 hosts × 60 pages, English)", data: data, queries: qs, hubs: hubs}
+}
+
+// docCorpus serves DocDir on loopback, crawls it and reads the judgements.
+func docCorpus(t *testing.T) corpus {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(DocDir))}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	base := "http://" + ln.Addr().String() + "/"
+	data, hubs := crawlDir(t, []string{base + "index.html"}, 12, nil, "host")
+	f, err := os.Open("postgresql-doc-15.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var qs []judged
+	at := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts := strings.Split(line, "\t")
+		if len(parts) != 3 {
+			t.Fatalf("bad judgement line %q", line)
+		}
+		k, ok := at[parts[0]]
+		if !ok {
+			k = len(qs)
+			at[parts[0]] = k
+			qs = append(qs, judged{query: parts[0], grades: map[string]int{}})
+		}
+		u := base + parts[1] + ".html"
+		if _, err := os.Stat(filepath.Join(DocDir, parts[1]+".html")); err != nil {
+			t.Fatalf("judged page %s is not in the package: %v", parts[1], err)
+		}
+		qs[k].grades[u] = int(parts[2][0] - '0')
+	}
+	return corpus{name: "postgresql-doc-15 15.20-0+deb12u1 (" + fmt.Sprint(len(qs)) + " queries judged by hand)", data: data, queries: qs, hubs: hubs}
+}
