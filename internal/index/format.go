@@ -322,7 +322,7 @@ type posting struct {
 	short int    // short-field frequency (title, headings, anchor text), weighted
 	freq  int    // main-text frequency, weighted
 	npos  int    // number of positions
-	pos  []byte // npos position deltas, still encoded
+	pos   []byte // npos position deltas, still encoded
 }
 
 // postIter walks a postings list. It stops with err set at the first damage.

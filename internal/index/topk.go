@@ -40,8 +40,8 @@ const (
 
 // skipEntry describes one block of a postings list.
 type skipEntry struct {
-	off     int   // byte offset of the block's first posting
-	prevDoc int32 // document before the block (-1 for the first)
+	off      int   // byte offset of the block's first posting
+	prevDoc  int32 // document before the block (-1 for the first)
 	lastDoc  int32
 	maxTF    int32 // largest main-text frequency
 	maxShort int32 // largest short-field frequency
