@@ -344,26 +344,51 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 		}
 		return rec, pg.Body, true, nil
 	}
-	var model *content.Model
-	var extracted map[string]*content.Page
+	// The template rule, one site at a time: its pages of the task are
+	// extracted and counted into its model, then judged with it; only one
+	// site's pages are held at once.
+	var templateNoise map[string]map[string]bool // page URL → its noise links
 	if c.opt.NoiseRule == NoiseTemplate && !c.opt.NoDOM {
-		model = c.loadSites(t)
-		extracted = map[string]*content.Page{}
-		for _, ll := range log.lines {
-			rec, body, ok, err := page(ll, followable(ll, false))
-			if err != nil {
-				return nil, err
-			}
+		model := c.loadSites(t)
+		templateNoise = map[string]map[string]bool{}
+		var hosts []string
+		byHost := map[string][]int{}
+		for i, ll := range log.lines {
+			rec, ok := recs[ll.URL]
 			if !ok {
 				continue
 			}
-			base := pageBase(rec)
-			p, err := content.Extract(base, body, model.Options())
-			if err != nil {
-				continue
+			h := pageBase(rec).Hostname()
+			if _, seen := byHost[h]; !seen {
+				hosts = append(hosts, h)
 			}
-			model.Site(base.Hostname()).Observe(p)
-			extracted[ll.URL] = p
+			byHost[h] = append(byHost[h], i)
+		}
+		for _, h := range hosts {
+			site := model.Site(h)
+			var pages []*content.Page
+			var urls []string
+			for _, i := range byHost[h] {
+				ll := log.lines[i]
+				rec, body, ok, err := page(ll, followable(ll, false))
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+				p, err := content.Extract(pageBase(rec), body, model.Options())
+				if err != nil {
+					continue
+				}
+				site.Observe(p)
+				pages = append(pages, p)
+				urls = append(urls, ll.URL)
+			}
+			for i, p := range pages {
+				p.Classify(site, model.Options())
+				templateNoise[urls[i]] = c.noiseSet(p.NoiseLinks())
+			}
 		}
 		c.saveSites(t, model)
 	}
@@ -376,12 +401,8 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 			res.Stored++
 		}
 		var noise map[string]bool
-		if model != nil {
-			if p := extracted[ll.URL]; p != nil {
-				p.Classify(model.Site(pageBase(recs[ll.URL]).Hostname()), model.Options())
-				noise = c.noiseSet(p.NoiseLinks())
-				delete(extracted, ll.URL) // done with it: memory back
-			}
+		if templateNoise != nil {
+			noise = templateNoise[ll.URL]
 		} else if rec, body, ok, err := page(ll, links); err != nil {
 			return nil, err
 		} else if ok {
