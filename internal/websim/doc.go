@@ -75,6 +75,17 @@
 // class="footer"><p>) and link farms (<table class="links"><td>) contain almost only link
 // text (ratio above 1/2), content paragraphs (<div class="content"><p>) well under 1/4.
 //
+// Config.PageModel (pagemodel.go) makes pages the way real sites are made: on every page
+// of a host the same menu (<nav><ul><li>), sidebar (<aside>), footer (<footer>) and five
+// noise kinds the crawler's built-in noise samples do not describe — a share widget
+// (/share/S?u=PATH), a language switcher (/de/PATH …), print/export links
+// (/export/print/PATH), a tag cloud (/tag/WORD/) and a "sponsored" box (/ads/click?id=K,
+// one of three variants per host); on half the hosts these are <div>s only. Content that
+// is link-dense but unique to its page: the index's table of contents (each section and
+// its first articles) and each section's (its articles) replace their link paragraphs;
+// articles get an editorial paragraph with a link every word or two. Truth.LinkBlocks
+// labels every <a> link with its block, noise or not, and held out or not.
+//
 // # Ground-truth conventions
 //
 // Web.Truth computes a crawl from the model (no HTTP), a layered breadth-first search
