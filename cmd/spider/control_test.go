@@ -254,12 +254,19 @@ func TestControlBadInput(t *testing.T) {
 // pause (no request starts later than a second after every host
 // acknowledged), resume, stop (every host exits 0, the centers keep
 // running), and the same host commands again finish the crawl with
-// nothing missing and nothing fetched twice.
+// nothing missing and nothing fetched twice. Run with the first center's
+// Redis a single server, and a 3-master Redis Cluster.
 func TestControlProtocol(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: six redis-servers and six processes")
 	}
 	bin := buildSpider(t)
+	for _, onCluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "server", true: "cluster"}[onCluster], func(t *testing.T) { controlProtocol(t, bin, onCluster) })
+	}
+}
+
+func controlProtocol(t *testing.T, bin string, onCluster bool) {
 	srv, err := websim.Start(context.Background(), websim.Config{Seed: 83, Hosts: 10, PagesPerHost: 15, Latency: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -278,12 +285,21 @@ func TestControlProtocol(t *testing.T) {
 	type node struct{ net, id string }
 	var hosts []node
 	var first string
+	redisFlag := []string{}
 	for _, n := range []string{"n1", "n2"} {
-		c := redistest.Start(t)
-		if first == "" {
-			first = c.URL()
+		centerURL := ""
+		if first == "" && onCluster {
+			as := redistest.StartCluster(t, 3).Addrs()
+			first = "redis://" + as[0] + "?addr=" + as[1] + "&addr=" + as[2]
+			centerURL = first
+			redisFlag = []string{"--redis-cluster"}
+		} else {
+			centerURL = redistest.Start(t).URL()
+			if first == "" {
+				first = centerURL
+			}
 		}
-		fmt.Fprintf(&conf, "  - name: %s\n    center_redis: %s\n    hosts:\n", n, c.URL())
+		fmt.Fprintf(&conf, "  - name: %s\n    center_redis: %s\n    hosts:\n", n, centerURL)
 		for _, h := range []string{"h1", "h2"} {
 			r := redistest.Start(t)
 			fmt.Fprintf(&conf, "      - id: %s\n        redis: %s\n", h, r.URL())
@@ -328,7 +344,7 @@ func TestControlProtocol(t *testing.T) {
 	}
 	control := func(args ...string) time.Time {
 		t.Helper()
-		code, out, errOut := runCLI(t, append([]string{"control", "--redis", first, "--crawl", "ctl"}, args...)...)
+		code, out, errOut := runCLI(t, append(append([]string{"control", "--redis", first, "--crawl", "ctl"}, redisFlag...), args...)...)
 		if code != 0 || !strings.Contains(out, "4 of 4 live node(s) acknowledged") {
 			t.Fatalf("control %v: exit %d, want 0 and 4 of 4 hosts\n%s%s", args, code, out, errOut)
 		}
