@@ -21,8 +21,10 @@
 // A block is link-dense when more than Options.LinkDensity of its own text
 // is anchor text, or when it has links and no text. Its links are noise
 // when it is link-dense and template, or link-dense and most of its links
-// match the noise samples (Options.Samples, denoise's URL samples). Every
-// other link is content: a Wikipedia-like paragraph full of links, a table
+// match the noise samples (Options.Samples, denoise's URL samples) —
+// except links with rel="next" or rel="prev" (a pager's "Older posts" is
+// the same on every page, and the only way to the rest of a list), which
+// are Template. Every other link is content: a Wikipedia-like paragraph full of links, a table
 // of contents and a hub page's list are unique to their page, so they are
 // content whatever their link density.
 //
@@ -303,8 +305,22 @@ func (p *Page) Classify(site *Site, opt Options) {
 	}
 	p.MainText, p.TemplateText = main.String(), tmpl.String()
 	for i := range p.Links {
-		p.Links[i].Kind = p.Blocks[p.Links[i].Block].Kind
+		l := &p.Links[i]
+		l.Kind = p.Blocks[l.Block].Kind
+		if l.Kind == Noise && (hasToken(l.Rel, "next") || hasToken(l.Rel, "prev")) {
+			l.Kind = Template // a pager's links are how a site's lists are read
+		}
 	}
+}
+
+// hasToken reports whether the space-separated list s holds tok.
+func hasToken(s, tok string) bool {
+	for _, f := range strings.Fields(s) {
+		if f == tok {
+			return true
+		}
+	}
+	return false
 }
 
 // matchSamples reports whether at least half of links (and at least one)
