@@ -32,6 +32,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	taskRecords := fs.Int("task-records", 2000, "mapper: record lines per map task")
 	lease := fs.Duration("lease-ttl", 5*time.Second, "writer: a mapper silent this long is dead and its task is redone")
 	reset := fs.Bool("reset", false, "writer: clear what a previous, interrupted build left in Redis first")
+	fieldsFlag := fs.String("fields", index.DefaultFieldWeights.String(), "BM25F field weights (title 0: the title is part of the main text); other weights than the index's rebuild it")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	var rf redisFlags
 	rf.register(fs)
@@ -56,6 +57,13 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: --batch, --task-records, --max-segments and --nodes must be positive", errUsage)
 	case *workers < 0:
 		return fmt.Errorf("%w: --workers must be 0 (automatic) or positive", errUsage)
+	}
+	fields, err := index.ParseFieldWeights(*fieldsFlag)
+	if err != nil {
+		return fmt.Errorf("%w: --fields: %v", errUsage, err)
+	}
+	if (*writer || *mapper) && fields != index.DefaultFieldWeights {
+		return fmt.Errorf("%w: --fields: the distributed build uses the default field weights (%s); leave --fields out", errUsage, index.DefaultFieldWeights)
 	}
 
 	if !*writer {
@@ -107,7 +115,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	st, err := index.Build(ctx, *data, index.BuildOptions{Workers: *workers, BatchRecords: *batch, Rebuild: *rebuild,
-		ForceMerge: *merge, MaxSegments: *maxSegs, Logger: log,
+		ForceMerge: *merge, MaxSegments: *maxSegs, Logger: log, Fields: fields,
 		Progress: func(s index.BuildStats) {
 			fmt.Fprintf(stderr, "index: %d pages (%.0f pages/s, %.1f MB/s), %d segment(s)\n", s.Docs,
 				float64(s.Docs)/max(s.Took.Seconds(), 1e-9), float64(s.Bytes)/1e6/max(s.Took.Seconds(), 1e-9), s.Segments)
@@ -152,7 +160,7 @@ site:host, ( grouping ).`, stderr)
 	data := fs.String("data", "spider-data", "data directory of a crawl with an index (spider index)")
 	limit := fs.Int("limit", 10, "results per page (1–1000)")
 	page := fs.Int("page", 1, "page of results, from 1")
-	weight := fs.Float64("rank-weight", -1, "weight of the PageRank boost (0: BM25 only; default 1)")
+	weight := fs.Float64("rank-weight", -1, "weight of the PageRank boost (0: BM25F only, the default)")
 	explain := fs.Bool("explain", false, "show how each score was computed")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")

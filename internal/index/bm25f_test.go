@@ -159,6 +159,33 @@ func TestFieldWeightsValidate(t *testing.T) {
 	}
 }
 
+// TestParseFieldWeights reads the --fields syntax.
+func TestParseFieldWeights(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want FieldWeights
+		err  string
+	}{
+		{"", DefaultFieldWeights, ""},
+		{DefaultFieldWeights.String(), DefaultFieldWeights, ""},
+		{"title=0, anchor=0", FieldWeights{Title: 0, Headings: DefaultFieldWeights.Headings, Body: 1, Anchor: 0}, ""},
+		{"title", FieldWeights{}, "NAME=N"},
+		{"colour=3", FieldWeights{}, "the fields are"},
+		{"body=0", FieldWeights{}, "body must be"},
+	} {
+		got, err := ParseFieldWeights(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want one mentioning %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: %v %v, want %v", c.in, got, err, c.want)
+		}
+	}
+}
+
 // TestOldFormat: an index written before BM25F (format versions 1 and 2)
 // is refused by a search with ErrOldFormat and a message naming spider
 // index; Build rebuilds it; so does Build after the field weights change.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -108,6 +109,37 @@ func (w FieldWeights) Validate() error {
 // String is the weights as title=T,headings=H,body=B,anchor=A.
 func (w FieldWeights) String() string {
 	return fmt.Sprintf("title=%d,headings=%d,body=%d,anchor=%d", w.Title, w.Headings, w.Body, w.Anchor)
+}
+
+// ParseFieldWeights reads weights written as String writes them
+// ("title=8,headings=4,body=1,anchor=4"); fields not named keep their
+// DefaultFieldWeights value. The result is validated.
+func ParseFieldWeights(s string) (FieldWeights, error) {
+	w := DefaultFieldWeights
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(part, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if !ok || err != nil {
+			return w, fmt.Errorf("cannot read field weight %q: write NAME=N, e.g. title=8,headings=4,body=1,anchor=4", part)
+		}
+		switch strings.TrimSpace(name) {
+		case "title":
+			w.Title = n
+		case "headings":
+			w.Headings = n
+		case "body":
+			w.Body = n
+		case "anchor":
+			w.Anchor = n
+		default:
+			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body and anchor", part)
+		}
+	}
+	return w, w.Validate()
 }
 
 // Fields are a page's texts as the index sees them.
