@@ -2,6 +2,7 @@ package mixed_test
 
 import (
 	"context"
+	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,10 @@ import (
 	"github.com/spider-crawler/spider/internal/protocol"
 	"github.com/spider-crawler/spider/internal/websim"
 )
+
+// clusterSites is the number of sites of TestRedisCluster's web (20 pages each): the
+// keys per master of a larger crawl for bench/RESULTS.md.
+var clusterSites = flag.Int("cluster-sites", 12, "TestRedisCluster: sites of the web (20 pages each)")
 
 // TestRedisCluster: the §0 protocol with its nodes' Redis on Redis Clusters of 3
 // masters, beside single servers (a mixed configuration): network n1's center and
@@ -25,7 +30,7 @@ func TestRedisCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: two Redis Clusters and a crawl take about 20 s")
 	}
-	s := newClusterSystem(t, 2, 2, websim.Config{Seed: 73, Hosts: 12, PagesPerHost: 20},
+	s := newClusterSystem(t, 2, 2, websim.Config{Seed: 73, Hosts: *clusterSites, PagesPerHost: 20},
 		map[string]string{"n1": "A", "n2/h1": "A", "n1/h1": "B"})
 	for _, n := range []string{"n1", "n2"} {
 		s.startCenter(n, 0)
@@ -46,25 +51,26 @@ func TestRedisCluster(t *testing.T) {
 		seen[cl] += " " + addr
 	}
 	for cl, nodes := range seen {
-		keys, entries := spread(t, cl, "spider:proto:"+s.cfg.Crawl+":*")
-		t.Logf("cluster of%s: keys per master %v, finish_URL and claims entries per master %v", nodes, keys, entries)
+		keys, entries, mem := spread(t, cl, "spider:proto:"+s.cfg.Crawl+":*")
+		t.Logf("cluster of%s: keys per master %v, finish_URL and claims entries per master %v, MEMORY USAGE per master %v bytes", nodes, keys, entries, mem)
 		checkShare(t, "keys", nodes, keys, 0.45)
 		checkShare(t, "finish_URL and claims entries", nodes, entries, 0.60)
 	}
 }
 
-// spread counts, on each master of cl, the keys matching pattern and the entries of
-// those that are finish_URL sets or claims hashes.
-func spread(t *testing.T, cl *redistest.Cluster, pattern string) (keys, entries []int64) {
+// spread counts, on each master of cl, the keys matching pattern, the entries of those
+// that are finish_URL sets or claims hashes, and the keys' MEMORY USAGE.
+func spread(t *testing.T, cl *redistest.Cluster, pattern string) (keys, entries, mem []int64) {
 	t.Helper()
 	ctx := context.Background()
 	for _, srv := range cl.Servers {
 		c := srv.Client()
-		var nk, ne int64
+		var nk, ne, nm int64
 		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 		for iter.Next(ctx) {
 			k := iter.Val()
 			nk++
+			nm += c.MemoryUsage(ctx, k).Val()
 			switch {
 			case strings.HasSuffix(k, ":finish_URL"):
 				ne += c.SCard(ctx, k).Val()
@@ -76,9 +82,9 @@ func spread(t *testing.T, cl *redistest.Cluster, pattern string) (keys, entries 
 			t.Fatal(err)
 		}
 		c.Close()
-		keys, entries = append(keys, nk), append(entries, ne)
+		keys, entries, mem = append(keys, nk), append(entries, ne), append(mem, nm)
 	}
-	return keys, entries
+	return keys, entries, mem
 }
 
 func checkShare(t *testing.T, what, nodes string, per []int64, most float64) {
