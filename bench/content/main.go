@@ -18,12 +18,20 @@
 //     content.Extract + Classify.
 //
 //	go run ./bench/content [-hosts 12] [-pages 60] [-depth 2] [-seed 27] [-reps 5]
+//
+// With -docs DIR it instead serves DIR (a real documentation site, such as
+// /usr/share/doc/postgresql-doc-15/html from the Debian package
+// postgresql-doc-15) on loopback and prints the pages a plain crawl of
+// -depth from DIR/index.html fetches and those a layered crawl of depth+1
+// rounds fetches with each noise rule.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,7 +55,15 @@ func main() {
 	depth := flag.Int("depth", 2, "depth of the plain crawl (the layered crawl runs depth+1 rounds)")
 	seed := flag.Int64("seed", 27, "websim seed")
 	reps := flag.Int("reps", 5, "repetitions of the CPU measurement (medians are printed)")
+	docs := flag.String("docs", "", "serve this directory (a documentation site) on loopback and compare the crawls of it instead")
 	flag.Parse()
+	if *docs != "" {
+		if err := runDocs(*docs, *depth); err != nil {
+			fmt.Fprintln(os.Stderr, "content bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*seed, *hosts, *pages, *depth, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "content bench:", err)
 		os.Exit(1)
@@ -331,6 +347,82 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 	fmt.Printf("| parse.ParseBlocks (the same page and its blocks, one pass) | %.1f | %.2f |\n", mb, mb/mp)
 	fmt.Printf("| content.Model.Analyze (ParseBlocks, links resolved, hash, classify, observe) | %.1f | %.2f |\n", mc, mc/mp)
 	fmt.Printf("| content.Model.Analyze, links unresolved (as the crawler parses) | %.1f | %.2f |\n", mu, mu/mp)
+	return nil
+}
+
+// runDocs crawls a static documentation site served from dir on loopback:
+// a plain crawl of depth, then layered crawls of depth+1 rounds with each
+// noise rule, and prints the HTML pages each fetched.
+func runDocs(dir string, depth int) error {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir))}
+	go srv.Serve(ln)
+	defer srv.Close()
+	seed := "http://" + ln.Addr().String() + "/index.html"
+	tmp, err := os.MkdirTemp("", "content-docs")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cfg := func(name string) crawl.Config {
+		c := crawl.NewConfig()
+		c.Data = filepath.Join(tmp, name)
+		c.Seeds = []string{seed}
+		c.Scope = "host"
+		c.AllowPrivate = true
+		c.Delay = 0
+		c.Concurrency = 8
+		return c
+	}
+	html := func(recs map[string]store.Record) (n int) {
+		for _, r := range recs {
+			if r.Status == 200 && r.ContentType == "text/html" {
+				n++
+			}
+		}
+		return n
+	}
+	pc := cfg("plain")
+	pc.MaxDepth = depth
+	eng, err := crawl.New(pc, nil, nil)
+	if err != nil {
+		return err
+	}
+	if err := eng.Run(ctx); err != nil {
+		return err
+	}
+	eng.Close()
+	plain, _, _, err := readStore(pc.Data)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s served on loopback, seed /index.html\n\n| crawl | HTML pages | share of the plain crawl's | links dropped by the DOM pass |\n|---|---|---|---|\n", dir)
+	fmt.Printf("| plain, depth %d | %d | 1.000 | – |\n", depth, html(plain))
+	for _, rule := range []string{layered.NoiseRatio, layered.NoiseTemplate} {
+		lc := cfg("layered-" + rule)
+		c, err := layered.New(lc, layered.Options{Rounds: depth + 1, Groups: 4, NoiseRule: rule}, nil, nil)
+		if err != nil {
+			return err
+		}
+		if err := c.Run(ctx); err != nil {
+			return err
+		}
+		links, dom := 0, 0
+		for _, r := range c.Reports() {
+			links += r.Links
+			dom += r.NoiseDOM
+		}
+		c.Close()
+		lay, _, _, err := readStore(lc.Data)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| layered, %d rounds, --noise-rule %s | %d | %.3f | %d of %d |\n", depth+1, rule, html(lay), float64(html(lay))/float64(max(html(plain), 1)), dom, links)
+	}
 	return nil
 }
 
