@@ -1,7 +1,6 @@
 package dedup
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"unicode"
 	"unicode/utf8"
@@ -75,7 +74,7 @@ const ShingleSize = 3
 // Words are maximal runs of letters and digits, compared case-insensitively;
 // every Han, Hiragana, Katakana and Hangul character is a word on its own, as
 // those scripts do not separate words with spaces. Each run of ShingleSize
-// consecutive words is hashed (xxhash64); bit j of the result is 1 when more
+// consecutive words is hashed; bit j of the result is 1 when more
 // shingle hashes have bit j set than clear. A text with fewer words than
 // ShingleSize is hashed as one shingle; a text with no words hashes to 0.
 // For near-duplicate detection use PageSimHash, which refuses texts too
@@ -86,73 +85,153 @@ func SimHash(text string) uint64 {
 }
 
 // simHash is SimHash and the number of shingles hashed.
+//
+// It makes one pass over text without allocating: a word's lower-cased
+// UTF-8 bytes are packed eight to a 64-bit lane and folded with a multiply
+// per lane; a shingle's hash is fmix64 (every input bit affects every
+// output bit) of its words' values each multiplied by its position's odd
+// constant; the 64 bit votes
+// are kept as vertical (bit-sliced) counters, so adding a shingle costs a
+// couple of word operations instead of 64 increments.
 func simHash(text string) (uint64, int) {
-	var (
-		vec    [64]int32
-		ring   [ShingleSize]uint64 // hashes of the last words
-		words  int
-		shingl int
-		tok    = make([]byte, 0, 64)
-	)
-	addShingle := func(n int) {
-		var buf [8 * ShingleSize]byte
-		for j := 0; j < n; j++ {
-			binary.LittleEndian.PutUint64(buf[8*j:], ring[(words-n+j)%ShingleSize])
-		}
-		h := xxhash.Sum64(buf[:8*n])
-		for b := 0; b < 64; b++ {
-			if h&(1<<b) != 0 {
-				vec[b]++
-			} else {
-				vec[b]--
+	var st simState
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			if v := asciiWord[c]; v != 0 {
+				st.lane = st.lane<<8 | uint64(v)
+				st.wn++
+				if st.wn&7 == 0 {
+					st.wh = (st.wh ^ st.lane) * wordK
+					st.lane = 0
+				}
+			} else if st.wn != 0 {
+				st.endWord()
 			}
+			continue
 		}
-		shingl++
-	}
-	endWord := func() {
-		if len(tok) == 0 {
-			return
-		}
-		ring[words%ShingleSize] = xxhash.Sum64(tok)
-		words++
-		tok = tok[:0]
-		if words >= ShingleSize {
-			addShingle(ShingleSize)
-		}
-	}
-	for _, r := range text {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
 		switch {
 		case isIdeographic(r):
-			endWord()
-			tok = utf8.AppendRune(tok, r)
-			endWord()
+			st.endWord()
+			st.feedRune(r)
+			st.endWord()
 		case unicode.IsLetter(r) || unicode.IsNumber(r):
-			if r < utf8.RuneSelf {
-				if 'A' <= r && r <= 'Z' {
-					r += 'a' - 'A'
-				}
-				tok = append(tok, byte(r))
-			} else {
-				tok = utf8.AppendRune(tok, unicode.ToLower(r))
-			}
+			st.feedRune(unicode.ToLower(r))
 		default:
-			endWord()
+			st.endWord()
 		}
 	}
-	endWord()
-	if shingl == 0 {
-		if words == 0 {
+	st.endWord()
+	if st.shingles == 0 {
+		if st.words == 0 {
 			return 0, 0
 		}
-		addShingle(words)
+		// Fewer words than a shingle: one shingle of them all.
+		var h uint64
+		for j := ShingleSize - st.words; j < ShingleSize; j++ {
+			h += st.ring[j] * shingleK[j]
+		}
+		st.add(fmix64(h ^ uint64(st.words)))
 	}
+	// Bit j is set when more shingles had it set than clear: count > n/2.
 	var out uint64
 	for b := 0; b < 64; b++ {
-		if vec[b] > 0 {
+		var count uint64
+		for i := simPlanes - 1; i >= 0; i-- {
+			count = count<<1 | st.planes[i]>>b&1
+		}
+		if 2*count > uint64(st.shingles) {
 			out |= 1 << b
 		}
 	}
-	return out, shingl
+	return out, st.shingles
+}
+
+// simState is simHash's state.
+type simState struct {
+	planes   [simPlanes]uint64 // planes[i] holds bit i of the 64 counts of set bits
+	ring     [ShingleSize]uint64 // the last words' hashes, oldest first
+	words    int
+	shingles int
+	wh       uint64 // the word's folded lanes
+	lane     uint64 // the word's bytes not folded yet
+	wn       int    // the word's bytes
+}
+
+// add counts a shingle's bits: a ripple-carry add of h's bits into the
+// vertical counters (two rounds on average).
+func (st *simState) add(h uint64) {
+	carry := h
+	for i := 0; carry != 0 && i < simPlanes; i++ {
+		t := st.planes[i] & carry
+		st.planes[i] ^= carry
+		carry = t
+	}
+	st.shingles++
+}
+
+func (st *simState) endWord() {
+	if st.wn == 0 {
+		return
+	}
+	copy(st.ring[:], st.ring[1:])
+	st.ring[ShingleSize-1] = (st.wh^st.lane)*wordK ^ uint64(st.wn)
+	st.words++
+	st.wh, st.lane, st.wn = 0, 0, 0
+	if st.words >= ShingleSize {
+		st.add(fmix64(st.ring[0]*shingleK[0] + st.ring[1]*shingleK[1] + st.ring[2]*shingleK[2] ^ ShingleSize))
+	}
+}
+
+func (st *simState) feedRune(r rune) {
+	var buf [utf8.UTFMax]byte
+	n := utf8.EncodeRune(buf[:], r)
+	for _, b := range buf[:n] {
+		st.lane = st.lane<<8 | uint64(b)
+		st.wn++
+		if st.wn&7 == 0 {
+			st.wh = (st.wh ^ st.lane) * wordK
+			st.lane = 0
+		}
+	}
+}
+
+// simPlanes bounds the shingles counted per bit to 2^simPlanes−1, far above
+// what a page's text (parse caps it at 1 MiB) holds.
+const simPlanes = 24
+
+// wordK is an odd 64-bit constant (the golden ratio's) folding a word's
+// lanes.
+const wordK = 0x9e3779b97f4a7c15
+
+// asciiWord maps an ASCII byte to itself lower-cased when it is a letter or
+// a digit, else to 0 (a separator).
+var asciiWord = func() (t [utf8.RuneSelf]byte) {
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
+	}
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c] = c
+		t[c-'a'+'A'] = c
+	}
+	return t
+}()
+
+// shingleK are odd constants weighting a shingle's words by position.
+var shingleK = [ShingleSize]uint64{0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53, 0x87c37b91114253d5}
+
+// fmix64 is MurmurHash3's 64-bit finaliser: every input bit affects every
+// output bit.
+func fmix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 func isIdeographic(r rune) bool {
