@@ -10,16 +10,19 @@
 //     duplicate of another is right when the truth puts both in one
 //     cluster; a pair of the truth is found when the crawl put both in one
 //     cluster; by kind of copy;
+//
 //   - the same for the clusters search shows (index.ComputeClusters: records
 //     order, canonical URLs folded in);
+//
 //   - the same offline with the SimHash of the page's main text
 //     (internal/content, online in crawl order) instead of its visible text;
+//
 //   - the CPU per request of the crawl with near-duplicates and canonical
 //     URLs on and off, alternated in the same run (process CPU, websim
 //     included; medians), and the CPU per page of the parser, SimHash of
 //     the visible text, and content's main text.
 //
-//	go run ./bench/neardup [-hosts 12] [-pages 40] [-depth 3] [-seed 27] [-k 3] [-reps 3] [-hist]
+//     go run ./bench/neardup [-hosts 12] [-pages 40] [-depth 3] [-seed 27] [-k 3] [-reps 3] [-hist]
 package main
 
 import (
@@ -75,8 +78,8 @@ type found struct {
 }
 
 func (l *dupLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *dupLog) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *dupLog) WithGroup(string) slog.Handler           { return l }
+func (l *dupLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *dupLog) WithGroup(string) slog.Handler            { return l }
 func (l *dupLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "duplicate content" {
 		return nil

@@ -152,7 +152,7 @@ func simHash(text string) (uint64, int) {
 
 // simState is simHash's state.
 type simState struct {
-	planes   [simPlanes]uint64 // planes[i] holds bit i of the 64 counts of set bits
+	planes   [simPlanes]uint64   // planes[i] holds bit i of the 64 counts of set bits
 	ring     [ShingleSize]uint64 // the last words' hashes, oldest first
 	words    int
 	shingles int
