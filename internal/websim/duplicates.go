@@ -92,7 +92,9 @@ func (b *builder) dupPage(rt route) {
 		d.dateLine = d.add("Updated " + strconv.Itoa(day) + " November 2026")
 	}
 	if c, ok := w.canonicalOf(b.hi, rt); ok {
-		b.addRaw(tagLink, blockHead, relCanonical, c, "")
+		// Not among d.links: the page model's rendering draws from their
+		// count, and a copy must render as its article does.
+		d.canonical = d.add(c)
 	}
 }
 
@@ -140,8 +142,10 @@ func (w *Web) canonicalHeader(hi int, rt route) string {
 
 // truthCanonical handles the canonical URL of a fetched page for the truth's crawl:
 // it is recorded in Truth.Canonicals and, with TruthRules.Canonical and on the same
-// host and port, returned for the current layer (queued at the page's depth).
-func (c *truthCrawl) truthCanonical(it truthItem, rt route) (*url.URL, bool) {
+// host and port, returned for the current layer (queued at the page's depth). Without
+// TruthRules.Canonical a <link rel="canonical"> is an ordinary link: it is added to
+// next.
+func (c *truthCrawl) truthCanonical(it truthItem, rt route, next *[]truthCand) (*url.URL, bool) {
 	raw, ok := c.w.canonicalOf(it.hi, rt)
 	if !ok {
 		return nil, false
@@ -154,7 +158,14 @@ func (c *truthCrawl) truthCanonical(it truthItem, rt route) (*url.URL, bool) {
 		c.t.Canonicals = map[string]string{}
 	}
 	c.t.Canonicals[it.key] = u.String()
-	if !c.rules.Canonical || u.Host != it.u.Host {
+	if !c.rules.Canonical {
+		if rt.kind != rPrint { // the print view's is a header, not a link
+			c.noteNoise(u)
+			*next = append(*next, truthCand{u: u})
+		}
+		return nil, false
+	}
+	if u.Host != it.u.Host {
 		return nil, false
 	}
 	return u, true

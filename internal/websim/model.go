@@ -48,10 +48,9 @@ const (
 	relNext
 	relPrev
 	relAlternate
-	relCanonical // Config.NearDups (duplicates.go)
 )
 
-var relNames = [...]string{"", "nofollow", "stylesheet", "next", "prev", "alternate", "canonical"}
+var relNames = [...]string{"", "nofollow", "stylesheet", "next", "prev", "alternate"}
 
 // span locates a string in a doc's arena.
 type span struct{ off, n int32 }
@@ -106,9 +105,10 @@ type doc struct {
 	status  int   // docError
 	model   bool  // Config.PageModel: rendered with templates, TOCs (pagemodel.go)
 	theme   uint8 // PageModel: 0 semantic elements (<nav>, <aside>, <footer>), 1 <div>s
-	// dateLine is a line written before the text (Config.NearDups: the
-	// dated copy of an article); n == 0 for none.
-	dateLine span
+	// dateLine is a line written before the text and canonical the href of
+	// a <link rel="canonical"> (Config.NearDups: copies of an article);
+	// n == 0 for none.
+	dateLine, canonical span
 
 	// Scratch buffers of the builder, kept with the (pooled) doc.
 	tmp, path, dir []byte

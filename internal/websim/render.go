@@ -68,6 +68,11 @@ func (w *Web) render(dst []byte, d *doc) (out []byte, padAt int) {
 			}
 		}
 	}
+	if d.canonical.n > 0 {
+		dst = append(dst, "<link rel=\"canonical\" href=\""...)
+		dst = appendAttr(dst, d.bytes(d.canonical))
+		dst = append(dst, "\">\n"...)
+	}
 	dst = append(dst, "</head>\n<body>\n"...)
 	if !print && d.model {
 		dst = w.renderTop(dst, d)

@@ -344,7 +344,7 @@ func (c *truthCrawl) run(seeds []*url.URL) error {
 			if !a.parse || !a.doc || a.status != 200 {
 				continue
 			}
-			if u, ok := c.truthCanonical(it, a.rt); ok {
+			if u, ok := c.truthCanonical(it, a.rt, &next); ok {
 				if nt, ok := c.admit(u, 0); ok {
 					cur = append(cur, nt) // at this page's depth, as a redirect target
 				}
@@ -423,9 +423,6 @@ func (c *truthCrawl) links(it truthItem, a answer, next []truthCand) []truthCand
 			continue
 		}
 		c.noteNoise(u)
-		if l.tag == tagLink && l.rel == relCanonical && c.rules.Canonical {
-			continue // truthCanonical decides
-		}
 		if l.tag == tagA && l.block.noise() {
 			noise = append(noise, u.String())
 		}
