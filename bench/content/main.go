@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -402,6 +403,7 @@ func runDocs(dir string, depth int) error {
 	}
 	fmt.Printf("%s served on loopback, seed /index.html\n\n| crawl | HTML pages | share of the plain crawl's | links dropped by the DOM pass |\n|---|---|---|---|\n", dir)
 	fmt.Printf("| plain, depth %d | %d | 1.000 | – |\n", depth, html(plain))
+	missed := map[string][]string{}
 	for _, rule := range []string{layered.NoiseRatio, layered.NoiseTemplate} {
 		lc := cfg("layered-" + rule)
 		c, err := layered.New(lc, layered.Options{Rounds: depth + 1, Groups: 4, NoiseRule: rule}, nil, nil)
@@ -422,6 +424,17 @@ func runDocs(dir string, depth int) error {
 			return err
 		}
 		fmt.Printf("| layered, %d rounds, --noise-rule %s | %d | %.3f | %d of %d |\n", depth+1, rule, html(lay), float64(html(lay))/float64(max(html(plain), 1)), dom, links)
+		var missing []string
+		for u, r := range plain {
+			if _, ok := lay[u]; !ok && r.Status == 200 && r.ContentType == "text/html" {
+				missing = append(missing, u)
+			}
+		}
+		slices.Sort(missing)
+		missed[rule] = missing
+	}
+	if m := missed[layered.NoiseTemplate]; len(m) > 0 {
+		fmt.Printf("\nHTML pages of the plain crawl the template rule did not reach (%d): %s\n", len(m), strings.Join(m[:min(len(m), 10)], " "))
 	}
 	return nil
 }
