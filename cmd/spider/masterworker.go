@@ -14,7 +14,6 @@ import (
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
-	"github.com/spider-crawler/spider/internal/rstate"
 )
 
 const masterSynopsis = `master --redis URL [--crawl NAME] [crawl flags] SEED_URL...
@@ -36,7 +35,11 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued (range 100ms to 1h)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no summary")
+	expireAfter := expireDoneFlag(fs)
 	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if err := checkExpireDone(*expireAfter); err != nil {
 		return err
 	}
 	cfg := *cfgp
@@ -84,15 +87,17 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// the state keeps each page's links and relinks, so the limit stays
 	// exact (workers get LooseDepth with the configuration and fill
 	// Visit.Beyond).
-	st, err := rstate.Open(ctx, rdb, rstate.Options{
-		Crawl: rf.crawl, Bucket: "mw", SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
+	// The state is split by host over masterworker.Shards hash tags, so a
+	// Redis Cluster holds it on all its masters; a Redis restart or a brief
+	// outage is waited out, not fatal.
+	st, err := masterworker.OpenState(ctx, rdb, rf.crawl, masterworker.StateOptions{
+		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
 		Relink: cfg.DepthOverlaps(), MaxDepth: cfg.MaxDepth,
 	})
 	if err != nil {
 		return err
 	}
-	// A Redis restart or a brief outage is waited out, not fatal.
-	sched, err := crawl.NewScheduler(cfg, masterworker.RetryState(st), logger, reg)
+	sched, err := crawl.NewScheduler(cfg, st, logger, reg)
 	if err != nil {
 		st.Close()
 		return err
@@ -153,6 +158,18 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if failed := failedOutcomes(counters); failed != "" {
 			return fmt.Errorf("no page was fetched: every seed failed\n%s\nthe workers' records say why for each URL: spider stats --data DIR on a worker's data directory", failed)
 		}
+	}
+	if !stopped && *expireAfter > 0 {
+		// The workers leave the done crawl within a heartbeat or two;
+		// their last writes then get the expiry too.
+		if _, err := m.WaitWorkersGone(context.WithoutCancel(ctx), 2**workerTTL); err != nil {
+			return rf.lost(fmt.Errorf("cannot see the workers leave before --expire-done: %w", err))
+		}
+		out := stdout
+		if *quiet {
+			out = io.Discard
+		}
+		return expireDone(ctx, rdb, &rf, rf.crawl, *expireAfter, out)
 	}
 	return nil
 }

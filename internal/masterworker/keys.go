@@ -21,18 +21,31 @@
 // ignored), workers heart-beat, and the master ends the crawl (key "done")
 // when its frontier is drained: nothing queued and no task out.
 //
-// All keys of one crawl share the hash tag {spider:NAME}, so the topology
-// runs unchanged on Redis Cluster (every key in one slot).
+// # Keys on Redis Cluster
+//
+// The queues and the master's bookkeeping share the hash tag {spider:NAME}
+// ({spider:NAME}:mw:*), so every LMOVE, MULTI and script between srq, a
+// worker's processing list, nrq and trq stays in one slot. They are few
+// keys, and small: srq holds at most the master's --max-inflight tasks.
+// What grows with the crawl is spread over Shards hash tags (ShardTag), by
+// host: the master's crawl state (one rstate store per part,
+// spider:NAME:{mw-I-K}:*) and the shared robots.txt answers
+// (spider:NAME:{mw-I-K}:robots:URL, in the part of the robots.txt's host).
 package masterworker
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/spider-crawler/spider/internal/rstate"
+)
 
 // keys names the Redis keys of one master–worker crawl.
 type keys struct {
+	crawl  string
 	prefix string
 }
 
-func newKeys(crawl string) keys { return keys{prefix: "{spider:" + crawl + "}:mw:"} }
+func newKeys(crawl string) keys { return keys{crawl: crawl, prefix: "{spider:" + crawl + "}:mw:"} }
 
 func (k keys) srq() string              { return k.prefix + "srq" }
 func (k keys) nrq() string              { return k.prefix + "nrq" }
@@ -48,4 +61,11 @@ func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.pref
 func (k keys) stats() string            { return k.prefix + "stats" }
 func (k keys) workerStats(w int) string { return fmt.Sprintf("%swstats:%d", k.prefix, w) }
 
-func (k keys) robots(robotsURL string) string { return k.prefix + "robots:" + robotsURL }
+func (k keys) layout() string { return k.prefix + "layout" }
+func (k keys) hosts() string  { return k.prefix + "hosts" }
+
+// robots is the key of a shared robots.txt answer: in a state part's tag
+// chosen by a hash of the host (robotsShard), so the answers spread too.
+func (k keys) robots(robotsURL string) string {
+	return rstate.KeyPrefix(k.crawl, shardTags[robotsShard(robotsURL)]) + "robots:" + robotsURL
+}

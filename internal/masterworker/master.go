@@ -557,3 +557,22 @@ func (m *Master) Counters(ctx context.Context) (map[string]int64, error) {
 
 // Close closes the scheduler (frontier and state).
 func (m *Master) Close() error { return m.sched.Close() }
+
+// WaitWorkersGone waits, at most timeout, until no worker of the crawl is
+// registered any more (each deregisters as it leaves a done crawl), and
+// returns how many still are. The command's --expire-done waits for it, so
+// that the keys a leaving worker writes exist when they get their expiry.
+func (m *Master) WaitWorkersGone(ctx context.Context, timeout time.Duration) (int64, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := m.rdb.HLen(ctx, m.k.workers()).Result()
+		if err != nil || n == 0 || time.Now().After(deadline) {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
