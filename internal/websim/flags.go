@@ -129,6 +129,7 @@ func RegisterTruthFlags(fs *flag.FlagSet) *TruthRules {
 	fs.StringVar(&r.Scope, "scope", ScopeSeeds, "host (seeds' host:port), domain (seeds' registrable domains), seeds (seed host names) or any")
 	fs.StringVar(&r.Agent, "agent", "spider", "robots.txt product token")
 	fs.BoolVar(&r.FollowNofollow, "follow-nofollow", false, "also follow rel=nofollow links")
+	fs.BoolVar(&r.Canonical, "canonical", false, "a crawler that respects rel=canonical (spider's default): a same-host canonical URL is queued at the page's depth, never one of another host (pages of --near-dups)")
 	r.MaxRedirects = 5
 	fs.Func("max-redirects", "longest redirect chain followed, in hops; 0 follows none (default 5)", func(s string) error {
 		n, err := strconv.Atoi(s)
