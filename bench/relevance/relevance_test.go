@@ -68,12 +68,10 @@ type config struct {
 }
 
 var configs = []config{
-	{"BM25 (title in the text)", index.BM25Fields},
-	{"BM25F title 4", index.FieldWeights{Title: 4, Body: 1}},
-	{"BM25F title 4, anchor 2", index.FieldWeights{Title: 4, Body: 1, Anchor: 2}},
+	{"BM25 (visible text, title in it)", index.BM25Fields},
+	{"BM25 (main text, title in it)", index.FieldWeights{Body: 1}},
 	{"BM25F title 4, headings 2, anchor 2", index.FieldWeights{Title: 4, Headings: 2, Body: 1, Anchor: 2}},
-	{"BM25F title 6, headings 3, anchor 3", index.FieldWeights{Title: 6, Headings: 3, Body: 1, Anchor: 3}},
-	{"BM25F title 8, headings 2, anchor 4", index.FieldWeights{Title: 8, Headings: 2, Body: 1, Anchor: 4}},
+	{"BM25F title 8, headings 4, anchor 4, visible text", index.FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4, Template: 1}},
 	{"BM25F title 8, headings 4, anchor 4", index.FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4}},
 	{"BM25F title 16, headings 4, anchor 8", index.FieldWeights{Title: 16, Headings: 4, Body: 1, Anchor: 8}},
 }

@@ -42,13 +42,16 @@ type anchor struct {
 	target, text string
 }
 
-// pageAnchors returns the links of p worth reading as anchor text: <a>
-// and <area> links with text, followed (not nofollow), not to the page
-// itself, canonical targets.
-func pageAnchors(self string, p *parse.Page) []anchor {
+// pageAnchors returns the links worth reading as anchor text: <a> and
+// <area> links with text, followed (not nofollow), not to the page itself,
+// not skipped (skip may be nil), canonical targets.
+func pageAnchors(self string, links []parse.Link, skip func(i int) bool) []anchor {
 	var out []anchor
 	seen := map[anchor]struct{}{}
-	for _, l := range p.Links {
+	for i, l := range links {
+		if skip != nil && skip(i) {
+			continue
+		}
 		if l.URL == nil || l.Text == "" || l.NoFollow || (l.Tag != "a" && l.Tag != "area") {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/index/analysis"
 )
 
@@ -145,7 +146,7 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 		if err != nil {
 			return st, err
 		}
-		r, err := analyzeRange(ctx, a, dataDir, pages, st.ToOffset, -1, opt.BatchRecords, opt.Workers, opt.Fields, false, func(d *Doc, n int) {
+		r, err := analyzeRange(ctx, a, dataDir, pages, st.ToOffset, -1, opt.BatchRecords, opt.Workers, opt.Fields, false, nil, func(d *Doc, n int) {
 			if d != nil {
 				docs.Add(1)
 				bytesIn.Add(int64(n))
@@ -236,7 +237,7 @@ type rangeResult struct {
 // Doc (nil if skipped) and the body size. The embedded build and the
 // distributed mappers share it, so both make the same documents.
 func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pages *pageReader, from, to int64,
-	maxRecords, workers int, fields FieldWeights, keepAnchors bool, done func(d *Doc, bodyBytes int), log *slog.Logger) (rangeResult, error) {
+	maxRecords, workers int, fields FieldWeights, keepAnchors bool, sites *content.Model, done func(d *Doc, bodyBytes int), log *slog.Logger) (rangeResult, error) {
 	var r rangeResult
 	at := map[string]int{}
 	end, err := ScanRecords(dataDir, from, to, func(rec Record, end int64) bool {
@@ -254,6 +255,15 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 		return r, err
 	}
 	r.end = end
+	if fields.Template == 0 && sites == nil {
+		// Pass one: the site models of the range's pages.
+		if sites, err = observeSites(ctx, r.items, pages, workers); err != nil {
+			return r, err
+		}
+	}
+	if fields.Template != 0 {
+		sites = nil
+	}
 	var anchors *anchorSet
 	if fields.Anchor > 0 && !keepAnchors {
 		targets := make([]string, 0, len(r.items))
@@ -291,7 +301,7 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 					done(nil, 0)
 					continue
 				}
-				d, as, ok := makeDoc(a, it.rec, body, fields)
+				d, as, ok := makeDoc(a, it.rec, body, fields, sites)
 				if anchors != nil {
 					anchors.add(it.url, as)
 				} else if keepAnchors && ok {

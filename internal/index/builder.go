@@ -83,6 +83,13 @@ type FieldWeights struct {
 	Headings int `json:"headings"`
 	Body     int `json:"body"`
 	Anchor   int `json:"anchor"`
+	// Template 0 (the default) indexes the main text: the content blocks
+	// of package content (a site's repeated navigation, footers and
+	// sidebars left out, found by counting each block on the site's pages
+	// analysed together), which is also the text snippets come from.
+	// Template 1 indexes the page's whole visible text, template included
+	// (the index before the content model).
+	Template int `json:"template,omitempty"`
 }
 
 // DefaultFieldWeights are the weights chosen by the judged evaluation in
@@ -91,13 +98,16 @@ var DefaultFieldWeights = FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4
 
 // BM25Fields is the ranking before BM25F: title and text as one text,
 // no anchor text. The evaluation's "BM25 alone" baseline.
-var BM25Fields = FieldWeights{Title: 0, Body: 1}
+var BM25Fields = FieldWeights{Title: 0, Body: 1, Template: 1}
 
 // MaxFieldWeight bounds each field weight.
 const MaxFieldWeight = 100
 
 // Validate says what is wrong with w, or nil.
 func (w FieldWeights) Validate() error {
+	if w.Template != 0 && w.Template != 1 {
+		return fmt.Errorf("cannot use template weight %d: use 0 (index the main text only) or 1 (the whole visible text)", w.Template)
+	}
 	if w.Title < 0 || w.Body < 1 || w.Headings < 0 || w.Anchor < 0 ||
 		max(w.Title, w.Body, w.Headings, w.Anchor) > MaxFieldWeight {
 		return fmt.Errorf("cannot use field weights title %d, headings %d, body %d, anchor %d: body must be 1 to %d, title, headings and anchor 0 to %d (title 0: part of the main text)",
@@ -106,9 +116,14 @@ func (w FieldWeights) Validate() error {
 	return nil
 }
 
-// String is the weights as title=T,headings=H,body=B,anchor=A.
+// String is the weights as title=T,headings=H,body=B,anchor=A (then
+// ,template=1 when set).
 func (w FieldWeights) String() string {
-	return fmt.Sprintf("title=%d,headings=%d,body=%d,anchor=%d", w.Title, w.Headings, w.Body, w.Anchor)
+	s := fmt.Sprintf("title=%d,headings=%d,body=%d,anchor=%d", w.Title, w.Headings, w.Body, w.Anchor)
+	if w.Template != 0 {
+		s += fmt.Sprintf(",template=%d", w.Template)
+	}
+	return s
 }
 
 // ParseFieldWeights reads weights written as String writes them
@@ -135,8 +150,10 @@ func ParseFieldWeights(s string) (FieldWeights, error) {
 			w.Body = n
 		case "anchor":
 			w.Anchor = n
+		case "template":
+			w.Template = n
 		default:
-			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body and anchor", part)
+			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body, anchor and template", part)
 		}
 	}
 	return w, w.Validate()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/index/analysis"
 )
 
@@ -218,6 +219,7 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 	log.Info("index mapper: started", "mapper", id, "node", opt.Node)
 	attempts := 0
 	packets := 0
+	var sites *content.Model // the node's site models, learned before the first task
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -262,9 +264,15 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 		if err != nil {
 			return st, err
 		}
+		if sites == nil && DefaultFieldWeights.Template == 0 {
+			if sites, err = nodeSites(ctx, dataDir, pages, opt.Workers); err != nil {
+				pages.close()
+				return st, err
+			}
+		}
 		var nb int64
 		var np int
-		r, err := analyzeRange(ctx, a, dataDir, pages, t.Start, t.End, 0, opt.Workers, DefaultFieldWeights, true, func(d *Doc, n int) {
+		r, err := analyzeRange(ctx, a, dataDir, pages, t.Start, t.End, 0, opt.Workers, DefaultFieldWeights, true, sites, func(d *Doc, n int) {
 			if d != nil {
 				np++
 				nb += int64(n)

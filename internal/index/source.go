@@ -20,6 +20,9 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/spider-crawler/spider/internal/index/analysis"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/parse"
 	"github.com/spider-crawler/spider/internal/store"
 )
@@ -226,12 +229,20 @@ func (p *pageReader) close() {
 	}
 }
 
-// makeDoc parses a stored page and analyses it with the field weights w.
+// makeDoc parses a stored page and analyses it with the field weights w:
+// with sites (the content model of the pages analysed together), its main
+// text; without, its whole visible text.
 // ok is false when the page asks not to be indexed (meta robots noindex).
 // Its links' anchor texts are returned for the anchor fields of the pages
 // they point to.
-func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights) (Doc, []anchor, bool) {
-	p, ok := extractFields(rec, body, w.Anchor > 0, w.Headings > 0)
+func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights, sites *content.Model) (Doc, []anchor, bool) {
+	var p Page
+	var ok bool
+	if sites != nil {
+		p, ok = extractContent(rec, body, sites.Site(siteKey(rec)), w.Anchor > 0)
+	} else {
+		p, ok = extractFields(rec, body, w.Anchor > 0, w.Headings > 0)
+	}
 	if !ok {
 		return Doc{}, nil, false
 	}
@@ -290,9 +301,138 @@ func extractFields(rec Record, body []byte, anchors, headings bool) (Page, bool)
 		}
 	}
 	if anchors {
-		out.anchors = pageAnchors(baseText, page)
+		out.anchors = pageAnchors(baseText, page.Links, nil)
 	}
 	return out, true
+}
+
+// pageBase returns the URL a stored page is read against, as text and
+// parsed (an invalid one is replaced by http://invalid).
+func pageBase(rec Record) (string, *url.URL) {
+	baseText := rec.FinalURL
+	if baseText == "" {
+		baseText = rec.URL
+	}
+	base, err := url.Parse(baseText)
+	if err != nil || !base.IsAbs() {
+		base = &url.URL{Scheme: "http", Host: "invalid"}
+	}
+	return baseText, base
+}
+
+// utf8Body returns a stored body as UTF-8 (see extract).
+func utf8Body(rec Record, body []byte) []byte {
+	if !utf8.Valid(body) && rec.Charset != "" {
+		if enc, _ := charset.Lookup(rec.Charset); enc != nil {
+			if dec, err := enc.NewDecoder().Bytes(body); err == nil {
+				return dec
+			}
+		}
+	}
+	return body
+}
+
+// contentOptions are the content model's options in the index build: up
+// to 16,384 sites (each at most about 100 KiB) learned at once.
+var contentOptions = content.Options{MaxSites: 1 << 14, Parse: parse.Options{MaxLinks: maxAnchorLinks}}
+
+// nodeSites learns the content model from every indexable page of the
+// data directory (the last record of each URL): a distributed mapper
+// classifies each task's pages with the counts of all its node's pages, as
+// the embedded build does with those of its batch (a crawl gives each site
+// to one node).
+func nodeSites(ctx context.Context, dataDir string, pages *pageReader, workers int) (*content.Model, error) {
+	var items []rangeItem
+	at := map[string]int{}
+	if _, err := ScanRecords(dataDir, 0, -1, func(rec Record, end int64) bool {
+		if k, ok := at[rec.URL]; ok {
+			items[k].rec = rec
+		} else {
+			at[rec.URL] = len(items)
+			items = append(items, rangeItem{url: rec.URL, rec: rec})
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	return observeSites(ctx, items, pages, workers)
+}
+
+// observeSites learns the content model from the indexable pages of
+// items (pass one of two: every page is then classified with its site's
+// counts), with workers goroutines.
+func observeSites(ctx context.Context, items []rangeItem, pages *pageReader, workers int) (*content.Model, error) {
+	m := content.NewModel(contentOptions)
+	jobs := make(chan int)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(jobs)
+		for k, it := range items {
+			if !it.rec.Indexable() {
+				continue
+			}
+			select {
+			case jobs <- k:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for range max(workers, 1) {
+		g.Go(func() error {
+			for k := range jobs {
+				rec := items[k].rec
+				body, err := pages.readRecord(rec)
+				if err != nil {
+					continue // analyzeRange reports it
+				}
+				_, base := pageBase(rec)
+				p, err := content.Extract(base, utf8Body(rec, body), contentOptions)
+				if err != nil || p.Parsed.MetaRobots.NoIndex {
+					continue
+				}
+				m.Site(siteKey(rec)).Observe(p)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return m, ctx.Err()
+}
+
+// extractContent reads a stored page with the content model: its title,
+// the headings and text of its content blocks (the main text: template
+// text, navigation and other link-dense template blocks left out) and,
+// with anchors, the anchor texts of its links outside noise blocks. site
+// is the page's site model (nil: a site seen nowhere else). ok is false
+// for meta robots noindex.
+func extractContent(rec Record, body []byte, site *content.Site, anchors bool) (Page, bool) {
+	body = utf8Body(rec, body)
+	baseText, base := pageBase(rec)
+	p, err := content.Extract(base, body, contentOptions)
+	if err != nil || p.Parsed.MetaRobots.NoIndex {
+		return Page{}, false
+	}
+	p.Classify(site, contentOptions)
+	title := p.Title
+	if title == "" {
+		title = strings.TrimSpace(rec.Title)
+	}
+	out := Page{URL: rec.URL, Title: title, Text: p.MainText}
+	out.headings = p.Headings[:min(len(p.Headings), maxHeadings)]
+	if anchors {
+		out.anchors = pageAnchors(baseText, p.Parsed.Links, func(i int) bool { return p.Links[i].Kind == content.Noise })
+	}
+	return out, true
+}
+
+// siteKey names a page's site in the content model: its host and port.
+func siteKey(rec Record) string {
+	_, base := pageBase(rec)
+	return base.Host
 }
 
 // maxHeadings bounds the headings a page's headings field takes.
