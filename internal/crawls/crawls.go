@@ -416,6 +416,24 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 		return fmt.Errorf("cannot read the Redis server's time: %w", err)
 	}
 	switch cr.Topology {
+	case KindProtocol:
+		// internal/protocol: the hosts and centers publish the crawl-wide
+		// report in the first network's center's Redis; on that Redis its
+		// live rows are the crawl's live nodes, its totals the hosts' URLs,
+		// and its state done once every node ended done. Elsewhere (another
+		// center's or a host's Redis), or with a report that cannot be read,
+		// the state stays unknown.
+		rep, err := cluster.ReadReports(ctx, rdb, cr.Name)
+		if err != nil || len(rep.Nodes) == 0 {
+			break
+		}
+		for _, n := range rep.Nodes {
+			if !n.Final && !n.Stale && (n.Role == cluster.RoleHost || n.Role == cluster.RoleCenter) {
+				cr.Nodes++
+			}
+		}
+		cr.URLsDone = rep.Totals.Pages
+		cr.State = state(rep.State == cluster.ReportDone, cr.Nodes)
 	case KindMasterWorker:
 		p := "{spider:" + cr.Name + "}:mw:"
 		pipe := rdb.Pipeline()
