@@ -24,7 +24,8 @@ import (
 // in the first center's Redis: while it runs the dashboard of spider serve --redis
 // shows the hosts live, and once every process has ended, spider status --json and
 // the dashboard have one final row per host and per center, state done, and totals
-// (URLs, bytes, result rows, outcomes) equal to the union of the hosts' records.
+// (URLs, bytes, result rows, outcomes) equal to the union of the hosts' records,
+// and spider crawls lists it done with that many URLs.
 func TestProtocolStatusAtEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: several processes and a Redis Cluster")
@@ -131,5 +132,11 @@ func TestProtocolStatusAtEnd(t *testing.T) {
 	code, out, _ = runCLI(t, "status", "--redis", statusURL, "--redis-cluster", "--crawl", "pc")
 	if code != 0 || !strings.Contains(out, "report (final): done, "+strconv.FormatInt(want.Pages, 10)+" URLs done") {
 		t.Errorf("status at the end: exit %d, want the final report with %d URLs\n%s", code, want.Pages, out)
+	}
+	code, out, _ = runCLI(t, "crawls", "--redis", statusURL, "--redis-cluster", "--json")
+	var list crawlsOutput
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Crawls) != 1 || list.Crawls[0].Topology != "protocol" ||
+		list.Crawls[0].State != "done" || list.Crawls[0].URLsDone != want.Pages {
+		t.Errorf("crawls at the end: exit %d, want §0 crawl pc done with %d URLs\n%s", code, want.Pages, out)
 	}
 }
