@@ -4,18 +4,17 @@
 // (share widget, language switcher, print/export links, tag cloud,
 // "sponsored" box: kinds the built-in noise samples do not describe) on
 // every page of its host, and link-dense content unique to its page
-// (tables of contents, editorial paragraphs dense with links). It prints
+// (tables of contents, editorial paragraphs dense with links).
 //
-//   - noise-link precision and recall and the share of content links kept,
-//     against websim's labels (Truth.LinkBlocks), for the SPEC §2 ratio rule
-//     and the template rule: with every page of the site seen first (the
-//     index build, two passes), online in crawl order (each page judged with
-//     the pages before it), and with no model at all (a site's first page);
-//   - the pages a layered crawl reaches with each rule, against a plain
-//     crawl of the same depth;
-//   - the CPU per page of the parser alone (parse.Parse, what the crawler
-//     runs today), of the one-pass parse.ParseBlocks, and of
-//     content.Extract + Classify.
+// It prints noise-link precision and recall and the share of content links
+// kept, against websim's labels (Truth.LinkBlocks), for the design §2 ratio
+// rule and the template rule: with every page of the site seen first (the
+// index build, two passes), online in crawl order (each page judged with
+// the pages before it), and with no model at all (a site's first page).
+// Then the pages a layered crawl reaches with each rule, against a plain
+// crawl of the same depth; then the CPU per page of the parser alone
+// (parse.Parse, what the crawler runs today), of the one-pass
+// parse.ParseBlocks, and of content.Model.Analyze.
 //
 //	go run ./bench/content [-hosts 12] [-pages 60] [-depth 2] [-seed 27] [-reps 5]
 //
