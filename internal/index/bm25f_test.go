@@ -236,3 +236,47 @@ func TestOldFormat(t *testing.T) {
 		t.Errorf("manifest fields %v, want the defaults", m.Fields)
 	}
 }
+
+// TestSnippetsFromMainText indexes a websim crawl: every page carries the
+// site's navigation bar ("Home | Section 1 | Section 2 | …"). Indexed from the
+// main text (the default) no snippet shows it; indexed from the whole
+// visible text (Template 1), snippets do (so the check can fail).
+func TestSnippetsFromMainText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls a synthetic web")
+	}
+	data, _, _ := crawlWeb(t, websim.Config{Seed: 6, Hosts: 3, PagesPerHost: 30}, 4)
+	nav := func(fields FieldWeights) int {
+		if _, err := Build(context.Background(), data, BuildOptions{Rebuild: true, Fields: fields}); err != nil {
+			t.Fatal(err)
+		}
+		ix := openIndex(t, filepath.Join(data, DirName))
+		n := 0
+		for _, topic := range websim.Topics() {
+			en, _ := websim.TopicWords(topic)
+			res, err := ix.Search(context.Background(), Request{Query: strings.Join(en[:4], " OR "), Limit: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range res.Hits {
+				var b strings.Builder
+				for _, f := range h.Snippet {
+					b.WriteString(f.Text)
+				}
+				if s := b.String(); strings.Contains(s, "Section 1 | Section 2") || strings.Contains(s, "Home | Section") {
+					n++
+					if fields.Template == 0 {
+						t.Errorf("%s: snippet shows the navigation bar: %q", h.URL, s)
+					}
+				}
+			}
+		}
+		return n
+	}
+	nav(DefaultFieldWeights)
+	visible := DefaultFieldWeights
+	visible.Template = 1
+	if n := nav(visible); n == 0 {
+		t.Errorf("no snippet of the whole visible text shows the navigation bar: the check proves nothing")
+	}
+}
