@@ -153,12 +153,17 @@ func runCenter(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	status := fs.Bool("status", false, "print the network's pools, hosts and counters, then exit")
 	asJSON := fs.Bool("json", false, "with --status: print JSON")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9101")
+	var expire time.Duration
+	expireDoneFlag(fs, &expire)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: center takes only flags", fs.Arg(0))
+	}
+	if err := checkExpireDone(expire); err != nil {
+		return err
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -207,7 +212,8 @@ func runCenter(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "center %s: system done after %s; %d URLs submitted, %d passed, %d dropped as duplicates\n", nw.Name,
 		time.Since(start).Round(time.Millisecond), st.Stats["urls_submitted"], st.Stats["urls_passed"],
 		st.Stats["claimed_dup"]+st.Stats["network_dup"]+st.Stats["remote_dup"])
-	return nil
+	// The system is done: --expire-done on this center's Redis.
+	return expireDone(ctx, rdb, &redisFlags{url: url}, cfg.Crawl, expire, stdout)
 }
 
 // centerStatus is what spider center --status prints.

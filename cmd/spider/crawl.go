@@ -94,6 +94,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quiet := fs.Bool("quiet", false, "no progress line and no summary")
 	var rf redisFlags
 	rf.register(fs)
+	expireDoneFlag(fs, &rf.expireDone)
 	nodeID := fs.String("node-id", "", "with --redis: this node's name, unique in the crawl; default: the id kept in the data directory (DATA/NODE_ID, generated once as HOST-xxxxxx), so restarts keep it; a live node's id is refused")
 	weight := fs.Int("weight", 100, fmt.Sprintf("with --redis: this node's virtual nodes on the ring, its share of the hosts (range 1 to %d)", p2p.MaxWeight))
 	buckets := fs.Int("buckets", 4096, fmt.Sprintf("with --redis: logical buckets of hosts, the same on every node (range 1 to %d)", p2p.MaxBuckets))
@@ -124,6 +125,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if err := checkPeerFlags(*weight, *buckets); err != nil {
+		return err
+	}
+	if err := checkExpireDone(rf.expireDone); err != nil {
 		return err
 	}
 	if allowedHosts, err = splitHosts(allowedHosts); err != nil {
@@ -285,6 +289,14 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	}
 	// Interrupted (Ctrl-C): this node's summary so far, then runErr (exit 130).
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if runErr == nil && !stopped {
+		// The crawl is done (every node saw it): --expire-done.
+		out := stdout
+		if quiet {
+			out = io.Discard
+		}
+		runErr = expireDone(ctx, rdb, &rf, rf.crawl, rf.expireDone, out)
+	}
 	if runErr != nil && !interrupted || quiet {
 		return runErr
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/spider-crawler/spider/internal/crawls"
 )
 
-// expireDoneFlag registers --expire-done on the commands that end a
-// distributed crawl (master, crawl --redis, layered, center).
-func expireDoneFlag(fs *pflag.FlagSet) *time.Duration {
-	return fs.Duration("expire-done", 0, "with --redis: when the crawl is done, give every Redis key of the crawl this time to live (e.g. 24h), as spider drop --after does; 0: keep them (range 0 to 8760h)")
+// expireDoneFlag registers --expire-done into p on the commands that end
+// a distributed crawl (master, crawl --redis, layered, center).
+func expireDoneFlag(fs *pflag.FlagSet, p *time.Duration) {
+	fs.DurationVar(p, "expire-done", 0, "when the crawl is done, give every key of the crawl on this command's Redis this time to live (e.g. 24h), as spider drop --after does; 0 keeps them (range 0 to 8760h)")
 }
 
 // checkExpireDone is the range of --expire-done, a usage error.

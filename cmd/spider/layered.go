@@ -126,6 +126,14 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 	}
 	// Interrupted (Ctrl-C): the rounds finished so far, then runErr (exit 130).
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if runErr == nil && opt.Redis != nil {
+		// The crawl is finished (coordinator or worker): --expire-done.
+		out := stdout
+		if quiet {
+			out = io.Discard
+		}
+		runErr = expireDone(ctx, opt.Redis, &rf, rf.crawl, rf.expireDone, out)
+	}
 	if runErr != nil && !interrupted || quiet {
 		return runErr
 	}

@@ -35,11 +35,11 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued (range 100ms to 1h)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no summary")
-	expireAfter := expireDoneFlag(fs)
+	expireDoneFlag(fs, &rf.expireDone)
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	if err := checkExpireDone(*expireAfter); err != nil {
+	if err := checkExpireDone(rf.expireDone); err != nil {
 		return err
 	}
 	cfg := *cfgp
@@ -159,7 +159,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("no page was fetched: every seed failed\n%s\nthe workers' records say why for each URL: spider stats --data DIR on a worker's data directory", failed)
 		}
 	}
-	if !stopped && *expireAfter > 0 {
+	if !stopped && rf.expireDone > 0 {
 		// The workers leave the done crawl within a heartbeat or two;
 		// their last writes then get the expiry too.
 		if _, err := m.WaitWorkersGone(context.WithoutCancel(ctx), 2**workerTTL); err != nil {
@@ -169,7 +169,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *quiet {
 			out = io.Discard
 		}
-		return expireDone(ctx, rdb, &rf, rf.crawl, *expireAfter, out)
+		return expireDone(ctx, rdb, &rf, rf.crawl, rf.expireDone, out)
 	}
 	return nil
 }

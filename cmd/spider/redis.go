@@ -21,6 +21,8 @@ type redisFlags struct {
 	cluster bool
 	crawl   string
 	caFile  string
+	// expireDone is --expire-done (expire.go) on the commands that end a crawl.
+	expireDone time.Duration
 }
 
 func (r *redisFlags) register(fs *pflag.FlagSet) {
