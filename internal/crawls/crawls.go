@@ -11,8 +11,10 @@
 //	spider:C:{mw-I-K}:*    master–worker: state parts and robots.txt answers
 //	{spider:C}:layered:*   layered crawl (§2): the crawl's coordination
 //	spider:C:{ly-I-K}:*    layered crawl: task shards (layered.ShardTag)
-//	{spider:C}:rank:*      PageRank map/reduce
-//	{spider:C}:index:*     distributed index build
+//	{spider:C}:rank:*      PageRank map/reduce: its queue and state
+//	spider:C:{rk-I-K}:*    PageRank map/reduce: graph parts, rank slices, results
+//	{spider:C}:index:*     distributed index build: its queue and state
+//	spider:C:{ix-I-K}:*    distributed index build: per-task keys
 //	spider:C:{*            peer-to-peer (§3): membership {C.m}, buckets {bN}, dispatch {C.p2p}
 //	spider:proto:C:*       the §0 protocol and its mixed hosts
 //
@@ -110,10 +112,10 @@ func PatternKind(kind string) string {
 
 // KeyPatternKind is the kind whose pattern (Patterns) matches key, a key
 // that Parse gives kind: PatternKind(kind), except for the master–worker
-// and layered keys under spider:C:{TAG} (their shard tags), which the
-// peer-to-peer pattern matches.
+// layered, rank and index keys under spider:C:{TAG} (their shard tags,
+// SpreadTag), which the peer-to-peer pattern matches.
 func KeyPatternKind(key, kind string) string {
-	if (kind == KindMasterWorker || kind == KindLayered) && strings.HasPrefix(key, "spider:") {
+	if (kind == KindMasterWorker || kind == KindLayered || kind == KindRank || kind == KindIndex) && strings.HasPrefix(key, "spider:") {
 		return KindPeer
 	}
 	return PatternKind(kind)
@@ -162,6 +164,12 @@ func Parse(key string) (crawl, kind string, ok bool) {
 		}
 		if shardTag(tag, "ly-") {
 			return name, KindLayered, true
+		}
+		if shardTag(tag, "rk-") {
+			return name, KindRank, true
+		}
+		if shardTag(tag, "ix-") {
+			return name, KindIndex, true
 		}
 		return name, KindPeer, true
 	}

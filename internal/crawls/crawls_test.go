@@ -30,6 +30,13 @@ func TestParse(t *testing.T) {
 		{"spider:news:{news.m}:report", "news", KindReport},
 		{"spider:news:{ly-3-17}:out:fetch-r000-p00-g0003", "news", KindLayered},
 		{"spider:ly-3-1:{ly-3-1.m}:members", "ly-3-1", KindPeer},
+		{"spider:news:{mw-3-17}:pending", "news", KindMasterWorker},
+		{"spider:news:{mw-3-17}:robots:http://a.test/robots.txt", "news", KindMasterWorker},
+		{"spider:news:{rk-0-4}:graph:r1:7", "news", KindRank},
+		{"spider:news:{ix-11-2}:postings:t3", "news", KindIndex},
+		{"spider:mw-1-2:{mw-1-2.m}:members", "mw-1-2", KindPeer},
+		{"spider:news:{mw-1-x}:pending", "news", KindPeer},
+		{"spider:news:{rk-1}:pending", "news", KindPeer},
 		{"spider:news:{news.m}:report.at", "news", KindReport},
 		{"spider:news:{news.m}:reports", "news", KindPeer},
 		{"spider:news:{other.m}:control", "news", KindPeer},
@@ -55,7 +62,7 @@ func TestParse(t *testing.T) {
 // touch another's keys.
 func FuzzParse(f *testing.F) {
 	for _, k := range []string{"{spider:a}:mw:x", "spider:a:{b1}:p", "spider:proto:a:N:x", "spider:proto:{x}", "spider:lost",
-		"spider:a:{mw-1-2}:x", "spider:a:{ly-3-0}:todo", "spider:ly-1-2:{ly-1-2.m}:members"} {
+		"spider:a:{mw-1-2}:x", "spider:a:{ly-3-0}:todo", "spider:a:{rk-0-4}:g", "spider:a:{ix-2-9}:t", "spider:ly-1-2:{ly-1-2.m}:members"} {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
@@ -370,5 +377,31 @@ func TestControlKeysKeepTopology(t *testing.T) {
 	}
 	if r.Keys[KindControl] != 2 || r.Keys[KindReport] != 2 || r.Keys[KindMasterWorker] != 1 || r.Keys[KindPeer] != 0 || r.Total != 5 {
 		t.Errorf("drop of the master-worker crawl removed %v (total %d), want 2 control, 2 report, 1 master-worker", r.Keys, r.Total)
+	}
+}
+
+// TestSpreadTag: part i of n lies in the i-th of n slot ranges (so the
+// parts spread evenly over a cluster's masters), KeySlot agrees with
+// Redis's CLUSTER KEYSLOT, and the tags parse as their kind's.
+func TestSpreadTag(t *testing.T) {
+	rdb := redistest.StartCluster(t, 3).Client()
+	ctx := context.Background()
+	for prefix, kind := range map[string]string{"mw-": KindMasterWorker, "ly-": KindLayered, "rk-": KindRank, "ix-": KindIndex} {
+		for _, n := range []int{1, 3, 12} {
+			for i := range n {
+				tag := SpreadTag(prefix, i, n)
+				key := "spider:c:{" + tag + "}:x"
+				s := KeySlot(key)
+				if s < i*Slots/n || s >= (i+1)*Slots/n {
+					t.Errorf("SpreadTag(%q, %d, %d) = %q in slot %d, outside its range", prefix, i, n, tag, s)
+				}
+				if want := rdb.ClusterKeySlot(ctx, key).Val(); int64(s) != want {
+					t.Errorf("KeySlot(%q) = %d, Redis says %d", key, s, want)
+				}
+				if _, k, ok := Parse(key); !ok || k != kind {
+					t.Errorf("Parse(%q) = %q, %v; want %q", key, k, ok, kind)
+				}
+			}
+		}
 	}
 }

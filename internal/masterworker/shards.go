@@ -13,6 +13,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
@@ -47,15 +48,7 @@ const layoutVersion = "2 shards=12"
 // does), so part i of every crawl shares a slot; what matters is that the
 // parts of one crawl lie in n evenly spaced slot ranges, hence on
 // different masters of a cluster whose masters hold equal ranges.
-func ShardTag(i, n int) string {
-	lo, hi := i*rstate.Slots/n, (i+1)*rstate.Slots/n
-	for k := 0; ; k++ {
-		tag := "mw-" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
-		if s := rstate.KeySlot(tag); s >= lo && s < hi {
-			return tag
-		}
-	}
-}
+func ShardTag(i, n int) string { return crawls.SpreadTag("mw-", i, n) }
 
 var shardTags = func() []string {
 	t := make([]string, Shards)
