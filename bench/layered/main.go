@@ -2,7 +2,11 @@
 // precision and recall of each noise pass (and of both) against websim's
 // labels, and the fetch budget against a plain crawl of the same web.
 //
-//	go run ./bench/layered [-hosts 30] [-pages 40] [-depth 3]
+//	go run ./bench/layered [-hosts 30] [-pages 40] [-depth 3] [-noise-rule ratio]
+//
+// The layered crawl uses design §2's ratio rule by default here (the DOM
+// pass measured above it is that rule); -noise-rule template runs it with
+// the crawl's default rule (bench/content measures that one).
 //
 // The Go benchmarks of this directory (go test -bench . ./bench/layered)
 // compare the cache de-dup with a map set and the Bloom filter.
@@ -30,12 +34,16 @@ func main() {
 	hosts := flag.Int("hosts", 30, "websim hosts")
 	pages := flag.Int("pages", 40, "pages per host")
 	depth := flag.Int("depth", 3, "depth limit (rounds = depth+1)")
+	flag.StringVar(&noiseRule, "noise-rule", layered.NoiseRatio, "the layered crawl's DOM rule: ratio or template")
 	flag.Parse()
 	if err := run(*hosts, *pages, *depth); err != nil {
 		fmt.Fprintln(os.Stderr, "layered bench:", err)
 		os.Exit(1)
 	}
 }
+
+// noiseRule is the layered crawl's DOM rule (-noise-rule).
+var noiseRule string
 
 type pr struct{ tp, fp, fn int }
 
@@ -199,7 +207,7 @@ func run(hosts, pagesPerHost, depth int) error {
 	// The layered crawl of the same web.
 	srv.Log().Reset()
 	layCfg := config(srv, filepath.Join(tmp, "layered"), seeds)
-	c, err := layered.New(layCfg, layered.Options{Rounds: depth + 1, Groups: 16}, nil, nil)
+	c, err := layered.New(layCfg, layered.Options{Rounds: depth + 1, Groups: 16, NoiseRule: noiseRule}, nil, nil)
 	if err != nil {
 		return err
 	}
