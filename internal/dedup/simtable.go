@@ -128,16 +128,18 @@ func (t *SimTables) Near(a, b uint64) bool { return bits.OnesCount64(a^b) <= t.k
 
 // SimIndex is an in-memory near-duplicate index over SimTables: Add files a
 // hash under an id, Find returns the id of a filed hash within the distance.
-// Memory is about C(b, k) map entries per hash filed. Not safe for
-// concurrent use.
+// Each table is a chained hash table over its keys (a head per bucket, a
+// link per entry, 4 bytes each, buckets doubling with the entries), so a
+// filed hash costs about 16 + 10 × C(b, k) bytes (116 at k = 3) and a
+// lookup visits about one entry per table whatever the number filed. Not
+// safe for concurrent use.
 type SimIndex struct {
-	t *SimTables
-	m map[[SimKeyLen]byte][]simEntry
-}
-
-type simEntry struct {
-	h  uint64
-	id int
+	t     *SimTables
+	hs    []uint64  // entry → hash
+	ids   []int     // entry → id
+	heads [][]int32 // table → bucket → first entry + 1 (0: none)
+	next  [][]int32 // table → entry → next entry of its bucket + 1
+	grown int       // entries when the buckets were last resized
 }
 
 // NewSimIndex returns an empty index for distance k (1 ≤ k ≤
@@ -147,7 +149,19 @@ func NewSimIndex(k int) (*SimIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SimIndex{t: t, m: make(map[[SimKeyLen]byte][]simEntry)}, nil
+	x := &SimIndex{t: t, heads: make([][]int32, t.Len()), next: make([][]int32, t.Len())}
+	for i := range x.heads {
+		x.heads[i] = make([]int32, 16)
+	}
+	return x, nil
+}
+
+// Len is the number of hashes filed.
+func (x *SimIndex) Len() int { return len(x.hs) }
+
+// bucket is the bucket of table i's key of h among n buckets (a power of 2).
+func (x *SimIndex) bucket(i int, h uint64, n int) int {
+	return int(fmix64((h&x.t.masks[i])^uint64(i)<<58) & uint64(n-1))
 }
 
 // Add files h under id. A hash of 0 (no hash) is not filed.
@@ -155,11 +169,53 @@ func (x *SimIndex) Add(h uint64, id int) {
 	if h == 0 {
 		return
 	}
-	var buf [SimKeyLen]byte
-	for i := range x.t.masks {
-		k := [SimKeyLen]byte(x.t.AppendKey(buf[:0], i, h))
-		x.m[k] = append(x.m[k], simEntry{h, id})
+	e := int32(len(x.hs))
+	x.hs = append(x.hs, h)
+	x.ids = append(x.ids, id)
+	if len(x.hs) > len(x.heads[0]) {
+		x.rehash(2 * len(x.heads[0]))
+		return
 	}
+	for i := range x.heads {
+		b := x.bucket(i, h, len(x.heads[i]))
+		x.next[i] = append(x.next[i], x.heads[i][b])
+		x.heads[i][b] = e + 1
+	}
+}
+
+// rehash rebuilds every table with n buckets.
+func (x *SimIndex) rehash(n int) {
+	for i := range x.heads {
+		x.heads[i] = make([]int32, n)
+		x.next[i] = x.next[i][:0]
+		for e, h := range x.hs {
+			b := x.bucket(i, h, n)
+			x.next[i] = append(x.next[i], x.heads[i][b])
+			x.heads[i][b] = int32(e) + 1
+		}
+	}
+	x.grown = len(x.hs)
+}
+
+// Truncate forgets the hashes filed after the first n (the last ones
+// added), as if they had never been added.
+func (x *SimIndex) Truncate(n int) {
+	if n < 0 || n >= len(x.hs) {
+		return
+	}
+	if n < x.grown {
+		// Entries added before the last resize: rebuild.
+		x.hs, x.ids = x.hs[:n], x.ids[:n]
+		x.rehash(len(x.heads[0]))
+		return
+	}
+	for e := len(x.hs) - 1; e >= n; e-- {
+		for i := range x.heads {
+			x.heads[i][x.bucket(i, x.hs[e], len(x.heads[i]))] = x.next[i][e]
+			x.next[i] = x.next[i][:e]
+		}
+	}
+	x.hs, x.ids = x.hs[:n], x.ids[:n]
 }
 
 // Find returns the id of a filed hash nearest to h (ties: the smallest
@@ -169,13 +225,17 @@ func (x *SimIndex) Find(h uint64) (id, dist int, ok bool) {
 	if h == 0 {
 		return 0, 0, false
 	}
-	var buf [SimKeyLen]byte
 	best, bestD := 0, x.t.k+1
-	for i := range x.t.masks {
-		for _, e := range x.m[[SimKeyLen]byte(x.t.AppendKey(buf[:0], i, h))] {
-			d := bits.OnesCount64(e.h ^ h)
-			if d < bestD || d == bestD && e.id < best {
-				best, bestD = e.id, d
+	for i := range x.heads {
+		key := h & x.t.masks[i]
+		for e := x.heads[i][x.bucket(i, h, len(x.heads[i]))]; e != 0; e = x.next[i][e-1] {
+			f := x.hs[e-1]
+			if f&x.t.masks[i] != key {
+				continue
+			}
+			d := bits.OnesCount64(f ^ h)
+			if d < bestD || d == bestD && x.ids[e-1] < best {
+				best, bestD = x.ids[e-1], d
 			}
 		}
 	}

@@ -194,3 +194,35 @@ func BenchmarkSimIndexFind(b *testing.B) {
 		x.Find(r.Uint64())
 	}
 }
+
+// Truncate forgets the last hashes added, across resizes too: Find then
+// answers as an index that never had them.
+func TestSimIndexTruncate(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x, _ := NewSimIndex(3)
+	var hs []uint64
+	for i := 0; i < 500; i++ {
+		h := r.Uint64() | 1
+		hs = append(hs, h)
+		x.Add(h, i)
+	}
+	for _, n := range []int{480, 300, 17, 0} { // within and across resizes
+		x.Truncate(n)
+		if x.Len() != n {
+			t.Fatalf("Len %d after Truncate(%d)", x.Len(), n)
+		}
+		for i, h := range hs {
+			id, _, ok := x.Find(h)
+			if i < n && (!ok || id != i) {
+				t.Fatalf("after Truncate(%d): hash %d not found (%d, %v)", n, i, id, ok)
+			}
+			if i >= n && ok && id >= n {
+				t.Fatalf("after Truncate(%d): forgotten hash %d found as %d", n, i, id)
+			}
+		}
+		for i := n; i < n+5 && i < len(hs); i++ { // the index still grows
+			x.Add(hs[i], i)
+		}
+		x.Truncate(n)
+	}
+}

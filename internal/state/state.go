@@ -16,8 +16,9 @@
 //	counters  outcome class                count, 8 B big endian
 //	links     dedup.Key of a fetched URL   with Options.Relink: its depth and
 //	                                       discovered requests (relinkTx)
-//	simhash   dedup.SimTables key (10 B),  URL of the page filed with that
-//	          then the SimHash (8 B)       SimHash (near.go)
+//	simhash   sequence number, 8 B big     the distance k (1 B), the SimHash
+//	          endian (an append-only log   (8 B), the URL of a page filed in
+//	          of the pages filed)          the near-duplicate tables (near.go)
 //	meta      "_created", "_pending",      internal values (keys starting
 //	          "_seen", "_pages",           with "_" are reserved); user keys
 //	          "_txmark", "_merged",        set with SetMeta
@@ -284,6 +285,7 @@ type Store struct {
 	ckpt sync.RWMutex
 
 	recent recentSet // newly accepted URLs not yet merged into seen
+	sim    simMem    // the near-duplicate tables (near.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -508,6 +510,9 @@ func (s *Store) init() error {
 		s.created = created
 		storedSeen, storedPending = getInt(meta, mSeen), getInt(meta, mPending)
 		if err := s.loadRecent(tx); err != nil {
+			return err
+		}
+		if err := s.loadSim(tx); err != nil {
 			return err
 		}
 		if b := s.loadSnapshot(uint64(tx.ID()), storedSeen); b != nil {
@@ -1101,7 +1106,7 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 			}
 		}
 		if res.DuplicateOf == "" && o.SimHash != 0 && o.NearDistance > 0 {
-			dup, err := nearTx(tx, o.SimHash, o.NearDistance, owner)
+			dup, err := s.nearTx(tx, o.SimHash, o.NearDistance, owner)
 			if err != nil {
 				return err
 			}
