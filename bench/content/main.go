@@ -282,7 +282,7 @@ func run(seed int64, hosts, pagesPerHost, depth, reps int) error {
 		seed, hosts, pagesPerHost, depth, len(pages))
 	fmt.Println("| rule | noise precision | noise recall | content links kept | TOC links kept | editorial links kept | held-out noise found |")
 	fmt.Println("|---|---|---|---|---|---|---|")
-	fmt.Println(ratio.row("ratio (SPEC §2, link-text ratio > 1/4)"))
+	fmt.Println(ratio.row("ratio (design §2, link-text ratio > 1/4)"))
 	fmt.Println(twoPass.row("template, every page of the site seen first (index build; layered task)"))
 	fmt.Println(online.row(fmt.Sprintf("template, online in crawl order (%d of %d pages judged young)", youngPages, len(pages))))
 	fmt.Println(young.row("template, no model (every page a site's first)"))

@@ -18,8 +18,8 @@
 // because the same item also appears in the sidebar, but the sidebar's list
 // is.
 //
-// A block is link-dense when more than Options.LinkDensity of its own text
-// is anchor text, or when it has links and no text. Its links are noise
+// A block is link-dense when it holds <a> or <area> links and more than
+// Options.LinkDensity of its own text is anchor text (or it has no text). Its links are noise
 // when it is link-dense and template, or link-dense and most of its links
 // match the noise samples (Options.Samples, denoise's URL samples) —
 // except links with rel="next" or rel="prev" (a pager's "Older posts" is
@@ -147,8 +147,8 @@ type Block struct {
 	// Links and Runes count the links and the non-space characters of the
 	// subtree.
 	Links, Runes int
-	// LinkDense reports whether the block's own text is mostly anchor text
-	// (or it has links and no text).
+	// LinkDense reports whether the block holds <a> or <area> links and its
+	// own text is mostly anchor text (or it has no text).
 	LinkDense bool
 	// Template reports whether the block is part of the site's template.
 	Template bool
@@ -207,7 +207,13 @@ func Extract(base *url.URL, body []byte, opt Options) (*Page, error) {
 	var h xxhash.Digest
 	for i, b := range blocks {
 		blk := Block{Block: b, Links: len(b.Links), Runes: b.TextLen}
-		blk.LinkDense = len(b.Links) > 0 && (b.TextLen == 0 || b.LinkTextRatio() > opt.LinkDensity)
+		anchors := 0
+		for _, l := range b.Links {
+			if l.Tag == "a" || l.Tag == "area" {
+				anchors++
+			}
+		}
+		blk.LinkDense = anchors > 0 && (b.TextLen == 0 || b.LinkTextRatio() > opt.LinkDensity)
 		h.Reset()
 		h.WriteString(b.Tag)
 		h.Write([]byte{0})
