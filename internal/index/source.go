@@ -333,8 +333,12 @@ func utf8Body(rec Record, body []byte) []byte {
 }
 
 // contentOptions are the content model's options in the index build: up
-// to 16,384 sites (each at most about 100 KiB) learned at once.
-var contentOptions = content.Options{MaxSites: 1 << 14, Parse: parse.Options{MaxLinks: maxAnchorLinks}}
+// to 16,384 sites and 65,536 block hashes a site learned at once. A site
+// holds only the hashes of the pages analysed together, so the memory
+// follows the batch (about 24 bytes a distinct block); the caps are wide
+// so that a large site's counts are not cut, which would make its
+// classification depend on the order its pages were read in.
+var contentOptions = content.Options{MaxSites: 1 << 14, MaxHashes: 1 << 16, Parse: parse.Options{MaxLinks: maxAnchorLinks}}
 
 // nodeSites learns the content model from every indexable page of the
 // data directory (the last record of each URL): a distributed mapper
