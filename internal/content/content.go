@@ -97,8 +97,10 @@ type Options struct {
 	// MinTemplateRunes is the text (in non-space characters) a block's
 	// subtree with fewer than two links needs to be template. Default 20.
 	MinTemplateRunes int
-	// MaxHashes caps the subtree counts a Site keeps. Default 4,096 (about
-	// 100 KiB per site).
+	// MaxHashes caps the subtree counts a Site keeps. Default 1,024 (about
+	// 40 KiB per site with its page fingerprints): a template block is seen
+	// on every page, so it reaches MinPages long before the page-unique
+	// blocks that fill the table are dropped.
 	MaxHashes int
 	// MaxSites caps the sites a Model keeps. Default 1,024.
 	MaxSites int
@@ -128,7 +130,7 @@ func (o Options) withDefaults() Options {
 		o.MinTemplateRunes = 20
 	}
 	if o.MaxHashes <= 0 {
-		o.MaxHashes = 4096
+		o.MaxHashes = 1024
 	}
 	if o.MaxSites <= 0 {
 		o.MaxSites = 1024

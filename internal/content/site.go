@@ -67,36 +67,35 @@ func (s *Site) Observe(p *Page) bool {
 }
 
 // shrink drops the counts of the fewest pages until at most 3/4 of max
-// are left (ties broken by map order).
+// are left; ties go by hash value, so the same pages always leave the same
+// counts.
 func (s *Site) shrink() {
 	keep := max(s.max*3/4, 1)
 	if len(s.counts) <= keep {
 		return
 	}
-	cs := make([]uint32, 0, len(s.counts))
-	for _, c := range s.counts {
-		cs = append(cs, c)
+	type hc struct {
+		h uint64
+		c uint32
 	}
-	slices.Sort(cs)
-	cut := cs[len(cs)-keep] // counts below cut go; some equal to it too
-	drop := len(s.counts) - keep
+	all := make([]hc, 0, len(s.counts))
 	for h, c := range s.counts {
-		if drop == 0 {
-			break
-		}
-		if c < cut {
-			delete(s.counts, h)
-			drop--
-		}
+		all = append(all, hc{h, c})
 	}
-	for h, c := range s.counts {
-		if drop == 0 {
-			break
+	slices.SortFunc(all, func(a, b hc) int {
+		if a.c != b.c {
+			return int(a.c) - int(b.c)
 		}
-		if c == cut {
-			delete(s.counts, h)
-			drop--
+		if a.h < b.h {
+			return -1
 		}
+		if a.h > b.h {
+			return 1
+		}
+		return 0
+	})
+	for _, e := range all[:len(all)-keep] {
+		delete(s.counts, e.h)
 	}
 }
 
