@@ -56,6 +56,7 @@ func (b Block) LinkTextRatio() float64 {
 
 type blockState struct {
 	slab     []blockState // the document's block: where blockStart allocates
+	textSlab []byte       // the document's block: where blocks' texts start
 	parent   int          // index in walker.blocks of the enclosing block, -1 for the document
 	depth    int
 	tag      string
@@ -287,7 +288,18 @@ func (w *walker) blockStart(ti tagInfo, selfClosing bool) {
 	if len(root.slab) == cap(root.slab) {
 		root.slab = make([]blockState, 0, min(max(len(w.blocks), 8), 256))
 	}
-	root.slab = append(root.slab, blockState{parent: parent, depth: w.blocks[parent].depth + 1, tag: tag, text: newTextBuf(&w.textLeft)})
+	text := newTextBuf(&w.textLeft)
+	// Each block's text starts in 64 bytes of a shared slab (its own
+	// capacity: growing past it copies, never writes into a neighbour), so
+	// the short texts of most blocks cost no allocation of their own.
+	const firstText = 64
+	if cap(root.textSlab)-len(root.textSlab) < firstText {
+		root.textSlab = make([]byte, 0, 64*firstText)
+	}
+	n := len(root.textSlab)
+	text.b = root.textSlab[n : n : n+firstText]
+	root.textSlab = root.textSlab[:n+firstText]
+	root.slab = append(root.slab, blockState{parent: parent, depth: w.blocks[parent].depth + 1, tag: tag, text: text})
 	w.blocks = append(w.blocks, &root.slab[len(root.slab)-1])
 	w.stack = append(w.stack, len(w.blocks)-1)
 	w.open[tag]++
