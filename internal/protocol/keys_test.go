@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,37 @@ func TestClusterURL(t *testing.T) {
 		}
 		rdb.Close()
 	}
+}
+
+// FuzzClusterURL: ClusterURL never panics, never quotes a password in its error, and
+// its clean URL carries no cluster parameter and reads the same way again.
+func FuzzClusterURL(f *testing.F) {
+	for _, s := range []string{"redis://h:1", "redis://u:pw@h:1?addr=h:2", "redis://h:1?cluster=true", "rediss://h:1?cluster=0&db=2",
+		"redis://:secret@h:1?cluster=maybe", "redis://h:1/%zz", "", "::", "redis://h:1?cluster=true&cluster=false"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		clean, isCluster, err := ClusterURL(raw)
+		if err != nil {
+			if u, perr := url.Parse(raw); perr == nil {
+				if pw, ok := u.User.Password(); ok && len(pw) >= 4 && strings.Contains(err.Error(), pw) {
+					t.Fatalf("the error quotes the password: %v", err)
+				}
+			}
+			return
+		}
+		u, perr := url.Parse(clean)
+		if perr != nil {
+			t.Fatalf("clean URL %q does not parse: %v", clean, perr)
+		}
+		if _, has := u.Query()["cluster"]; has {
+			t.Fatalf("clean URL %q still has a cluster parameter", clean)
+		}
+		// Read again, the clean URL is the same, and names a cluster only if the first did
+		// (a cluster=true it lost is the one thing it may no longer say).
+		again, cl2, err := ClusterURL(clean)
+		if err != nil || again != clean || cl2 && !isCluster {
+			t.Fatalf("ClusterURL(%q) = %q %v %v; ClusterURL(%q) = %q %v %v", raw, clean, isCluster, nil, clean, again, cl2, err)
+		}
+	})
 }
