@@ -25,7 +25,8 @@ import (
 // shows the hosts live, and once every process has ended, spider status --json and
 // the dashboard have one final row per host and per center, state done, and totals
 // (URLs, bytes, result rows, outcomes) equal to the union of the hosts' records,
-// and spider crawls lists it done with that many URLs.
+// spider crawls lists it done with that many URLs, and spider center --status reads
+// the network on the cluster.
 func TestProtocolStatusAtEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: several processes and a Redis Cluster")
@@ -132,6 +133,14 @@ func TestProtocolStatusAtEnd(t *testing.T) {
 	code, out, _ = runCLI(t, "status", "--redis", statusURL, "--redis-cluster", "--crawl", "pc")
 	if code != 0 || !strings.Contains(out, "report (final): done, "+strconv.FormatInt(want.Pages, 10)+" URLs done") {
 		t.Errorf("status at the end: exit %d, want the final report with %d URLs\n%s", code, want.Pages, out)
+	}
+	// spider center --status reads a center's and its hosts' Redis, here a cluster.
+	code, out, errOut = runCLI(t, "center", "--status", "--protocol-config", cfgFile, "--network", "n1", "--json")
+	var cs centerStatus
+	if code != 0 || json.Unmarshal([]byte(out), &cs) != nil || !cs.Done || len(cs.Registered) != 1 || len(cs.Errors) != 0 {
+		t.Errorf("center --status of the network on a cluster: exit %d\n%s%s", code, out, errOut)
+	} else if h, _ := cs.Hosts["h1"].(map[string]any); h == nil || h["tasks_done"] == float64(0) {
+		t.Errorf("center --status shows no task done by n1/h1: %s", out)
 	}
 	code, out, _ = runCLI(t, "crawls", "--redis", statusURL, "--redis-cluster", "--json")
 	var list crawlsOutput
