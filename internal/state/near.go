@@ -146,3 +146,40 @@ func (s *Store) nearTx(tx *bolt.Tx, h uint64, k int, owner string) (string, erro
 	}
 	return "", m.add(k, h, seq)
 }
+
+// rebuildSim writes the simhash log of a rebuilt state (RebuildSpec.NearDistance).
+func rebuildSim(tx *bolt.Tx, spec RebuildSpec) error {
+	b, err := tx.CreateBucketIfNotExists(bSim)
+	if err != nil || spec.NearDistance == 0 {
+		return err
+	}
+	x, err := dedup.NewSimIndex(spec.NearDistance)
+	if err != nil {
+		return fmt.Errorf("cannot refile near-duplicates: %w", err)
+	}
+	fps := map[uint64]bool{}
+	for _, c := range spec.Completed {
+		if c.Fingerprint != 0 {
+			if fps[c.Fingerprint] {
+				continue
+			}
+			fps[c.Fingerprint] = true
+		}
+		if c.SimHash == 0 {
+			continue
+		}
+		if _, _, near := x.Find(c.SimHash); near {
+			continue
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		v := append([]byte{byte(spec.NearDistance)}, binary.BigEndian.AppendUint64(nil, c.SimHash)...)
+		if err := b.Put(binary.BigEndian.AppendUint64(nil, seq), append(v, c.URL...)); err != nil {
+			return err
+		}
+		x.Add(c.SimHash, int(seq))
+	}
+	return nil
+}

@@ -312,6 +312,7 @@ type CompletedURL struct {
 	Class       string // outcome counter
 	Stored      bool   // its page is in the page store
 	Fingerprint uint64 // 0: none
+	SimHash     uint64 // near-duplicate hash (Outcome.SimHash); 0: none
 }
 
 // RebuildSpec is what Rebuild writes.
@@ -334,6 +335,12 @@ type RebuildSpec struct {
 	// Store.RecordsEnd): the page count and the records file's size that
 	// the rebuilt state agrees with.
 	PageNext, RecordsEnd int64
+	// NearDistance, when 1 to dedup.MaxNearDistance, refiles the Completed
+	// URLs' SimHashes in the near-duplicate tables of that distance, in
+	// order, as Complete would have (a page whose fingerprint an earlier one
+	// has, or whose SimHash is near an earlier filed one, is not filed).
+	// 0: the tables start empty.
+	NearDistance int
 }
 
 // Rebuild writes a new state file at path (which must not exist) holding
@@ -428,6 +435,9 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 			}
 		}
 		if err := pend.SetSequence(seq); err != nil {
+			return err
+		}
+		if err := rebuildSim(tx, spec); err != nil {
 			return err
 		}
 		slices.SortFunc(seen, func(a, b seenKV) int { return bytes.Compare(a.k, b.k) })
