@@ -17,8 +17,8 @@ func TestRebuildRefilesNearDuplicates(t *testing.T) {
 	spec := RebuildSpec{NearDistance: 3, Pending: []frontier.Request{{URL: "http://a.test/new", Key: "a.test", Depth: 1}},
 		Completed: []CompletedURL{
 			{URL: "http://a.test/1", Class: "200", Fingerprint: 1, SimHash: h},
-			{URL: "http://a.test/2", Class: "200", Fingerprint: 2, SimHash: h ^ 3},       // near /1: not filed
-			{URL: "http://a.test/3", Class: "200", Fingerprint: 1, SimHash: ^h},          // exact copy of /1: not filed
+			{URL: "http://a.test/2", Class: "200", Fingerprint: 2, SimHash: h ^ 3},      // near /1: not filed
+			{URL: "http://a.test/3", Class: "200", Fingerprint: 1, SimHash: ^h},         // exact copy of /1: not filed
 			{URL: "http://a.test/4", Class: "200", Fingerprint: 4, SimHash: 0xf0f0f0f0}, // filed
 		}}
 	out := filepath.Join(t.TempDir(), "state")
