@@ -138,7 +138,7 @@ func TestCrawlLayeredRedis(t *testing.T) {
 	// The worker starts once the coordinator created the crawl (polled every 10 ms; the
 	// deadline fails the test).
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if n, _ := rs.Client().Exists(context.Background(), "{spider:cli}:layered:created").Result(); n > 0 {
+		if ok, _ := rs.Client().HExists(context.Background(), "{spider:cli}:layered:meta", "layout").Result(); ok {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -501,11 +501,12 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 		// internal/layered: "finished" marks the crawl done; its processes
 		// (the coordinator and the workers) publish the crawl-wide report,
 		// whose live rows are its live nodes and whose totals its URLs.
-		// "coord" is the coordinator's lease (expiring).
+		// The "finished" field of its meta hash (or the "finished" key of
+		// an older spider's layout) marks it done.
 		p := "{spider:" + cr.Name + "}:layered:"
 		pipe := rdb.Pipeline()
-		coord := pipe.Exists(ctx, p+"coord")
-		finished := pipe.Exists(ctx, p+"finished")
+		finished := pipe.HExists(ctx, p+"meta", "finished")
+		oldFinished := pipe.Exists(ctx, p+"finished")
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("cannot read crawl %q's layered keys: %w", cr.Name, err)
 		}
@@ -513,16 +514,15 @@ func describe(ctx context.Context, rdb redis.UniversalClient, cr *Crawl) error {
 		if err != nil {
 			return err
 		}
-		cr.Nodes = int(coord.Val())
 		for _, n := range rep.Nodes {
-			if !n.Final && !n.Stale && n.Role == cluster.RoleWorker {
+			if !n.Final && !n.Stale && (n.Role == cluster.RoleWorker || n.Role == cluster.RoleLayered) {
 				cr.Nodes++
 			}
 		}
 		if len(rep.Nodes) > 0 {
 			cr.URLsDone = rep.Totals.Pages
 		}
-		cr.State = state(finished.Val() > 0, cr.Nodes)
+		cr.State = state(finished.Val() || oldFinished.Val() > 0, cr.Nodes)
 	}
 	return nil
 }

@@ -278,9 +278,9 @@ func TestExists(t *testing.T) {
 	}
 }
 
-// TestLayeredState: a layered crawl is running while its coordinator's
-// lease lives or a worker's report is live, done once finished, stopped
-// otherwise; its URLs are its report's.
+// TestLayeredState: a layered crawl is running while its coordinator's or
+// a worker's report is live, done once finished (the meta hash's field, or
+// an older spider's key), stopped otherwise; its URLs are its report's.
 func TestLayeredState(t *testing.T) {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
@@ -290,11 +290,10 @@ func TestLayeredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb.SAdd(ctx, p+"workers", "w1", "w2")
-	rdb.Set(ctx, p+"coord", "x", time.Minute)
+	rdb.HSet(ctx, p+"meta", "layout", "2 shards=12")
 	w1 := cluster.NodeReport{Node: "w1", Role: cluster.RoleWorker, State: cluster.ReportRunning}
-	for _, r := range []cluster.NodeReport{w1, {Node: "w2", Role: cluster.RoleWorker, State: cluster.ReportDone, Final: true},
-		{Node: "coordinator", Role: cluster.RoleLayered, State: cluster.ReportRunning, Counts: cluster.Counts{Pages: 8}}} {
+	coord := cluster.NodeReport{Node: "coordinator", Role: cluster.RoleLayered, State: cluster.ReportRunning, Counts: cluster.Counts{Pages: 8}}
+	for _, r := range []cluster.NodeReport{w1, {Node: "w2", Role: cluster.RoleWorker, State: cluster.ReportDone, Final: true}, coord} {
 		if err := cluster.Publish(ctx, rdb, k, r); err != nil {
 			t.Fatal(err)
 		}
@@ -305,8 +304,9 @@ func TestLayeredState(t *testing.T) {
 		nodes int
 	}{
 		{func() {}, StateRunning, 2},
-		{func() { rdb.Del(ctx, p+"coord"); cluster.PublishFinal(ctx, rdb, k, w1) }, StateStopped, 0},
-		{func() { rdb.Set(ctx, p+"finished", "1", 0) }, StateDone, 0},
+		{func() { cluster.PublishFinal(ctx, rdb, k, coord); cluster.PublishFinal(ctx, rdb, k, w1) }, StateStopped, 0},
+		{func() { rdb.HSet(ctx, p+"meta", "finished", "1") }, StateDone, 0},
+		{func() { rdb.HDel(ctx, p+"meta", "finished"); rdb.Set(ctx, p+"finished", "1", 0) }, StateDone, 0},
 	} {
 		c.step()
 		cr, err := Get(ctx, rdb, "l")

@@ -669,7 +669,7 @@ type mainStore struct {
 	pages *store.PageFiles
 	recs  *store.Records
 	log   *slog.Logger
-	added int // record lines in records.jsonl: one per URL fetched (more after a crash)
+	added int         // record lines in records.jsonl: one per URL fetched (more after a crash)
 	tally crawl.Tally // the records merged by this run
 }
 

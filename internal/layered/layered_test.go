@@ -424,9 +424,8 @@ func TestLayeredDistributed(t *testing.T) {
 	}
 	rdb.Set(ctx, k.hb("dead-1"), "1", 500*time.Millisecond)
 	dead := make(chan string, 1)
-	// It waits on the shard of the first seed's group, which gets a task
-	// in round 0.
-	shard := shardOf(Task{Group: GroupOf(seeds[0], 4)})
+	// It waits on the shard of the first seed's task in round 0.
+	shard := shardOf(Task{Kind: KindFetch, Group: GroupOf(seeds[0], 4)})
 	go func() {
 		v, _ := rdb.BLMove(ctx, k.todo(shard), k.proc(shard, "dead-1"), "LEFT", "RIGHT", 30*time.Second).Result()
 		dead <- v
@@ -475,8 +474,7 @@ func TestLayeredDistributed(t *testing.T) {
 		t.Error(err)
 	}
 	// Tasks by the worker process must have reached the coordinator's store.
-	n, _ := rdb.Exists(ctx, k.finished()).Result()
-	if n != 1 {
+	if fin, _ := rdb.HExists(ctx, k.meta(), metaFinished).Result(); !fin {
 		t.Error("crawl not marked finished")
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
-	"hash/crc32"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,21 +30,22 @@ import (
 // keys names the Redis keys of a distributed layered crawl. The few
 // keys of the crawl as a whole share the hash tag {spider:NAME}:
 //
-//	{spider:NAME}:layered:coord     the coordinator's lease (NODEID/TOKEN, a TTL)
-//	{spider:NAME}:layered:created   the crawl's key layout (layoutVersion); set by its first coordinator
-//	{spider:NAME}:layered:workers   set of worker ids
-//	{spider:NAME}:layered:seq       counter of worker ids
-//	{spider:NAME}:layered:done      list of IDs of tasks whose output was posted (a wake-up only)
-//	{spider:NAME}:layered:finished  set when the crawl is done
+//	{spider:NAME}:layered:meta      hash: layout (layoutVersion, set by the crawl's first
+//	                                coordinator), seq (counter of worker ids), finished
+//	                                (set when the crawl is done)
 //
-// The tasks' keys are spread over Shards hash tags (ShardTag), a task's by
-// its group, a worker's heart-beat by its id, so a Redis Cluster holds them
-// (and the tasks' outputs, the bulk of the memory) on every master:
+// Every other key is under one of Shards hash tags (ShardTag): a task's by
+// a hash of its ID, a worker's heart-beat by its number, and the crawl's coordination
+// keys under shards 0, 4 and 8, so that a Redis Cluster holds them (and the
+// tasks' outputs, the bulk of the memory) on every master:
 //
 //	spider:NAME:{ly-I-K}:todo       tasks of shard I to run (JSON Task)
 //	spider:NAME:{ly-I-K}:proc:W     the tasks of shard I worker W holds
 //	spider:NAME:{ly-I-K}:out:TASK   a task's output (gzip JSON payload)
 //	spider:NAME:{ly-I-K}:hb:W       worker W's heart-beat (a TTL), for the W of shard I
+//	spider:NAME:{ly-0-K}:coord      the coordinator's lease (NODEID/TOKEN, a TTL)
+//	spider:NAME:{ly-4-K}:workers    set of worker ids
+//	spider:NAME:{ly-8-K}:done       list of IDs of tasks whose output was posted (a wake-up only)
 //
 // Every atomic step touches one shard: taking a task moves it from todo to
 // proc:W of the same shard (BLMOVE), posting it sets out:TASK and removes
@@ -93,18 +96,38 @@ func newKeys(crawl string) keys {
 	return k
 }
 
-func (k keys) coord() string    { return k.p + "coord" }
-func (k keys) created() string  { return k.p + "created" }
-func (k keys) workers() string  { return k.p + "workers" }
-func (k keys) done() string     { return k.p + "done" }
-func (k keys) finished() string { return k.p + "finished" }
-func (k keys) seq() string      { return k.p + "seq" }
+func (k keys) meta() string    { return k.p + "meta" }
+func (k keys) coord() string   { return k.shards[0] + "coord" }
+func (k keys) workers() string { return k.shards[Shards/3] + "workers" }
+func (k keys) done() string    { return k.shards[2*Shards/3] + "done" }
 
-// shardOf is a task's shard: its group's.
-func shardOf(t Task) int { return t.Group % Shards }
+// oldCreated is the key an older spider's layered crawl has (its layout
+// had every key under {spider:NAME}).
+func (k keys) oldCreated() string { return k.p + "created" }
 
-// workerShard is the shard of worker w's heart-beat.
-func workerShard(w string) int { return int(crc32.ChecksumIEEE([]byte(w)) % Shards) }
+// Fields of the meta hash.
+const (
+	metaLayout   = "layout"
+	metaSeq      = "seq"
+	metaFinished = "finished"
+)
+
+// shardOf is a task's shard: a hash of its ID, so a crawl's tasks spread
+// over the shards evenly whichever groups have URLs.
+func shardOf(t Task) int { return int(crc32.ChecksumIEEE([]byte(t.ID())) % Shards) }
+
+// workerShard is the shard of worker w's heart-beat: by its number (the
+// N of NODEID-N, workerID): worker N in the N mod 3rd third of the
+// shards, so that consecutive workers' land on different masters of a
+// 3-master cluster; by a hash of the id for an id of another shape.
+func workerShard(w string) int {
+	if i := strings.LastIndexByte(w, '-'); i >= 0 {
+		if n, err := strconv.Atoi(w[i+1:]); err == nil && n >= 0 {
+			return (n%3)*(Shards/3) + (n/3)%(Shards/3)
+		}
+	}
+	return int(crc32.ChecksumIEEE([]byte(w)) % Shards)
+}
 
 func (k keys) todo(shard int) string           { return k.shards[shard] + "todo" }
 func (k keys) proc(shard int, w string) string { return k.shards[shard] + "proc:" + w }
@@ -205,13 +228,13 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 	go func() { werr <- c.work(ctx, k, id, &coordinating) }()
 
 	for {
-		if fin, err := rdb.Exists(ctx, k.finished()).Result(); err != nil {
+		if fin, err := rdb.HExists(ctx, k.meta(), metaFinished).Result(); err != nil {
 			if errors.Is(context.Cause(ctx), ErrStopped) {
 				<-werr
 				return ErrStopped
 			}
 			return fmt.Errorf("cannot reach Redis: %w", err)
-		} else if fin > 0 {
+		} else if fin {
 			stopped = true
 			cancel(nil)
 			<-werr
@@ -230,7 +253,7 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 				<-werr
 				return err
 			}
-			rdb.Set(context.WithoutCancel(ctx), k.finished(), "1", 0)
+			rdb.HSet(context.WithoutCancel(ctx), k.meta(), metaFinished, "1")
 			rdb.Del(context.WithoutCancel(ctx), k.coord())
 			stopped = true
 			cancel(nil)
@@ -257,14 +280,17 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 // checkLayout refuses a crawl whose keys an older spider wrote (its tasks
 // under the one tag {spider:NAME}).
 func checkLayout(ctx context.Context, rdb redis.UniversalClient, k keys, crawl string) error {
-	v, err := rdb.Get(ctx, k.created()).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	if err != nil {
+	pipe := rdb.Pipeline()
+	old := pipe.Exists(ctx, k.oldCreated())
+	layout := pipe.HGet(ctx, k.meta(), metaLayout)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("cannot reach Redis: %w", err)
 	}
-	if v != layoutVersion {
+	v := layout.Val()
+	if old.Val() > 0 {
+		v = "1 (every key under {spider:" + crawl + "})"
+	}
+	if v != "" && v != layoutVersion {
 		return fmt.Errorf("cannot run layered crawl %q: an older spider created its keys on this Redis (layout %q, this spider's is %q); finish it with that version, or remove it with spider drop --crawl %s and start over", crawl, v, layoutVersion, crawl)
 	}
 	return nil
@@ -274,19 +300,19 @@ func checkLayout(ctx context.Context, rdb redis.UniversalClient, k keys, crawl s
 // directory may hold the crawl.
 func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
 	rdb := c.opt.Redis
-	created, err := rdb.Exists(ctx, k.created()).Result()
+	created, err := rdb.HExists(ctx, k.meta(), metaLayout).Result()
 	if err != nil {
 		return false, fmt.Errorf("cannot reach Redis: %w", err)
 	}
 	_, statErr := os.Stat(filepath.Join(c.root, ManifestFile))
-	if created > 0 && statErr != nil {
+	if created && statErr != nil {
 		return false, nil // a worker: the crawl's state is in another data directory
 	}
 	ok, err := rdb.SetNX(ctx, k.coord(), c.coordValue(), c.opt.LeaseTTL).Result()
 	if err != nil || !ok {
 		return false, err
 	}
-	if err := rdb.Set(ctx, k.created(), layoutVersion, 0).Err(); err != nil {
+	if err := rdb.HSet(ctx, k.meta(), metaLayout, layoutVersion).Err(); err != nil {
 		return false, err
 	}
 	c.log.Info("layered: coordinating", "crawl", c.opt.Crawl, "node", c.opt.NodeID)
@@ -376,7 +402,7 @@ return 0`)
 // workerID is a new worker id, NODEID-N with N from the crawl's counter in
 // Redis (INCR): unique even between processes that share a NodeID.
 func (c *Crawler) workerID(ctx context.Context, k keys) (string, error) {
-	n, err := c.opt.Redis.Incr(ctx, k.seq()).Result()
+	n, err := c.opt.Redis.HIncrBy(ctx, k.meta(), metaSeq, 1).Result()
 	if err != nil {
 		return "", fmt.Errorf("cannot register as a worker: %w", err)
 	}
@@ -417,12 +443,13 @@ func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *ato
 			}
 		}
 	}()
-	next := 0 // the shard to look at first: the shards are taken in turn
+	// The shard to look at first, random each time: tasks wait about as
+	// long in every shard.
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		shard, raw, err := c.take(ctx, k, id, next)
+		shard, raw, err := c.take(ctx, k, id, rand.IntN(Shards))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -438,7 +465,6 @@ func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *ato
 			}
 			continue
 		}
-		next = (shard + 1) % Shards
 		var t Task
 		if err := json.Unmarshal([]byte(raw), &t); err != nil {
 			c.log.Error("layered: dropping an unreadable task", "err", err)
