@@ -151,6 +151,9 @@ func FuzzDecodePacket(f *testing.F) {
 	d := NewDoc(a, "http://x.test/", "T", "alpha beta alpha")
 	f.Add(encodePacket(&packet{kind: 'D', tag: "n/1", attempt: "m#1", items: []packetItem{{url: d.URL, doc: &d}, {url: "u"}}}))
 	f.Add(encodePacket(&packet{kind: 'E', tag: "n/1", attempt: "m#1", count: 2}))
+	fd := NewDocFields(a, Fields{URL: "http://x.test/f", Title: "Title", Headings: []string{"Head"}, Text: "gamma", Anchors: []string{"delta"}}, DefaultFieldWeights)
+	f.Add(encodePacket(&packet{kind: 'D', tag: "n/2", attempt: "m#2", items: []packetItem{{url: fd.URL, doc: &fd,
+		final: "http://x.test/g", anchors: []anchor{{"http://x.test/", "home"}, {"http://y.test/", "elsewhere"}}}}}))
 	f.Add([]byte("SPK\x01D"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodePacket(b)
@@ -161,6 +164,11 @@ func FuzzDecodePacket(f *testing.F) {
 		q, err := decodePacket(encodePacket(p))
 		if err != nil || len(q.items) != len(p.items) || q.tag != p.tag {
 			t.Fatalf("re-encoding failed: %v", err)
+		}
+		for i := range p.items {
+			if len(q.items[i].anchors) != len(p.items[i].anchors) || q.items[i].final != p.items[i].final {
+				t.Fatalf("item %d: anchors or final URL changed in re-encoding", i)
+			}
 		}
 	})
 }
