@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/graph"
 )
 
@@ -32,26 +33,53 @@ var ErrMasterBusy = errors.New("another rank master is running")
 // not leave its graph in Redis for ever.
 const keyTTL = 24 * time.Hour
 
-// keys names the Redis keys of one crawl's map/reduce PageRank. All share
-// the hash tag {spider:NAME}, so every script's keys are in one slot of a
-// Redis Cluster.
+// keys names the Redis keys of one crawl's map/reduce PageRank. The queue
+// and the bookkeeping share the hash tag {spider:NAME}, so every script on
+// them is in one slot of a Redis Cluster; the large per-part values (the
+// graph parts, rank slices and results) take the tag of their part,
+// spreadTags[PART mod spreadParts] (rk-I-K, crawls.SpreadTag), so a
+// cluster's masters hold about equal shares of them.
 //
 //	{spider:NAME}:rank:master               string session id, TTL: the master lock
 //	{spider:NAME}:rank:state                hash session, status (running|done), lease_ms
 //	{spider:NAME}:rank:todo                 list of tasks "RUN:ROUND:PART"
 //	{spider:NAME}:rank:tickets              list of wake-up hints for idle workers
 //	{spider:NAME}:rank:leases               sorted set task → lease deadline (Redis ms)
-//	{spider:NAME}:rank:graph:RUN:PART       the part's out-links, sent once per run
-//	{spider:NAME}:rank:ranks:RUN:ROUND:PART the part's rank slice for one round
-//	{spider:NAME}:rank:results:RUN:ROUND    hash PART → result (first writer wins)
+//	{spider:NAME}:rank:got:RUN:ROUND        hash PART → "1": results in (first report wins)
 //	{spider:NAME}:rank:done:RUN:ROUND       list of PARTs as their results arrive
-type keys struct{ p string }
+//	spider:NAME:{rk-I-K}:graph:RUN:PART       the part's out-links, sent once per run
+//	spider:NAME:{rk-I-K}:ranks:RUN:ROUND:PART the part's rank slice for one round
+//	spider:NAME:{rk-I-K}:result:RUN:ROUND:PART the part's result (first writer wins)
+//
+// A worker stores its result in the part's slot (storeScript), then
+// reports it in the queue's slot (reportScript); a worker lost between the
+// two leaves a stored result that the next worker's report announces.
+type keys struct {
+	p     string
+	crawl string
+}
+
+// spreadParts is the number of hash tags the per-part keys spread over.
+const spreadParts = 12
+
+var spreadTags = func() []string {
+	t := make([]string, spreadParts)
+	for i := range t {
+		t[i] = crawls.SpreadTag("rk-", i, spreadParts)
+	}
+	return t
+}()
 
 func newKeys(crawl string) (keys, error) {
 	if _, err := cluster.NewKeys(crawl); err != nil {
 		return keys{}, err
 	}
-	return keys{p: "{spider:" + crawl + "}:rank:"}, nil
+	return keys{p: "{spider:" + crawl + "}:rank:", crawl: crawl}, nil
+}
+
+// part is the prefix of part's spread keys.
+func (k keys) part(part int) string {
+	return "spider:" + k.crawl + ":{" + spreadTags[part%spreadParts] + "}:"
 }
 
 func (k keys) master() string  { return k.p + "master" }
@@ -60,13 +88,16 @@ func (k keys) todo() string    { return k.p + "todo" }
 func (k keys) tickets() string { return k.p + "tickets" }
 func (k keys) leases() string  { return k.p + "leases" }
 func (k keys) graph(run string, part int) string {
-	return k.p + "graph:" + run + ":" + strconv.Itoa(part)
+	return k.part(part) + "graph:" + run + ":" + strconv.Itoa(part)
 }
 func (k keys) ranks(run string, round, part int) string {
-	return k.p + "ranks:" + run + ":" + strconv.Itoa(round) + ":" + strconv.Itoa(part)
+	return k.part(part) + "ranks:" + run + ":" + strconv.Itoa(round) + ":" + strconv.Itoa(part)
 }
-func (k keys) results(run string, round int) string {
-	return k.p + "results:" + run + ":" + strconv.Itoa(round)
+func (k keys) result(run string, round, part int) string {
+	return k.part(part) + "result:" + run + ":" + strconv.Itoa(round) + ":" + strconv.Itoa(part)
+}
+func (k keys) got(run string, round int) string {
+	return k.p + "got:" + run + ":" + strconv.Itoa(round)
 }
 func (k keys) done(run string, round int) string {
 	return k.p + "done:" + run + ":" + strconv.Itoa(round)
@@ -101,36 +132,63 @@ const luaNow = `local tm = redis.call('TIME'); local now = tonumber(tm[1]) * 100
 `
 
 // claimScript pops a task and leases it atomically, skipping tasks whose
-// result is already in (re-queued copies), and returns the task and its rank
-// slice. KEYS: todo, leases, state. ARGV: key prefix.
+// result is already reported (re-queued copies), and returns the task (the
+// worker then reads its rank slice, in the part's slot). KEYS: todo,
+// leases, state. ARGV: the queue's key prefix.
 var claimScript = redis.NewScript(luaNow + `
 local ttl = tonumber(redis.call('HGET', KEYS[3], 'lease_ms') or '10000')
 while true do
   local t = redis.call('LPOP', KEYS[1])
   if not t then return false end
   local run, round, part = string.match(t, '^([^:]+):(%d+):(%d+)$')
-  if run and redis.call('HEXISTS', ARGV[1] .. 'results:' .. run .. ':' .. round, part) == 0 then
-    local r = redis.call('GET', ARGV[1] .. 'ranks:' .. run .. ':' .. round .. ':' .. part)
-    if r then
-      redis.call('ZADD', KEYS[2], now + ttl, t)
-      return {t, r}
-    end
+  if run and redis.call('HEXISTS', ARGV[1] .. 'got:' .. run .. ':' .. round, part) == 0 then
+    redis.call('ZADD', KEYS[2], now + ttl, t)
+    return {t}
   end
 end
 `)
 
-// completeScript stores a result unless one is already in or the round is
-// over, and drops the lease. KEYS: leases, results, done, ranks of the task.
-// ARGV: task, part, result. Returns 1 stored, 0 duplicate, -1 round over.
-var completeScript = redis.NewScript(`
+// storeScript stores a result in the part's slot unless one is already in
+// or the round is over. KEYS: result, ranks of the task. ARGV: result, TTL
+// ms. Returns 1 stored, 0 one was in, -1 round over.
+var storeScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+`)
+
+// reportScript drops the lease and, for a result stored (by this worker
+// or by one lost before its report), announces the part once. KEYS:
+// leases, got, done. ARGV: task, part, store's answer, TTL ms. Returns 1
+// announced, 0 already announced, -1 round over.
+var reportScript = redis.NewScript(`
 redis.call('ZREM', KEYS[1], ARGV[1])
-if redis.call('EXISTS', KEYS[4]) == 0 then return -1 end
-if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) == 0 then return 0 end
+if ARGV[3] == '-1' then return -1 end
+if redis.call('HSETNX', KEYS[2], ARGV[2], '1') == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('RPUSH', KEYS[3], ARGV[2])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 `)
+
+// complete stores task t's result, then reports it: 1 stored and
+// announced, 0 a duplicate, -1 the round is over.
+func complete(ctx context.Context, rdb redis.UniversalClient, k keys, t task, blob []byte) (int, error) {
+	ttl := keyTTL.Milliseconds()
+	stored, err := storeScript.Run(ctx, rdb, []string{k.result(t.run, t.round, t.part), k.ranks(t.run, t.round, t.part)}, blob, ttl).Int()
+	if err != nil {
+		return 0, err
+	}
+	n, err := reportScript.Run(ctx, rdb, []string{k.leases(), k.got(t.run, t.round), k.done(t.run, t.round)},
+		t.String(), strconv.Itoa(t.part), strconv.Itoa(stored), ttl).Int()
+	if err != nil {
+		return 0, err
+	}
+	if n == 1 && stored == 0 {
+		return 1, nil // a lost worker's result, announced now
+	}
+	return n, nil
+}
 
 // reapScript puts the tasks whose lease expired back on the queue.
 // KEYS: leases, todo, tickets. Returns how many.
@@ -417,11 +475,13 @@ func (m *Master) upload(ctx context.Context, g *graph.Graph, run string, ranges 
 }
 
 func (m *Master) cleanupRun(ctx context.Context, run string, parts int) {
-	ks := make([]string, parts)
-	for i := range ks {
-		ks[i] = m.k.graph(run, i)
-	}
-	if err := m.rdb.Del(ctx, ks...).Err(); err != nil {
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range parts { // one key a command: the parts lie in different slots
+			p.Del(ctx, m.k.graph(run, i))
+		}
+		return nil
+	})
+	if err != nil {
 		m.log.Warn("rank: cannot delete the run's graph parts (they expire in a day)", "err", err)
 	}
 }
@@ -429,11 +489,22 @@ func (m *Master) cleanupRun(ctx context.Context, run string, parts int) {
 // round publishes one round's tasks and returns the parts' results in part
 // order once all are in.
 func (m *Master) round(ctx context.Context, run string, round int, ranges []rowRange, rank []float64, n int) ([]*result, error) {
+	// The rank slices first: on a cluster a pipeline's commands to
+	// different masters run in parallel, and a task claimed before its
+	// slice is there would be dropped as stale.
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		tasks := make([]any, len(ranges))
-		tickets := make([]any, len(ranges))
 		for i, r := range ranges {
 			p.Set(ctx, m.k.ranks(run, round, i), encodeRanks(rank[r.lo:r.hi]), keyTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot send round %d's ranks to Redis: %w", round, err)
+	}
+	_, err = m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		tasks := make([]any, len(ranges))
+		tickets := make([]any, len(ranges))
+		for i := range ranges {
 			tasks[i] = task{run: run, round: round, part: i}.String()
 			tickets[i] = "1"
 		}
@@ -484,14 +555,18 @@ func (m *Master) round(ctx context.Context, run string, round int, ranges []rowR
 			}
 		}
 	}
-	blobs, err := m.rdb.HGetAll(ctx, m.k.results(run, round)).Result()
-	if err != nil {
+	pipe := m.rdb.Pipeline() // one key a command: the parts lie in different slots
+	cmds := make([]*redis.StringCmd, len(ranges))
+	for i := range ranges {
+		cmds[i] = pipe.Get(ctx, m.k.result(run, round, i))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("cannot read round %d results: %w", round, err)
 	}
 	out := make([]*result, len(ranges))
 	for i := range ranges {
-		b, ok := blobs[strconv.Itoa(i)]
-		if !ok {
+		b, err := cmds[i].Bytes()
+		if err != nil {
 			return nil, fmt.Errorf("cannot reduce round %d: result of part %d vanished from Redis (was the database flushed?)", round, i)
 		}
 		r, err := decodeResult([]byte(b), n)
@@ -507,8 +582,9 @@ func (m *Master) cleanupRound(ctx context.Context, run string, round, parts int)
 	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := 0; i < parts; i++ {
 			p.Del(ctx, m.k.ranks(run, round, i))
+			p.Del(ctx, m.k.result(run, round, i))
 		}
-		p.Del(ctx, m.k.results(run, round), m.k.done(run, round))
+		p.Del(ctx, m.k.got(run, round), m.k.done(run, round))
 		return nil
 	})
 	if err != nil {
@@ -587,7 +663,7 @@ func RunWorker(ctx context.Context, rdb redis.UniversalClient, cfg WorkerConfig)
 			}
 			return fmt.Errorf("cannot claim a rank task: %w", err)
 		}
-		if len(v) == 2 {
+		if len(v) == 1 {
 			t, err := parseTask(v[0])
 			if err != nil {
 				log.Warn("rank worker: dropping a malformed task", "task", v[0], "err", err)
@@ -596,7 +672,7 @@ func RunWorker(ctx context.Context, rdb redis.UniversalClient, cfg WorkerConfig)
 			if cfg.afterClaim != nil && cfg.afterClaim(t) {
 				return nil
 			}
-			outcome, err := w.serve(ctx, t, []byte(v[1]))
+			outcome, err := w.serve(ctx, t)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -642,7 +718,17 @@ type worker struct {
 
 // serve computes one task and stores its result; it returns what became of
 // the result: "stored", "duplicate" or "stale" (round over or run gone).
-func (w *worker) serve(ctx context.Context, t task, rankBlob []byte) (string, error) {
+func (w *worker) serve(ctx context.Context, t task) (string, error) {
+	rankBlob, err := w.rdb.Get(ctx, w.k.ranks(t.run, t.round, t.part)).Bytes()
+	if errors.Is(err, redis.Nil) { // the round is over: drop the lease
+		if err := w.rdb.ZRem(ctx, w.k.leases(), t.String()).Err(); err != nil {
+			return "", fmt.Errorf("cannot drop the lease of task %s: %w", t, err)
+		}
+		return "stale", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot fetch the rank slice of task %s: %w", t, err)
+	}
 	if t.run != w.run {
 		w.run, w.cache, w.acc, w.mark = t.run, map[int]*part{}, nil, nil
 	}
@@ -668,9 +754,7 @@ func (w *worker) serve(ctx context.Context, t task, rankBlob []byte) (string, er
 		return "", fmt.Errorf("cannot use the rank slice of task %s: %d values for part [%d,%d): %v", t, len(ranks), pt.lo, pt.hi, err)
 	}
 	res := w.contribute(pt, ranks)
-	n, err := completeScript.Run(ctx, w.rdb,
-		[]string{w.k.leases(), w.k.results(t.run, t.round), w.k.done(t.run, t.round), w.k.ranks(t.run, t.round, t.part)},
-		t.String(), strconv.Itoa(t.part), encodeResult(res), keyTTL.Milliseconds()).Int()
+	n, err := complete(ctx, w.rdb, w.k, t, encodeResult(res))
 	if err != nil {
 		return "", fmt.Errorf("cannot store the result of task %s: %w", t, err)
 	}

@@ -159,10 +159,9 @@ func TestDuplicateAndLateResults(t *testing.T) {
 	ctx := context.Background()
 	k, _ := newKeys("dup")
 	tk := task{run: "r1", round: 0, part: 0}
-	ks := []string{k.leases(), k.results("r1", 0), k.done("r1", 0), k.ranks("r1", 0, 0)}
 	blob := encodeResult(&result{dangling: 0.5})
 	run := func() int {
-		n, err := completeScript.Run(ctx, rdb, ks, tk.String(), "0", blob, 60000).Int()
+		n, err := complete(ctx, rdb, k, tk, blob)
 		if err != nil {
 			t.Fatal(err)
 		}
