@@ -48,7 +48,7 @@ func (d *dupSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	article := words(1, 400)
+	article := words(1, 2000) // long enough for a date line to move its SimHash by at most a bit or two
 	page := func(head, body string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, "<html><head><title>t</title>%s</head><body>%s</body></html>", head, body)

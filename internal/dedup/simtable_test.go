@@ -135,7 +135,7 @@ func TestPageSimHashShortTexts(t *testing.T) {
 
 func TestClusters(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	base := strings.Join(randomText(r, 300), " ")
+	base := strings.Join(randomText(r, 2000), " ")
 	dated := "Updated 2024-05-01. " + base
 	other := strings.Join(randomText(r, 300), " ")
 	texts := []string{base, dated, other, base, "", "", "x"}
