@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/content"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/index/analysis"
 )
 
@@ -33,7 +34,13 @@ import (
 // attempt redoes them. Packets carry the task tag and the attempt, and the
 // writer accepts exactly one complete attempt per tag.
 //
-// Keys, all under the hash tag {spider:NAME} (Redis Cluster safe):
+// Keys. The queues and the bookkeeping share the hash tag {spider:NAME},
+// so every script and transaction on them is in one slot of a Redis
+// Cluster; the result packets, which hold the analysed pages and so
+// nearly all of the build's memory, go to resultLists lists, one per hash
+// tag ix-I-K (crawls.SpreadTag), a task's packets all to the list of its
+// number (so they stay in order), and the masters of a cluster hold about
+// equal shares of them:
 //
 //	{spider:NAME}:index:trq:NODE      task tags of NODE not yet leased
 //	{spider:NAME}:index:proc:MAPPER   tags leased by MAPPER
@@ -43,13 +50,41 @@ import (
 //	{spider:NAME}:index:donebynode    hash NODE → finished tasks
 //	{spider:NAME}:index:mappers       sorted set MAPPER → last heartbeat (ms)
 //	{spider:NAME}:index:mapnode       hash MAPPER → NODE
-//	{spider:NAME}:index:results       result packets
 //	{spider:NAME}:index:stats         hash of counters (pages, bytes)
+//	spider:NAME:{ix-I-K}:results      result packets of the tasks numbered I mod resultLists
+
+// resultLists is the number of result lists (and hash tags) of a build.
+const resultLists = 12
+
+var resultTags = func() []string {
+	t := make([]string, resultLists)
+	for i := range t {
+		t[i] = crawls.SpreadTag("ix-", i, resultLists)
+	}
+	return t
+}()
 
 // distKeys names the keys of one distributed index build.
-type distKeys struct{ p string }
+type distKeys struct{ p, crawl string }
 
-func newDistKeys(crawl string) distKeys { return distKeys{p: "{spider:" + crawl + "}:index:"} }
+func newDistKeys(crawl string) distKeys {
+	return distKeys{p: "{spider:" + crawl + "}:index:", crawl: crawl}
+}
+
+// results is result list i.
+func (k distKeys) results(i int) string {
+	return "spider:" + k.crawl + ":{" + resultTags[i] + "}:results"
+}
+
+// resultList is the list of a task's packets: its number (the tag's part
+// after the last '/') modulo resultLists.
+func resultList(tag string) int {
+	n, err := strconv.Atoi(tag[strings.LastIndexByte(tag, '/')+1:])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n % resultLists
+}
 
 func (k distKeys) trq(node string) string    { return k.p + "trq:" + node }
 func (k distKeys) proc(mapper string) string { return k.p + "proc:" + mapper }
@@ -59,7 +94,6 @@ func (k distKeys) done() string              { return k.p + "done" }
 func (k distKeys) doneByNode() string        { return k.p + "donebynode" }
 func (k distKeys) mappers() string           { return k.p + "mappers" }
 func (k distKeys) mapNode() string           { return k.p + "mapnode" }
-func (k distKeys) results() string           { return k.p + "results" }
 func (k distKeys) stats() string             { return k.p + "stats" }
 
 // task is one map task: a byte range of a node's records.jsonl.
@@ -133,7 +167,7 @@ type MapperOptions struct {
 	PacketDocs int
 	// Heartbeat is how often the mapper reports it is alive. Default 1s.
 	Heartbeat time.Duration
-	// MaxQueued pauses the mapper while the results queue is longer.
+	// MaxQueued pauses the mapper while its task's result list is longer.
 	// Default 256 packets.
 	MaxQueued int64
 	// Logger receives progress. Nil discards.
@@ -283,9 +317,10 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 			return st, err
 		}
 		seq := 0
+		list := k.results(resultList(tag))
 		send := func(p *packet) error {
 			for {
-				n, err := rdb.LLen(ctx, k.results()).Result()
+				n, err := rdb.LLen(ctx, list).Result()
 				if err != nil {
 					return err
 				}
@@ -300,7 +335,7 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 			}
 			p.tag, p.attempt, p.seq = tag, attempt, seq
 			seq++
-			if err := rdb.RPush(ctx, k.results(), encodePacket(p)).Err(); err != nil {
+			if err := rdb.RPush(ctx, list, encodePacket(p)).Err(); err != nil {
 				return err
 			}
 			packets++
@@ -500,6 +535,8 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 		return tag
 	}
 	lastReap, lastProgress := time.Time{}, time.Time{}
+	var queued []string // packets popped, not yet handled
+	next, idle := 0, time.Duration(0)
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -537,17 +574,38 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 		if len(plan) >= opt.Nodes && len(doneTags) >= total && total > 0 {
 			break
 		}
-		raw, err := rdb.BLPop(ctx, time.Second, k.results()).Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return st, ctx.Err()
+		if len(queued) == 0 {
+			// The lists in turn, a batch from each; when all are empty, a
+			// short sleep (a blocking pop can wait on one slot only).
+			for range resultLists {
+				list := k.results(next)
+				next = (next + 1) % resultLists
+				got, err := rdb.LPopCount(ctx, list, 64).Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					if ctx.Err() != nil {
+						return st, ctx.Err()
+					}
+					return st, fmt.Errorf("cannot pop results from %s: %w", list, err)
+				}
+				if len(got) > 0 {
+					queued = got
+					break
+				}
 			}
-			return st, fmt.Errorf("cannot pop results: %w", err)
+			if len(queued) == 0 {
+				idle = min(max(2*idle, 2*time.Millisecond), 100*time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return st, ctx.Err()
+				case <-time.After(idle):
+				}
+				continue
+			}
+			idle = 0
 		}
-		p, err := decodePacket([]byte(raw[1]))
+		raw := queued[0]
+		queued = queued[1:]
+		p, err := decodePacket([]byte(raw))
 		if err != nil {
 			log.Warn("index writer: dropped a malformed packet", "err", err)
 			continue
@@ -642,7 +700,10 @@ func ResetDist(ctx context.Context, rdb redis.UniversalClient, crawl string) err
 	for _, m := range mappers {
 		keys = append(keys, k.proc(m))
 	}
-	keys = append(keys, k.tasks(), k.plan(), k.done(), k.doneByNode(), k.mappers(), k.mapNode(), k.results(), k.stats())
+	keys = append(keys, k.tasks(), k.plan(), k.done(), k.doneByNode(), k.mappers(), k.mapNode(), k.stats())
+	for i := range resultLists {
+		keys = append(keys, k.results(i))
+	}
 	for _, key := range keys {
 		if err := rdb.Del(ctx, key).Err(); err != nil {
 			return fmt.Errorf("cannot delete %s: %w", key, err)

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -65,7 +68,7 @@ func TestDistributedEqualsEmbedded(t *testing.T) {
 	if _, err := RunMapper(doomedCtx, rdb, data, doomed); !errors.Is(err, context.Canceled) {
 		t.Fatalf("doomed mapper: %v", err)
 	}
-	if n, _ := rdb.LLen(ctx, newDistKeys("t").results()).Result(); n != 2 {
+	if n := queuedPackets(ctx, rdb, "t"); n != 2 {
 		t.Fatalf("doomed mapper left %d packets, want 2", n)
 	}
 
@@ -105,13 +108,22 @@ func TestDistributedEqualsEmbedded(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("distributed segment (%d bytes) differs from the embedded one (%d bytes)", len(got), len(want))
 	}
-	if keys, _ := rdb.Keys(ctx, "{spider:t}:index:*").Result(); len(keys) != 0 {
+	if keys, _ := rdb.Keys(ctx, "*").Result(); len(keys) != 0 {
 		t.Errorf("keys left after the build: %v", keys)
 	}
 	ix := openIndex(t, filepath.Join(out, DirName))
 	if res, err := ix.Search(ctx, Request{Query: "football OR 足球"}); err != nil || res.Total == 0 {
 		t.Errorf("search of the distributed index: %+v %v", res, err)
 	}
+}
+
+// queuedPackets is the number of packets in the build's result lists.
+func queuedPackets(ctx context.Context, rdb redis.UniversalClient, crawl string) int64 {
+	var n int64
+	for i := range resultLists {
+		n += rdb.LLen(ctx, newDistKeys(crawl).results(i)).Val()
+	}
+	return n
 }
 
 func TestPacketRoundTrip(t *testing.T) {
@@ -171,4 +183,86 @@ func FuzzDecodePacket(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDistOnCluster: the distributed build on a Redis Cluster of 3
+// masters gives the embedded build's segment byte for byte, and while the
+// mappers' results wait for the writer (the build's memory) no master
+// holds more than 45% of it: the result lists spread over the masters
+// (crawls.SpreadTag). Fails if the lists share one tag again, or if a
+// script or transaction crosses slots (go-redis refuses it on a cluster).
+func TestDistOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls a synthetic web and runs a Redis Cluster")
+	}
+	data, _, _ := crawlWeb(t, websim.Config{Seed: 4, Hosts: 6, PagesPerHost: 30}, 4)
+	if _, err := Build(context.Background(), data, BuildOptions{Rebuild: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := segmentBytes(t, filepath.Join(data, DirName))
+	rdb := redistest.StartCluster(t, 3).Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opt := MapperOptions{Crawl: "c", Node: "n1", TaskRecords: 3, PacketDocs: 2, Heartbeat: 50 * time.Millisecond, MaxQueued: 1 << 20}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := RunMapper(ctx, rdb, data, opt); err != nil {
+				t.Errorf("mapper: %v", err)
+			}
+		}()
+	}
+	// Every task analysed and queued (the writer is not started yet).
+	k := newDistKeys("c")
+	for {
+		planned, _ := rdb.HGet(ctx, k.plan(), "n1").Int()
+		if planned > 0 && rdb.HLen(ctx, k.tasks()).Val() == int64(planned) && rdb.LLen(ctx, k.trq("n1")).Val() == 0 &&
+			rdb.ZCard(ctx, k.mappers()).Val() == 2 && procEmpty(ctx, rdb, k) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the mappers did not queue every task in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	shards, err := crawls.PerMaster(ctx, rdb, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, mem := crawls.Spread(shards)
+	for _, s := range shards {
+		t.Logf("%s: %d keys %v, %d bytes", s.Addr, s.Total, s.Keys, s.MemoryBytes)
+	}
+	if len(shards) != 3 || mem > 0.45 {
+		t.Errorf("largest of %d shards holds %.0f%% of the build's memory (%.0f%% of its keys), want at most 45%% on 3", len(shards), 100*mem, 100*keys)
+	}
+	out := filepath.Join(t.TempDir(), DirName)
+	if _, err := RunDistWriter(ctx, rdb, out, DistWriterOptions{Crawl: "c", LeaseTTL: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := segmentBytes(t, out); !bytes.Equal(got, want) {
+		t.Errorf("distributed segment on a cluster (%d bytes) differs from the embedded one (%d bytes)", len(got), len(want))
+	}
+	if left, err := crawls.PerMaster(ctx, rdb, "c"); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, s := range left {
+			if s.Total != 0 {
+				t.Errorf("%s: %d keys left after the build: %v", s.Addr, s.Total, s.Keys)
+			}
+		}
+	}
+}
+
+// procEmpty reports whether no mapper holds a task.
+func procEmpty(ctx context.Context, rdb redis.UniversalClient, k distKeys) bool {
+	for _, m := range rdb.HKeys(ctx, k.mapNode()).Val() {
+		if rdb.LLen(ctx, k.proc(m)).Val() > 0 {
+			return false
+		}
+	}
+	return true
 }
