@@ -254,6 +254,21 @@ type Config struct {
 	// 0: the static web (Truth then never changes).
 	PublishEvery time.Duration
 
+	// ChangeDay, when positive, makes the pages of every host's hierarchy change
+	// (change.go): each page changes as a Poisson process at a rate drawn from
+	// ChangeClasses (Cho and Garcia-Molina's measurements), one day of the model
+	// lasting ChangeDay of real time from New; ETag, Last-Modified and 304 answers.
+	// Default 0: pages never change and carry no validators.
+	ChangeDay time.Duration
+	// DisappearShare is the share of articles that disappear (404 or 410) at their
+	// first, second or third change. Default 0.02 (with ChangeDay); negative: none.
+	DisappearShare float64
+	// ValidatorFaults are the bad servers' ways with validators (with ChangeDay): each
+	// host of FaultShare gets one of them. Default none.
+	ValidatorFaults ValidatorFault
+	// FaultShare is the share of hosts given one of ValidatorFaults. Default 0.25.
+	FaultShare float64
+
 	// LogCap is the number of access-log entries kept in memory; further entries are
 	// counted as dropped. Default 1,000,000; negative keeps none.
 	LogCap int
@@ -299,6 +314,12 @@ func (c Config) resolve() (settings, error) {
 	}
 	if s.TroubleShare == 0 {
 		s.TroubleShare = 0.5
+	}
+	if s.DisappearShare == 0 {
+		s.DisappearShare = 0.02
+	}
+	if s.FaultShare == 0 {
+		s.FaultShare = 0.25
 	}
 	if s.SlowShare == 0 {
 		s.SlowShare = 0.2
@@ -358,6 +379,8 @@ func (c Config) resolve() (settings, error) {
 		return s, fmt.Errorf("cannot use negative latency, bandwidth or hang time: %w", ErrBadConfig)
 	case s.PublishEvery < 0:
 		return s, fmt.Errorf("cannot publish every %s: %w: use 0 (static) or a positive interval", s.PublishEvery, ErrBadConfig)
+	case s.ChangeDay < 0:
+		return s, fmt.Errorf("cannot make a day last %s: %w: use 0 (pages never change) or a positive duration", s.ChangeDay, ErrBadConfig)
 	case s.BusyCount < 0 || s.LargeSize < 0 || s.BombSize < 0 || s.CrawlDelay < 0:
 		return s, fmt.Errorf("cannot use negative busy count, large size, bomb size or crawl delay: %w", ErrBadConfig)
 	}

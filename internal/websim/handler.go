@@ -322,6 +322,16 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	s := w.getScratch()
 	defer w.putScratch(s)
 	status, ctype := a.status, a.ctype
+	var pv pageVersion
+	if w.cfg.ChangeDay > 0 && status == 200 {
+		var done bool
+		if pv, done = w.versioned(rec, r, hi, a.rt, hostname+pq); done {
+			return
+		}
+		if pv.gone != 0 {
+			status, ctype = pv.gone, ctHTML
+		}
+	}
 	if a.rt.kind == rBusy {
 		if w.busy.hit(hostname+pq) < w.cfg.BusyCount {
 			status, ctype = 503, ctHTML
@@ -332,6 +342,7 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.buildError(hi, status, &s.d)
 	} else {
 		w.build(hi, a.rt, &s.d)
+		w.applyVersion(&s.d, pv)
 		if l := w.canonicalHeader(hi, a.rt); l != "" {
 			rec.Header().Set("Link", l)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,6 +52,8 @@ type Web struct {
 	huge      []byte // the filler of huge robots.txt files
 
 	start time.Time // when New built the web: the origin of PublishEvery
+
+	answers atomic.Uint64 // answers of FaultETagEveryAnswer hosts (change.go)
 }
 
 // New builds the web described by cfg. It holds O(Hosts + PagesPerHost) memory; pages are
