@@ -1180,16 +1180,16 @@ func (c *Center) handOut(ctx context.Context, dest string, reg map[string]string
 		j := partOfHash(args[i].(string))
 		byPart[j] = append(byPart[j], args[i], args[i+1])
 	}
-	p := cl.Pipeline()
-	cmds := map[int]*redis.Cmd{}
+	b := newScriptBatch(cl)
+	calls := make([]*scriptCall, 0, len(byPart))
 	for i, a := range byPart {
-		cmds[i] = p.Eval(ctx, acceptLua, []string{hk.finishURL(i), hk.taskPool(i), hk.partReceived(i), hk.leaving(i)}, a...)
+		calls = append(calls, b.add(ctx, acceptScript, []string{hk.finishURL(i), hk.taskPool(i), hk.partReceived(i), hk.leaving(i)}, a...))
 	}
-	if _, err := p.Exec(ctx); err != nil {
+	if err := b.exec(ctx); err != nil {
 		return err
 	}
-	for _, cmd := range cmds {
-		if n, err := cmd.Int64(); err != nil {
+	for _, call := range calls {
+		if n, err := call.cmd.Int64(); err != nil {
 			return err
 		} else if n < 0 {
 			return fmt.Errorf("host %s is leaving", dest)
@@ -1209,17 +1209,17 @@ func (c *Center) claimLocal(ctx context.Context, f *Frame) ([]string, error) {
 		}
 		byPart[i] = append(byPart[i], u)
 	}
-	p := c.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, 0, len(byPart))
+	b := newScriptBatch(c.rdb)
+	calls := make([]*scriptCall, 0, len(byPart))
 	for i, args := range byPart {
-		cmds = append(cmds, p.Eval(ctx, claimLocalLua, []string{c.k.claims(i)}, args...))
+		calls = append(calls, b.add(ctx, claimLocalScript, []string{c.k.claims(i)}, args...))
 	}
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if err := b.exec(ctx); err != nil {
 		return nil, fmt.Errorf("cannot claim URLs: %w", err)
 	}
 	var surv []string
-	for _, cmd := range cmds {
-		v, err := cmd.StringSlice()
+	for _, call := range calls {
+		v, err := call.cmd.StringSlice()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("cannot claim URLs: %w", err)
 		}
@@ -1235,10 +1235,10 @@ func (c *Center) claimRemote(ctx context.Context, f *Frame) ([]string, []int64, 
 	for u := range f.URLSet {
 		byPart[PartOf(u)] = append(byPart[PartOf(u)], u)
 	}
-	p := c.rdb.Pipeline()
+	b := newScriptBatch(c.rdb)
 	type call struct {
-		us  []string
-		cmd *redis.Cmd
+		us []string
+		sc *scriptCall
 	}
 	calls := make([]call, 0, len(byPart))
 	for i, us := range byPart {
@@ -1251,15 +1251,15 @@ func (c *Center) claimRemote(ctx context.Context, f *Frame) ([]string, []int64, 
 			}
 			args = append(args, u, home)
 		}
-		calls = append(calls, call{us, p.Eval(ctx, claimRemoteLua, []string{c.k.claims(i)}, args...)})
+		calls = append(calls, call{us, b.add(ctx, claimRemoteScript, []string{c.k.claims(i)}, args...)})
 	}
-	if _, err := p.Exec(ctx); err != nil {
+	if err := b.exec(ctx); err != nil {
 		return nil, nil, fmt.Errorf("cannot check claims: %w", err)
 	}
 	var us []string
 	var marks []int64
 	for _, cl := range calls {
-		m, err := cl.cmd.Int64Slice()
+		m, err := cl.sc.cmd.Int64Slice()
 		if err != nil || len(m) != len(cl.us) {
 			return nil, nil, fmt.Errorf("cannot check claims: %v (%d marks for %d URLs)", err, len(m), len(cl.us))
 		}

@@ -335,17 +335,20 @@ func (h *Host) AddSeeds(ctx context.Context, seeds []Task) error {
 // them. Each must end with Complete (or stay for the next start to re-queue).
 func (h *Host) Take(ctx context.Context, n int) ([]Taken, error) {
 	per := max(1, (n+Parts-1)/Parts)
-	p := h.opt.Local.Pipeline()
-	cmds := make([]*redis.Cmd, Parts)
+	b := newScriptBatch(h.opt.Local)
+	calls := make([]*scriptCall, Parts)
 	for i := range Parts {
-		cmds[i] = p.Eval(ctx, takeLua, []string{h.k.taskPool(i), h.k.taskProc(i)}, per)
+		calls[i] = b.add(ctx, takeScript, []string{h.k.taskPool(i), h.k.taskProc(i)}, per)
 	}
-	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("cannot take tasks from task_pool: %w", err)
-	}
+	// Tasks taken from parts whose script succeeded are returned even when another
+	// part failed: they are in processing and must reach the frontier.
+	berr := b.exec(ctx)
 	var out []Taken
-	for i, c := range cmds {
-		items, err := c.StringSlice()
+	for i, c := range calls {
+		items, err := c.cmd.StringSlice()
+		if err != nil && berr != nil {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cannot take tasks from task_pool: %w", err)
 		}
@@ -358,6 +361,9 @@ func (h *Host) Take(ctx context.Context, n int) ([]Taken, error) {
 			}
 			out = append(out, Taken{Task: t, Raw: raw, part: i})
 		}
+	}
+	if len(out) == 0 && berr != nil {
+		return nil, fmt.Errorf("cannot take tasks from task_pool: %w", berr)
 	}
 	return out, nil
 }
@@ -444,11 +450,11 @@ func (h *Host) LocalPass(ctx context.Context) (kept, dropped int, err error) {
 	if err := queueFrameScript.Run(ctx, h.opt.Local, []string{h.k.outbox(), h.k.seq(), h.k.stats()}, args...).Err(); err != nil {
 		return 0, 0, fmt.Errorf("cannot run the local pass: %w", err)
 	}
-	if err := h.eachPart(ctx, func(p redis.Pipeliner, i int) {
-		if len(del[i]) > 0 {
-			p.Eval(ctx, poolDelLua, []string{h.k.urlPool(i)}, del[i]...)
-		}
-	}); err != nil {
+	b := newScriptBatch(h.opt.Local)
+	for i, args := range del {
+		b.add(ctx, poolDelScript, []string{h.k.urlPool(i)}, args...)
+	}
+	if err := b.exec(ctx); err != nil {
 		// The frame is queued: the URLs left behind go again in a later frame, which the
 		// center drops as claimed.
 		return kept, dropped, fmt.Errorf("cannot remove submitted URLs from URL_pool: %w", err)

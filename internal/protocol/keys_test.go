@@ -1,10 +1,13 @@
 package protocol
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestPartTags: every part tag of a node lies in the middle half of its twelfth of
@@ -117,6 +120,34 @@ func FuzzClusterURL(f *testing.F) {
 		again, cl2, err := ClusterURL(clean)
 		if err != nil || again != clean || cl2 && !isCluster {
 			t.Fatalf("ClusterURL(%q) = %q %v %v; ClusterURL(%q) = %q %v %v", raw, clean, isCluster, nil, clean, again, cl2, err)
+		}
+	})
+}
+
+// TestScriptBatch: scripts a server does not know (a fresh Redis, or after SCRIPT
+// FLUSH) are sent again in full, and every script of a batch runs exactly once.
+func TestScriptBatch(t *testing.T) {
+	onBackends(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		rdb := b.rdb(t)
+		incr := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
+		for round := range 3 {
+			if round == 2 {
+				b.flushScripts()
+			}
+			sb := newScriptBatch(rdb)
+			var calls []*scriptCall
+			for i := range Parts {
+				calls = append(calls, sb.add(ctx, incr, []string{"{" + partTag("x", i) + "}:n"}))
+			}
+			if err := sb.exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range calls {
+				if n, err := c.cmd.Int64(); err != nil || n != int64(round+1) {
+					t.Fatalf("round %d, part %d: counter %d %v, want %d (each script once)", round, i, n, err, round+1)
+				}
+			}
 		}
 	})
 }

@@ -127,6 +127,8 @@ func stat(t *testing.T, rdb redis.UniversalClient, c *Center, field string) int6
 type backend struct {
 	client func() redis.UniversalClient // a new client; the caller closes it
 	flush  func()                       // empties every master
+	// flushScripts empties every master's script cache.
+	flushScripts func()
 }
 
 // rdb returns a new client closed when the test ends.
@@ -141,8 +143,9 @@ func onBackends(t *testing.T, body func(t *testing.T, b backend)) {
 	t.Run("server", func(t *testing.T) {
 		srv := redistest.Start(t)
 		body(t, backend{
-			client: func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr()}) },
-			flush:  func() { srv.Client().FlushAll(context.Background()) }})
+			client:       func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: srv.Addr()}) },
+			flush:        func() { srv.Client().FlushAll(context.Background()) },
+			flushScripts: func() { srv.Client().ScriptFlush(context.Background()) }})
 	})
 	t.Run("cluster", func(t *testing.T) {
 		if testing.Short() {
@@ -155,6 +158,13 @@ func onBackends(t *testing.T, body func(t *testing.T, b backend)) {
 				for _, srv := range cl.Servers {
 					c := srv.Client()
 					c.FlushAll(context.Background())
+					c.Close()
+				}
+			},
+			flushScripts: func() {
+				for _, srv := range cl.Servers {
+					c := srv.Client()
+					c.ScriptFlush(context.Background())
 					c.Close()
 				}
 			}})

@@ -1,6 +1,11 @@
 package protocol
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // hashLua is the Lua twin of URLHash.
 const hashLua = `local function h(u) return string.sub(redis.sha1hex(u), 1, 16) end
@@ -150,3 +155,57 @@ return out`
 
 // moveBatchScript moves up to ARGV[1] entries from KEYS[1] to KEYS[2].
 var moveBatchScript = takeScript
+
+var (
+	acceptScript      = redis.NewScript(acceptLua)
+	claimLocalScript  = redis.NewScript(claimLocalLua)
+	claimRemoteScript = redis.NewScript(claimRemoteLua)
+	poolDelScript     = redis.NewScript(poolDelLua)
+)
+
+// scriptBatch runs scripts on several parts in one pipeline (one round trip per Redis
+// Cluster master), each by its SHA; a script a server does not know yet (NOSCRIPT: a new
+// or restarted Redis, a master that never ran it) is sent again in full, alone, after
+// the pipeline. No script runs twice.
+type scriptBatch struct {
+	rdb   redis.UniversalClient
+	p     redis.Pipeliner
+	calls []*scriptCall
+}
+
+// scriptCall is one script of a batch; cmd holds its result after exec.
+type scriptCall struct {
+	s    *redis.Script
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+func newScriptBatch(rdb redis.UniversalClient) *scriptBatch {
+	return &scriptBatch{rdb: rdb, p: rdb.Pipeline()}
+}
+
+// add queues s with keys and args.
+func (b *scriptBatch) add(ctx context.Context, s *redis.Script, keys []string, args ...any) *scriptCall {
+	c := &scriptCall{s: s, keys: keys, args: args, cmd: s.EvalSha(ctx, b.p, keys, args...)}
+	b.calls = append(b.calls, c)
+	return c
+}
+
+// exec runs the batch and returns the first script error (redis.Nil is no error).
+func (b *scriptBatch) exec(ctx context.Context) error {
+	if len(b.calls) == 0 {
+		return nil
+	}
+	b.p.Exec(ctx) // each call's error is read below
+	var first error
+	for _, c := range b.calls {
+		if redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
+			c.cmd = c.s.Eval(ctx, b.rdb, c.keys, c.args...)
+		}
+		if err := c.cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
