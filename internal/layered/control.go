@@ -197,7 +197,7 @@ func (c *Crawler) coordReport() cluster.NodeReport {
 	c.repMu.Lock()
 	defer c.repMu.Unlock()
 	r := cluster.NodeReport{Counts: cluster.Counts(c.repCounts),
-		Detail: map[string]int64{"round": int64(c.man.Round), "pass": int64(c.man.Pass), "rounds": int64(c.opt.Rounds)}}
+		Detail: map[string]int64{"round": c.repRound.Load(), "pass": c.repPass.Load(), "rounds": int64(c.opt.Rounds)}}
 	if c.main != nil {
 		r.Counts.Add(cluster.Counts(c.main.tally.Counts()))
 	}

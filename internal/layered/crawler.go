@@ -125,6 +125,8 @@ type Crawler struct {
 	repMu     sync.Mutex
 	repCounts cluster.Counts
 	main      *mainStore
+	// The manifest's round and pass at its last save, for the report.
+	repRound, repPass atomic.Int64
 }
 
 // New validates the settings, locks the data directory (store.LockDir: a
@@ -316,7 +318,11 @@ func (c *Crawler) load(ctx context.Context) error {
 	return c.save()
 }
 
-func (c *Crawler) save() error { return writeJSON(filepath.Join(c.root, ManifestFile), c.man) }
+func (c *Crawler) save() error {
+	c.repRound.Store(int64(c.man.Round)) // for the report's goroutine
+	c.repPass.Store(int64(c.man.Pass))
+	return writeJSON(filepath.Join(c.root, ManifestFile), c.man)
+}
 
 // errLimitReached stops the rounds at a pass: --max-pages URLs are fetched.
 var errLimitReached = errors.New("the page limit (--max-pages) is reached")
