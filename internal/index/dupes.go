@@ -2,12 +2,14 @@ package index
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +21,13 @@ import (
 //
 // A cluster is a page and the pages that stand for the same content: exact
 // duplicates (the same text fingerprint), near-duplicates (a SimHash within
-// the distance, dedup.Clusters: in records order, a page joins the first
-// earlier page it is near) and pages whose canonical URL names it. Build
+// the distance, dedup.Clusters: a page joins the first page before it that
+// it is near) and pages whose canonical URL names it. "Before" is by link
+// depth, then URL length, then URL: the order does not depend on the order
+// the crawl fetched the pages in (a crawl resumed after a crash makes the
+// same clusters as one that never stopped), and the page that stands for
+// its copies is the shallowest and shortest (/ before /?q=1, an article
+// before its copies a link further). Build
 // computes the clusters over every indexable page of the crawl (the last
 // record of each URL) after each run and writes them to ClustersFile in the
 // index directory; Search keeps the best-ranked hit of each cluster (the
@@ -66,7 +73,7 @@ type ClusterMember struct {
 }
 
 // ComputeClusters reads dataDir's records and returns the pages that are
-// folded into another page's cluster, in records order, with near-duplicates
+// folded into another page's cluster, in cluster order, with near-duplicates
 // found within SimHash distance k (0: exact duplicates and canonical URLs
 // only).
 func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMember, error) {
@@ -89,21 +96,27 @@ func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMembe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// The indexable pages in records order, and where each URL (and final
+	// The indexable pages in cluster order, and where each URL (and final
 	// URL) is among them.
 	var pages []Record
-	at := map[string]int{}
 	for _, r := range recs {
-		if !r.Indexable() {
-			continue
+		if r.Indexable() {
+			pages = append(pages, r)
 		}
-		at[r.URL] = len(pages)
+	}
+	slices.SortStableFunc(pages, func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Depth, b.Depth), cmp.Compare(len(a.URL), len(b.URL)), strings.Compare(a.URL, b.URL))
+	})
+	at := map[string]int{}
+	for i, r := range pages {
+		at[r.URL] = i
+	}
+	for i, r := range pages {
 		if r.FinalURL != "" {
 			if _, ok := at[r.FinalURL]; !ok {
-				at[r.FinalURL] = len(pages)
+				at[r.FinalURL] = i
 			}
 		}
-		pages = append(pages, r)
 	}
 	fps := make([]uint64, len(pages))
 	sims := make([]uint64, len(pages))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -36,6 +38,9 @@ func writeRecords(t *testing.T, recs []store.Record, texts []string) string {
 	}
 	defer f.Close()
 	for i, r := range recs {
+		if r.Depth == 0 {
+			r.Depth = 2
+		}
 		if r.Status == 0 {
 			r.Status = 200
 		}
@@ -54,8 +59,8 @@ func writeRecords(t *testing.T, recs []store.Record, texts []string) string {
 
 func TestComputeClusters(t *testing.T) {
 	art := text(1, 300)
-	recs := []store.Record{
-		{URL: "http://a/article"},
+	recs := []store.Record{ // depth 1, copies at 2 (cluster order: depth, URL length, URL)
+		{URL: "http://a/article", Depth: 1},
 		{URL: "http://a/print/article"},                   // exact copy
 		{URL: "http://a/dated"},                           // near copy
 		{URL: "http://a/other"},                           // unrelated
@@ -100,6 +105,23 @@ func TestComputeClusters(t *testing.T) {
 		if _, ok := want[u]; !ok {
 			t.Errorf("%s folded into %q; it stands alone (canonical to a 404, loop, chain or unfetched page)", u, g)
 		}
+	}
+	// The same pages recorded in another order (a crawl resumed after a
+	// crash fetches in another order) make the same clusters.
+	rev := slices.Clone(recs)
+	revTexts := slices.Clone(texts)
+	slices.Reverse(rev)
+	slices.Reverse(revTexts)
+	ms2, err := ComputeClusters(context.Background(), writeRecords(t, rev, revTexts), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got2 := map[string]string{}
+	for _, m := range ms2 {
+		got2[m.URL] = m.Root + " " + m.Kind
+	}
+	if !maps.Equal(got, got2) {
+		t.Errorf("records reversed: %v, in order: %v", got2, got)
 	}
 	// k = 0: no near-duplicates.
 	ms, _ = ComputeClusters(context.Background(), dir, 0)
