@@ -90,11 +90,15 @@ type FieldWeights struct {
 	// Template 1 indexes the page's whole visible text, template included
 	// (the index before the content model).
 	Template int `json:"template,omitempty"`
+	// K1 is BM25F's saturation: how fast more evidence stops adding to a
+	// word's score (x·(K1+1)/(x+K1) above). It is on the scale of the
+	// weights, so it belongs with them; 0 means classic BM25's 1.2.
+	K1 float64 `json:"k1,omitempty"`
 }
 
 // DefaultFieldWeights are the weights chosen by the judged evaluation in
 // bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
-var DefaultFieldWeights = FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4}
+var DefaultFieldWeights = FieldWeights{Title: 16, Headings: 4, Body: 1, Anchor: 8, K1: 12}
 
 // BM25Fields is the ranking before BM25F: title and text as one text,
 // no anchor text. The evaluation's "BM25 alone" baseline.
@@ -105,6 +109,9 @@ const MaxFieldWeight = 100
 
 // Validate says what is wrong with w, or nil.
 func (w FieldWeights) Validate() error {
+	if !(w.K1 >= 0 && w.K1 <= 1000) {
+		return fmt.Errorf("cannot use k1 %g: use 0 (classic BM25's 1.2) to 1000", w.K1)
+	}
 	if w.Template != 0 && w.Template != 1 {
 		return fmt.Errorf("cannot use template weight %d: use 0 (index the main text only) or 1 (the whole visible text)", w.Template)
 	}
@@ -123,11 +130,14 @@ func (w FieldWeights) String() string {
 	if w.Template != 0 {
 		s += fmt.Sprintf(",template=%d", w.Template)
 	}
+	if w.K1 != 0 {
+		s += ",k1=" + strconv.FormatFloat(w.K1, 'g', -1, 64)
+	}
 	return s
 }
 
 // ParseFieldWeights reads weights written as String writes them
-// ("title=8,headings=4,body=1,anchor=4"); fields not named keep their
+// ("title=16,headings=4,body=1,anchor=8,k1=12"); fields not named keep their
 // DefaultFieldWeights value. The result is validated.
 func ParseFieldWeights(s string) (FieldWeights, error) {
 	w := DefaultFieldWeights
@@ -137,6 +147,14 @@ func ParseFieldWeights(s string) (FieldWeights, error) {
 			continue
 		}
 		name, val, ok := strings.Cut(part, "=")
+		if strings.TrimSpace(name) == "k1" {
+			k, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			if !ok || err != nil {
+				return w, fmt.Errorf("cannot read %q: write k1=N, e.g. k1=12", part)
+			}
+			w.K1 = k
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(val))
 		if !ok || err != nil {
 			return w, fmt.Errorf("cannot read field weight %q: write NAME=N, e.g. title=8,headings=4,body=1,anchor=4", part)
@@ -153,7 +171,7 @@ func ParseFieldWeights(s string) (FieldWeights, error) {
 		case "template":
 			w.Template = n
 		default:
-			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body, anchor and template", part)
+			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body, anchor and template (and k1)", part)
 		}
 	}
 	return w, w.Validate()

@@ -22,17 +22,14 @@ import (
 
 // BM25 parameters (Robertson–Zaragoza defaults, as in Lucene).
 const (
-	bm25K1 = 1.2
+	bm25K1 = 1.2 // classic BM25; an index records its own (FieldWeights.K1)
 	bm25B  = 0.75
 )
 
 // DefaultRankWeight is the weight of the PageRank boost when neither
-// Options nor Request set one: 0, chosen by the judged evaluation of
-// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank"): with
-// BM25F, every weight tried (0.05 to 2) put a hub page (a site's home,
-// section or table of contents) above the page whose title is the query
-// on some judged query, and lowered P@3 on the synthetic web.
-const DefaultRankWeight = 0.0
+// Options nor Request set one, chosen by the judged evaluation of
+// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
+const DefaultRankWeight = 0.5
 
 // ErrNoIndex is wrapped by Open when the directory holds no index yet.
 var ErrNoIndex = errors.New("no search index")
@@ -179,6 +176,7 @@ type snapshot struct {
 	ndel    []int // documents of each segment hidden by deletions
 	live    int
 	avgdl   float64
+	k1      float64 // BM25F's k1 of the index (FieldWeights.K1)
 	refs    atomic.Int64
 }
 
@@ -267,7 +265,10 @@ func (ix *Index) reloadLocked() error {
 			old[s.name] = s
 		}
 	}
-	snap := &snapshot{}
+	snap := &snapshot{k1: bm25K1}
+	if m.Fields != nil && m.Fields.K1 > 0 {
+		snap.k1 = m.Fields.K1
+	}
 	snap.refs.Store(1)
 	fail := func(err error) error {
 		for _, s := range snap.segs {
@@ -433,6 +434,7 @@ type evalCtx struct {
 	exh   bool    // no skip indexes (Options.Exhaustive)
 	n     float64 // live documents in the index
 	avgdl float64
+	k1    float64
 	df    map[string]int // document frequency over all segments
 	ti    map[string]*termInfo
 	err   error
@@ -459,8 +461,11 @@ func (e *evalCtx) idf(term string) float64 {
 	return math.Log(1 + (e.n-df+0.5)/(df+0.5))
 }
 
+// params are the BM25F parameters of e's index.
+func (e *evalCtx) params() bm25Params { return bm25Params{k1: e.k1, avgdl: e.avgdl} }
+
 func (e *evalCtx) bm25(term string, short, tf, dl int) float64 {
-	return bm25Score(e.idf(term), short, tf, dl, e.avgdl)
+	return bm25Score(e.idf(term), short, tf, dl, e.params())
 }
 
 // termMatches scores every document holding term.
@@ -473,7 +478,7 @@ func (e *evalCtx) termMatches(term string) []match {
 	out := make([]match, 0, ti.df)
 	idf := e.idf(term)
 	for p, ok := it.next(); ok; p, ok = it.next() {
-		out = append(out, match{doc: int32(p.doc), score: bm25Score(idf, p.short, p.freq, e.seg.docLen(p.doc), e.avgdl)})
+		out = append(out, match{doc: int32(p.doc), score: bm25Score(idf, p.short, p.freq, e.seg.docLen(p.doc), e.params())})
 	}
 	if it.err != nil && e.err == nil {
 		e.err = it.err
@@ -781,7 +786,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 		e := &evalCtx{ctx: ctx, seg: s.segment, del: snap.deleted[si], ndel: snap.ndel[si], n: float64(snap.live),
-			avgdl: snap.avgdl, df: df, ti: map[string]*termInfo{}, exh: ix.opt.Exhaustive}
+			avgdl: snap.avgdl, k1: snap.k1, df: df, ti: map[string]*termInfo{}, exh: ix.opt.Exhaustive}
 		k.segment(s.segment)
 		if isConj && !ix.opt.Exhaustive {
 			e.evalConjunction(k, si, conj)
@@ -854,7 +859,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 			return nil, fmt.Errorf("stored text of %s in segment %s is damaged: %w", d.URL, seg.name, ErrCorrupt)
 		}
 		if req.Explain {
-			hit.Explain = explain(seg.segment, int(c.doc), q, df, float64(snap.live), snap.avgdl, c, weight, ranks)
+			hit.Explain = explain(seg.segment, int(c.doc), q, df, float64(snap.live), snap.avgdl, snap.k1, c, weight, ranks)
 		}
 		res.Hits = append(res.Hits, hit)
 	}
@@ -945,8 +950,8 @@ func collectTerms(n qnode, out []string) []string {
 }
 
 // explain describes how a hit's score was made.
-func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl float64, c scored, weight float64, ranks *rankSet) string {
-	e := &evalCtx{seg: s, n: n, avgdl: avgdl, df: df, ti: map[string]*termInfo{}}
+func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl, k1 float64, c scored, weight float64, ranks *rankSet) string {
+	e := &evalCtx{seg: s, n: n, avgdl: avgdl, k1: k1, df: df, ti: map[string]*termInfo{}}
 	var b strings.Builder
 	dl := s.docLen(doc)
 	fmt.Fprintf(&b, "score %.4f = bm25f %.4f + rank %.4f; main text length %d (average %.1f)\n", c.score, c.bm25, c.score-c.bm25, dl, avgdl)

@@ -191,12 +191,18 @@ func (s *segment) warmSkips(stop <-chan struct{}) {
 // With short 0 it is BM25. Every scorer uses it, so pruned and exhaustive
 // evaluation compute bit-identical scores. It grows with short and tf and
 // shrinks with dl, which the block bounds rely on.
-func bm25Score(idf float64, short, tf, dl int, avgdl float64) float64 {
-	x := float64(tf) / (1 - bm25B + bm25B*float64(dl)/max(avgdl, 1))
+func bm25Score(idf float64, short, tf, dl int, p bm25Params) float64 {
+	x := float64(tf) / (1 - bm25B + bm25B*float64(dl)/max(p.avgdl, 1))
 	if short > 0 {
 		x += float64(short) / shortScale
 	}
-	return idf * x * (bm25K1 + 1) / (x + bm25K1)
+	return idf * x * (p.k1 + 1) / (x + p.k1)
+}
+
+// bm25Params are what BM25F needs beyond a posting: k1 (the index's, see
+// FieldWeights.K1) and the average main-text length.
+type bm25Params struct {
+	k1, avgdl float64
 }
 
 // boundSlack widens every bound against rounding.
@@ -206,11 +212,11 @@ const boundSlack = 1 + 1e-9
 // idf is negative when a term's document frequency (counted over all
 // segments, overridden copies included) exceeds the live documents; every
 // contribution is then ≤ 0.
-func (e skipEntry) bound(idf, avgdl float64) float64 {
+func (e skipEntry) bound(idf float64, p bm25Params) float64 {
 	if idf <= 0 {
 		return 0
 	}
-	return bm25Score(idf, int(e.maxShort), int(e.maxTF), int(e.minDL), avgdl) * boundSlack
+	return bm25Score(idf, int(e.maxShort), int(e.maxTF), int(e.minDL), p) * boundSlack
 }
 
 // cursor walks one term's postings, jumping with its skip index.
@@ -440,9 +446,9 @@ func (e *evalCtx) evalConjunction(k *topk, si int, terms []string) {
 			dl := e.seg.docLen(d)
 			for i, c := range curs {
 				if i == 0 {
-					s = bm25Score(c.idf, c.p.short, c.p.freq, dl, e.avgdl)
+					s = bm25Score(c.idf, c.p.short, c.p.freq, dl, e.params())
 				} else {
-					s += bm25Score(c.idf, c.p.short, c.p.freq, dl, e.avgdl)
+					s += bm25Score(c.idf, c.p.short, c.p.freq, dl, e.params())
 				}
 			}
 			k.offer(si, int32(d), s)
@@ -498,9 +504,9 @@ func (e *evalCtx) evalMaps(k *topk, si int, curs []*cursor, maps []*docMap) {
 					tf, sh = c.p.freq, c.p.short
 				}
 				if i == 0 {
-					s = bm25Score(c.idf, sh, tf, dl, e.avgdl)
+					s = bm25Score(c.idf, sh, tf, dl, e.params())
 				} else {
-					s += bm25Score(c.idf, sh, tf, dl, e.avgdl)
+					s += bm25Score(c.idf, sh, tf, dl, e.params())
 				}
 			}
 			k.offer(si, int32(d), s)
@@ -516,7 +522,7 @@ func (e *evalCtx) evalOne(k *topk, si int, c *cursor, nodel bool) {
 		for ; c.ok; c.p, c.ok = c.it.next() {
 			if !e.del[c.p.doc] {
 				k.total++
-				k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.short, c.p.freq, e.seg.docLen(c.p.doc), e.avgdl))
+				k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.short, c.p.freq, e.seg.docLen(c.p.doc), e.params()))
 			}
 		}
 		e.noteCursors([]*cursor{c})
@@ -524,7 +530,7 @@ func (e *evalCtx) evalOne(k *topk, si int, c *cursor, nodel bool) {
 	}
 	for b := 0; b < len(c.sk); b++ {
 		n := min(skipBlock, c.df-b*skipBlock)
-		score := c.sk[b].bound(c.idf, e.avgdl)+k.maxRank > k.threshold()
+		score := c.sk[b].bound(c.idf, e.params())+k.maxRank > k.threshold()
 		if !score && nodel {
 			k.total += n
 			continue
@@ -534,7 +540,7 @@ func (e *evalCtx) evalOne(k *topk, si int, c *cursor, nodel bool) {
 			if !e.del[c.p.doc] {
 				k.total++
 				if score {
-					k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.short, c.p.freq, e.seg.docLen(c.p.doc), e.avgdl))
+					k.offer(si, int32(c.p.doc), bm25Score(c.idf, c.p.short, c.p.freq, e.seg.docLen(c.p.doc), e.params()))
 				}
 			}
 			if i+1 < n {
