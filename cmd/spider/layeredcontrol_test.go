@@ -173,7 +173,8 @@ func TestControlLayered(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d URLs missing\n%s", missing, len(truth.MustFetch)+1, ps[0].out)
 	}
-	t.Logf("layered: %d URLs (the first run made %d requests before stop), nothing missing", len(got), stoppedAt)
+	t.Logf("layered: %d URLs (the first run made %d requests before stop), nothing missing; %d URLs requested more than once (a task stopped half done and run again by the other process refetches what it had)",
+		len(got), stoppedAt, len(srv.Log().Duplicates()))
 
 	// The end: the report is the coordinator's records, final, done; one
 	// row for the coordinator and one per process of each run.

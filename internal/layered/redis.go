@@ -203,11 +203,11 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stopped := false
+	finished := false // the crawl is done (this process saw or set finished)
 	defer func() {
 		state := cluster.ReportDone
 		switch cause := context.Cause(ctx); {
-		case stopped:
+		case finished:
 		case errors.Is(cause, ErrStopped), errors.Is(cause, context.Canceled):
 			state = cluster.ReportStopped
 		case cause != nil:
@@ -235,7 +235,7 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 			}
 			return fmt.Errorf("cannot reach Redis: %w", err)
 		} else if fin {
-			stopped = true
+			finished = true
 			cancel(nil)
 			<-werr
 			return nil
@@ -255,7 +255,7 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 			}
 			rdb.HSet(context.WithoutCancel(ctx), k.meta(), metaFinished, "1")
 			rdb.Del(context.WithoutCancel(ctx), k.coord())
-			stopped = true
+			finished = true
 			cancel(nil)
 			<-werr
 			return nil
