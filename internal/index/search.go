@@ -351,7 +351,7 @@ func (ix *Index) loadRanks() {
 	if err != nil {
 		if !ix.rankNoted {
 			ix.rankNoted = true
-			ix.log.Warn("index: no PageRank scores; ranking by BM25 only (run spider rank --data DIR)", "err", err)
+			ix.log.Warn("index: no PageRank scores; ranking by BM25F only (run spider rank --data DIR)", "err", err)
 		}
 		ix.ranks = nil
 		return
