@@ -14,6 +14,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 const masterSynopsis = `master --redis URL [--crawl NAME] [crawl flags] SEED_URL...
@@ -264,7 +265,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	w, err := masterworker.NewWorker(fetcher, rdb, masterworker.Options{Crawl: rf.crawl}, cfg.Concurrency, logger)
+	// The worker's id in the crawl-wide report: its data directory's, so a
+	// restart adds to its earlier figures.
+	nodeID, err := store.NodeID(cfg.Data)
+	if err != nil {
+		fetcher.Close()
+		return err
+	}
+	w, err := masterworker.NewWorker(fetcher, rdb, masterworker.Options{Crawl: rf.crawl, NodeID: nodeID}, cfg.Concurrency, logger)
 	if err != nil {
 		fetcher.Close()
 		return err

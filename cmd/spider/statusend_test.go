@@ -101,6 +101,24 @@ func TestMasterWorkerStatusAtEnd(t *testing.T) {
 		t.Errorf("status at the end: done %v, fetched %d, queued %d, in flight %d; the workers recorded %d URLs\nmaster:\n%s",
 			st.Done, st.Master["fetched"], st.Queue.Queued, st.Queue.InFlight, len(urls), &master.out)
 	}
+	// The crawl-wide report: the master and both workers final, done, its
+	// totals the union of the workers' records; the same on the dashboard
+	// of spider serve --redis.
+	checkReportIsUnion(t, "status --json", st.Report, wdirs, "done", 3)
+	if st.Report != nil {
+		roles := map[string]int{}
+		for _, n := range st.Report.Nodes {
+			roles[n.Role]++
+		}
+		if roles["master"] != 1 || roles["worker"] != 2 {
+			t.Errorf("status --json: report rows by role %v, want 1 master and 2 workers", roles)
+		}
+	}
+	web := startCommand(t, runServe, "--redis", rs.URL(), "--crawl", "end", "--addr", "127.0.0.1:0")
+	var dash server.CrawlStatus
+	getJSON(t, web.base+"/api/crawl", &dash)
+	checkReportIsUnion(t, "the dashboard", dash.Report, wdirs, "done", 3)
+	checkDashboardIsUnion(t, dash, wdirs)
 }
 
 // TestPeerStatusAtEnd: while a peer-to-peer crawl runs, the dashboard API

@@ -102,10 +102,20 @@ var errDone = errors.New("crawl done")
 // workers exit. A master started again
 // on the same state resumes: a new epoch makes workers drop tasks of the
 // previous run, and whatever that run had out is pending again.
-func (m *Master) Run(ctx context.Context) error {
+func (m *Master) Run(ctx context.Context) (err error) {
 	if err := m.prepare(ctx); err != nil {
 		return err
 	}
+	rep, err := cluster.StartReporter(ctx, m.rdb, m.ctlKeys, cluster.ReporterConfig{Node: ControlNode, Role: cluster.RoleMaster,
+		Source: m.masterReport, Every: m.opt.ReportEvery, Logger: m.log})
+	if err != nil {
+		return fmt.Errorf("cannot publish the master's report: %w", err)
+	}
+	defer func() {
+		if rerr := stopReport(ctx, rep, endState(err, false)); rerr != nil && err == nil {
+			err = fmt.Errorf("cannot publish the master's final report: %w", rerr)
+		}
+	}()
 	if err := m.sched.Start(ctx, m.seeds); err != nil {
 		return err
 	}
@@ -119,7 +129,7 @@ func (m *Master) Run(ctx context.Context) error {
 	g.Go(func() error { return m.reap(gctx) })
 	ctl := cluster.NewControl(m.rdb, m.ctlKeys)
 	g.Go(func() error { return m.follow(gctx, ctl) })
-	err := g.Wait()
+	err = g.Wait()
 	if errors.Is(err, ErrStopped) {
 		if serr := m.sched.Sync(); serr != nil {
 			return serr

@@ -98,6 +98,14 @@ type Options struct {
 	// bottleneck beyond two workers (pages/s grew 2.8× with 4 workers).
 	// Default 16.
 	Collectors int
+	// NodeID names a worker in the crawl-wide report (cluster.NodeReport;
+	// spider worker passes its data directory's store.NodeID, so a
+	// restarted worker adds to its earlier figures). Default: "worker-"
+	// and a random suffix. The master reports as ControlNode.
+	NodeID string
+	// ReportEvery is how often the master and workers publish their
+	// report; 0 means cluster.ReportEvery.
+	ReportEvery time.Duration
 }
 
 func (o *Options) defaults() error {

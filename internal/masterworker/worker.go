@@ -72,6 +72,7 @@ type Worker struct {
 
 	id       int
 	instance string // this process's token in the owners hash
+	node     string // its id in the crawl-wide report (Options.NodeID)
 	epoch    atomic.Int64
 	fetched  atomic.Int64
 	stopping atomic.Bool // spider control stop: take no more tasks
@@ -88,7 +89,14 @@ func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, c
 		logger = slog.New(slog.DiscardHandler)
 	}
 	fetcher.ShareRobots(NewRobotsShare(rdb, opt.Crawl))
-	return &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl), instance: rand.Text()}, nil
+	w := &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl), instance: rand.Text(), node: opt.NodeID}
+	if w.node == "" {
+		w.node = "worker-" + w.instance[:8]
+	}
+	if err := cluster.CheckNodeID(w.node); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // Fetched is the number of tasks this worker answered.
@@ -103,7 +111,21 @@ var errDeclaredDead = errors.New("declared dead by the master")
 // the crawl done or ctx ends. If the master declares it dead (a heartbeat
 // came too late), it takes a new number and goes on. On ctx cancellation it
 // puts the tasks it had not finished back at the head of srq.
-func (w *Worker) Run(ctx context.Context) error {
+func (w *Worker) Run(ctx context.Context) (err error) {
+	ck, err := cluster.NewKeys(w.opt.Crawl)
+	if err != nil {
+		return err
+	}
+	rep, err := cluster.StartReporter(ctx, w.rdb, ck, cluster.ReporterConfig{Node: w.node, Role: cluster.RoleWorker,
+		Source: w.workerReport, Every: w.opt.ReportEvery, Logger: w.log})
+	if err != nil {
+		return fmt.Errorf("cannot publish the worker's report: %w", err)
+	}
+	defer func() {
+		if rerr := stopReport(ctx, rep, endState(err, w.stopping.Load())); rerr != nil && err == nil {
+			err = fmt.Errorf("cannot publish the worker's final report: %w", rerr)
+		}
+	}()
 	for {
 		err := w.runOnce(ctx)
 		if !errors.Is(err, errDeclaredDead) {
