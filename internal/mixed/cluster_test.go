@@ -149,3 +149,32 @@ func TestClusterLosesMaster(t *testing.T) {
 	exits("n1", "this center's Redis")
 	exits("n1/h2", "the center's Redis")
 }
+
+// TestRedisClusterRestarts: on the layout of TestRedisCluster, host n1/h1 (its own
+// cluster) and center n1 (a cluster shared with n2/h1) are killed mid-crawl and started
+// again: the host's tasks in processing go back to their parts' task_pool, the center
+// reads its rounds back, and still every URL is fetched, none by two hosts, with at
+// most the requests in flight at the host's kill repeated.
+func TestRedisClusterRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two Redis Clusters and a crawl with restarts")
+	}
+	s := newClusterSystem(t, 2, 2, websim.Config{Seed: 75, Hosts: 12, PagesPerHost: 20, Latency: 5 * time.Millisecond},
+		map[string]string{"n1": "A", "n2/h1": "A", "n1/h1": "B"})
+	urls := len(s.truth.MustFetch)
+	for _, n := range []string{"n1", "n2"} {
+		s.startCenter(n, 0)
+		for _, h := range []string{"h1", "h2"} {
+			s.startHost(n, h, 0)
+		}
+	}
+	s.progress(urls * 20 / 100)
+	s.kill("n1/h1")
+	s.kill("n1")
+	time.Sleep(300 * time.Millisecond) // the outage
+	s.startCenter("n1", 0)
+	s.progress(urls * 40 / 100)
+	s.startHost("n1", "h1", 0)
+	s.wait(2 * time.Minute)
+	s.check(s.crawl.Concurrency) // the host's fetches in flight at its kill
+}
