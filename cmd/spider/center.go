@@ -49,8 +49,8 @@ func mixedFlags(fs *pflag.FlagSet) *mixedOptions {
 	fs.StringVar(&mo.configFile, "protocol-config", "", "with --dedup protocol: YAML file naming the networks, their centers' Redis and their hosts")
 	fs.StringVar(&mo.network, "network", "", "with --dedup protocol: this host's network")
 	fs.StringVar(&mo.hostID, "host-id", "", "with --dedup protocol: this host's name in its network")
-	fs.StringVar(&mo.localRedis, "local-redis", "", "with --dedup protocol: this host's own Redis URL (default: its entry in --protocol-config)")
-	fs.StringVar(&mo.centerRedis, "center-redis", "", "with --dedup protocol: the network center's Redis URL (default: from --protocol-config)")
+	fs.StringVar(&mo.localRedis, "local-redis", "", "with --dedup protocol: this host's own Redis URL, a Redis Cluster with addr= or cluster=true parameters (default: its entry in --protocol-config)")
+	fs.StringVar(&mo.centerRedis, "center-redis", "", "with --dedup protocol: the network center's Redis URL, a Redis Cluster with addr= or cluster=true parameters (default: from --protocol-config)")
 	fs.BoolVar(&mo.leave, "leave", false, "with --dedup protocol: at the end hand unfinished tasks back to the center and leave the network (default: keep them for a restart)")
 	return mo
 }
@@ -149,7 +149,7 @@ func runCenter(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("center", centerSynopsis, stderr)
 	file := fs.String("protocol-config", "", "YAML file naming the networks, their centers' Redis and their hosts (required)")
 	network := fs.String("network", "", "this center's network (required)")
-	centerRedis := fs.String("center-redis", "", "this center's Redis URL (default: from --protocol-config)")
+	centerRedis := fs.String("center-redis", "", "this center's Redis URL, a Redis Cluster with addr= or cluster=true parameters (default: from --protocol-config)")
 	status := fs.Bool("status", false, "print the network's pools, hosts and counters, then exit")
 	asJSON := fs.Bool("json", false, "with --status: print JSON")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address, e.g. 127.0.0.1:9101")
