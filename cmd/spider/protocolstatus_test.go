@@ -25,8 +25,8 @@ import (
 // shows the hosts live, and once every process has ended, spider status --json and
 // the dashboard have one final row per host and per center, state done, and totals
 // (URLs, bytes, result rows, outcomes) equal to the union of the hosts' records,
-// spider crawls lists it done with that many URLs, and spider center --status reads
-// the network on the cluster.
+// spider crawls lists it done with that many URLs, spider center --status reads the
+// network on the cluster, and spider drop then empties the cluster.
 func TestProtocolStatusAtEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: several processes and a Redis Cluster")
@@ -147,5 +147,18 @@ func TestProtocolStatusAtEnd(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Crawls) != 1 || list.Crawls[0].Topology != "protocol" ||
 		list.Crawls[0].State != "done" || list.Crawls[0].URLsDone != want.Pages {
 		t.Errorf("crawls at the end: exit %d, want §0 crawl pc done with %d URLs\n%s", code, want.Pages, out)
+	}
+	// spider drop removes the crawl's keys from every master of the first center's cluster
+	// (its protocol keys, its members, reports and control), without --force: it is done.
+	code, out, errOut = runCLI(t, "drop", "--redis", statusURL, "--redis-cluster", "--crawl", "pc")
+	if code != 0 {
+		t.Errorf("drop of the finished §0 crawl: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, m := range cl.Servers {
+		c := m.Client()
+		if keys, err := c.Keys(context.Background(), "*").Result(); err != nil || len(keys) != 0 {
+			t.Errorf("after drop, master %s holds %v %v", m.Addr(), keys, err)
+		}
+		c.Close()
 	}
 }
