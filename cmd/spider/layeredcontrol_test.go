@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +127,7 @@ func TestControlLayered(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Source != "layered" || st.Report == nil || st.Report.State != "paused" {
 		t.Errorf("status while paused: exit %d, want a layered crawl reported paused\n%s%s", code, out, errOut)
 	}
+	checkJSON(t, "status --json (layered, paused)", "ClusterStatus", out)
 	if srv.Log().Count(extra) != 0 {
 		t.Fatalf("%s fetched before it was seeded", extra)
 	}
@@ -183,16 +186,33 @@ func TestControlLayered(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status at the end: exit %d\n%s%s", code, out, errOut)
 	}
+	checkJSON(t, "status --json (layered, done)", "ClusterStatus", out)
 	if st.Source != "layered" || !st.Done {
 		t.Errorf("status at the end: source %q, done %v; want layered, done\n%s", st.Source, st.Done, out)
 	}
 	checkReportIsUnion(t, "status --json", st.Report, datas[:1], "done", 5)
 	web := startCommand(t, runServe, "--redis", rs.URL(), "--crawl", "lc", "--addr", "127.0.0.1:0")
 	var end server.CrawlStatus
+	checkJSON(t, "GET /api/crawl (layered, done)", "CrawlStatus", getBody(t, web.base+"/api/crawl"))
 	getJSON(t, web.base+"/api/crawl", &end)
 	checkReportIsUnion(t, "the dashboard", end.Report, datas[:1], "done", 5)
 	checkDashboardIsUnion(t, end, datas[:1])
 	if end.Source != "layered" || end.State != "finished" || len(end.Nodes) != 5 {
 		t.Errorf("dashboard at the end: source %q, state %q, %d node rows; want layered, finished, 5", end.Source, end.State, len(end.Nodes))
 	}
+}
+
+// getBody returns the body of a GET of u.
+func getBody(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

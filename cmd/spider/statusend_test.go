@@ -222,6 +222,8 @@ func TestPeerStatusAtEnd(t *testing.T) {
 		t.Errorf("status at the end: done %v, %d nodes, %d URLs fetched; the nodes recorded %d URLs\n%s", st.Done, len(st.Nodes), sum, len(urls), out)
 	}
 	checkReportIsUnion(t, "status --json", st.Report, dirs, "done", 2)
+	checkJSON(t, "status --json (peer-to-peer, done)", "ClusterStatus", out)
+	checkJSON(t, "GET /api/crawl (peer-to-peer, done)", "CrawlStatus", getBody(t, web.base+"/api/crawl"))
 	var end server.CrawlStatus
 	getJSON(t, web.base+"/api/crawl", &end)
 	checkReportIsUnion(t, "the dashboard", end.Report, dirs, "done", 2)
