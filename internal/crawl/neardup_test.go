@@ -22,6 +22,7 @@ import (
 // dupSite is a small site on a.test (and b.test) with exact and near
 // duplicates, short pages and canonical links of every kind.
 type dupSite struct {
+	dir   string // the crawl's data directory
 	mu    sync.Mutex
 	hosts map[string]int // host → requests
 	paths map[string]int // a.test path → requests
@@ -112,6 +113,7 @@ func dupCrawl(t *testing.T, mutate func(*crawl.Config)) (*dupSite, map[string]st
 	if mutate != nil {
 		mutate(&c)
 	}
+	site.dir = c.Data
 	reg := prometheus.NewRegistry()
 	eng, err := crawl.New(c, nil, reg)
 	if err != nil {
@@ -145,6 +147,13 @@ func TestCrawlNearDuplicatesAndCanonical(t *testing.T) {
 	// Exact: /print/article of /article, /one-again of /one. Near: /dated.
 	if exact != 2 || near != 1 {
 		t.Errorf("duplicates found at crawl time: %v exact, %v near; want 2 and 1", exact, near)
+	}
+	sum, err := crawl.Stats(site.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Duplicates != 2 || sum.NearDuplicates != 1 {
+		t.Errorf("spider stats: %d duplicates, %d near; want 2 and 1", sum.Duplicates, sum.NearDuplicates)
 	}
 	for _, p := range []string{"/one", "/one-again"} {
 		if recs[p].simhash != "" {

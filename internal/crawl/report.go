@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/store/warc"
 )
@@ -29,8 +31,12 @@ type Summary struct {
 	TopHosts   []HostCount      `json:"top_hosts"`  // the 10 busiest hosts
 	Bytes      int64            `json:"bytes"`      // body bytes stored
 	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
-	Corrupt    int              `json:"corrupt"`    // record lines that could not be read
-	Rerecorded int64            `json:"rerecorded"` // URLs with more than one record (refetched after a kill)
+	// NearDuplicates are the pages whose text's SimHash (record field
+	// simhash) is within 3 bits of an earlier page's, the text not
+	// identical (dedup.Clusters in records order).
+	NearDuplicates int64 `json:"near_duplicates"`
+	Corrupt        int   `json:"corrupt"`    // record lines that could not be read
+	Rerecorded     int64 `json:"rerecorded"` // URLs with more than one record (refetched after a kill)
 	// Failures are the failed URLs (see Failed) by outcome class, the
 	// largest class first, each with its first examples and a hint.
 	Failures []FailureClass `json:"failures"`
@@ -69,6 +75,10 @@ func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, du
 	return corrupt, dups, nil
 }
 
+// statsNearDistance is the SimHash distance Stats counts near-duplicates
+// within (the default of Config.NearDupDistance).
+const statsNearDistance = 3
+
 // Stats summarises the crawl stored in dataDir; a directory without a
 // crawl is an error wrapping ErrNoCrawl (CheckCrawlDir).
 func Stats(dataDir string) (*Summary, error) {
@@ -77,6 +87,7 @@ func Stats(dataDir string) (*Summary, error) {
 	}
 	s := &Summary{Rows: map[string]int64{}, Outcomes: map[string]int64{}, Hosts: map[string]int64{}}
 	fps := map[string]bool{}
+	var fpList, simList []uint64 // pages with a fingerprint, in records order
 	var failed failureCollector
 	corrupt, dups, err := latestRecords(dataDir, func(r store.Record) error {
 		failed.add(r.URL, r.Outcome, r.Error)
@@ -90,6 +101,9 @@ func Stats(dataDir string) (*Summary, error) {
 				s.Duplicates++
 			}
 			fps[r.Fingerprint] = true
+			fp, _ := strconv.ParseUint(r.Fingerprint, 16, 64)
+			sim, _ := strconv.ParseUint(r.SimHash, 16, 64)
+			fpList, simList = append(fpList, fp), append(simList, sim)
 		}
 		return nil
 	})
@@ -97,6 +111,13 @@ func Stats(dataDir string) (*Summary, error) {
 		return nil, err
 	}
 	s.Corrupt, s.Rerecorded = corrupt, dups
+	if _, near, err := dedup.Clusters(fpList, simList, statsNearDistance); err == nil {
+		for _, n := range near {
+			if n {
+				s.NearDuplicates++
+			}
+		}
+	}
 	s.TopHosts = TopHosts(s.Hosts, 10)
 	s.Failures = failed.list()
 	return s, nil
@@ -118,7 +139,7 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	sort.Strings(detail)
 	fmt.Fprintf(w, "outcomes: %s\n", strings.Join(detail, " "))
-	fmt.Fprintf(w, "stored: %d bytes; duplicate content: %d pages", s.Bytes, s.Duplicates)
+	fmt.Fprintf(w, "stored: %d bytes; duplicate content: %d pages, near-duplicates: %d", s.Bytes, s.Duplicates, s.NearDuplicates)
 	if s.Corrupt > 0 {
 		fmt.Fprintf(w, "; %d unreadable record lines skipped", s.Corrupt)
 	}

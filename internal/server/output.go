@@ -55,8 +55,11 @@ type CrawlStats struct {
 	TopHosts   []Count          `json:"top_hosts"`  // the busiest hosts: name and completed URLs
 	Bytes      int64            `json:"bytes"`      // body bytes stored
 	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
-	Corrupt    int              `json:"corrupt"`    // record lines that could not be read
-	Rerecorded int64            `json:"rerecorded"` // URLs with more than one record (fetched again after a kill)
+	// NearDuplicates are the pages whose text's SimHash is within 3 bits
+	// of an earlier page's (the text not identical).
+	NearDuplicates int64 `json:"near_duplicates"`
+	Corrupt        int   `json:"corrupt"`    // record lines that could not be read
+	Rerecorded     int64 `json:"rerecorded"` // URLs with more than one record (fetched again after a kill)
 	// Failures are the failed URLs by outcome class, the largest class
 	// first, each with its first examples and a hint.
 	Failures []crawl.FailureClass `json:"failures"`
@@ -66,7 +69,7 @@ type CrawlStats struct {
 // NewCrawlStats is the CrawlStats of s; ts may be nil (no topics).
 func NewCrawlStats(s *crawl.Summary, ts *topics.Status) CrawlStats {
 	out := CrawlStats{URLs: s.URLs, Rows: s.Rows, Outcomes: s.Outcomes, TopHosts: make([]Count, 0, len(s.TopHosts)),
-		Bytes: s.Bytes, Duplicates: s.Duplicates, Corrupt: s.Corrupt, Rerecorded: s.Rerecorded, Failures: s.Failures, Topics: ts}
+		Bytes: s.Bytes, Duplicates: s.Duplicates, NearDuplicates: s.NearDuplicates, Corrupt: s.Corrupt, Rerecorded: s.Rerecorded, Failures: s.Failures, Topics: ts}
 	if out.Rows == nil {
 		out.Rows = map[string]int64{}
 	}
