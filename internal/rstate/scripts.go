@@ -216,12 +216,7 @@ end
 -- SIM_MAX bytes).
 local SIM_MAX = 16384
 local function nearest(arg, owner)
-  local pop = {}
-  for b = 0, 255 do
-    local c, x = 0, b
-    while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
-    pop[b] = c
-  end
+  local pop = nil -- popcounts of bytes, built when a table key has entries
   local k = string.byte(arg, 1)
   local h = {string.byte(arg, 2, 9)}
   local n = math.floor((#arg - 9) / 10)
@@ -230,6 +225,14 @@ local function nearest(arg, owner)
   for i = 0, n - 1 do
     local v = redis.call('HGET', KEYS[K_SIM], string.sub(arg, 10 + 10 * i, 19 + 10 * i))
     vals[i] = v or ''
+    if v and not pop then
+      pop = {}
+      for b = 0, 255 do
+        local c, x = 0, b
+        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
+        pop[b] = c
+      end
+    end
     if v then
       local p = 1
       while p + 9 <= #v do
