@@ -49,7 +49,8 @@ func TestLayeredRedisCluster(t *testing.T) {
 	// publishes its keyspace events (notify-keyspace-events), and every key
 	// named by one is counted once, however briefly it lived.
 	var mu sync.Mutex
-	seen := map[string]string{} // key → master
+	seen := map[string]string{}    // key → master
+	outBytes := map[string]int64{} // master → bytes of the task outputs written there
 	err = rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		if err := c.ConfigSet(ctx, "notify-keyspace-events", "KA").Err(); err != nil {
 			return err
@@ -67,6 +68,15 @@ func TestLayeredRedisCluster(t *testing.T) {
 					mu.Lock()
 					seen[key] = addr
 					mu.Unlock()
+				}
+				// A task's output, the bulk of the memory: its size as it
+				// is written (the coordinator deletes it once ingested).
+				if m.Payload == "set" && strings.Contains(key, ":out:") {
+					if n, err := c.MemoryUsage(ctx, key).Result(); err == nil {
+						mu.Lock()
+						outBytes[addr] += n
+						mu.Unlock()
+					}
 				}
 			}
 		}()
@@ -153,6 +163,13 @@ func TestLayeredRedisCluster(t *testing.T) {
 	}
 	if len(perMaster) < 3 {
 		t.Errorf("the crawl's keys were on %d masters of 3", len(perMaster))
+	}
+	var outTotal int64
+	for _, n := range outBytes {
+		outTotal += n
+	}
+	for addr, n := range outBytes {
+		shares = append(shares, fmt.Sprintf("outputs on %s: %d bytes (%.0f%%)", addr, n, 100*float64(n)/float64(outTotal)))
 	}
 	t.Logf("%d keys; per master: %v", len(seen), shares)
 }
