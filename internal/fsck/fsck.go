@@ -165,6 +165,7 @@ type recLine struct {
 	status  int32
 	pageNo  int64
 	fp      uint64
+	sim     uint64 // the page's near-duplicate SimHash (store.Record.SimHash); 0: none
 }
 
 // checked is everything the check read, for the repair.
@@ -364,7 +365,8 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 			outcomes[oc] = oc
 		}
 		fp, _ := strconv.ParseUint(r.Fingerprint, 16, 64)
-		c.lines[i] = recLine{n: l.Len, ok: true, url: r.URL, outcome: oc, depth: int32(r.Depth), status: int32(r.Status), pageNo: r.PageNo, fp: fp}
+		sim, _ := strconv.ParseUint(r.SimHash, 16, 64)
+		c.lines[i] = recLine{n: l.Len, ok: true, url: r.URL, outcome: oc, depth: int32(r.Depth), status: int32(r.Status), pageNo: r.PageNo, fp: fp, sim: sim}
 		if why := c.pageMismatch(r); why != "" {
 			c.add(rep, store.RecordsFileName, l.Offset, "record of %s %s", r.URL, why)
 			c.droppedRL[r.URL] = true
@@ -603,6 +605,10 @@ func planState(c *checked, rep *Report) (*state.RebuildSpec, error) {
 	return &spec, nil
 }
 
+// nearDistance is the near-duplicate distance the rebuilt state's tables
+// are filed with: spider crawl's default --near-dup-distance.
+const nearDistance = 3
+
 // repairState writes the state planned by planState, after the page files
 // and records were cut.
 func repairState(c *checked, spec *state.RebuildSpec, rep *Report, act func(string, ...any)) error {
@@ -618,6 +624,10 @@ func repairState(c *checked, spec *state.RebuildSpec, rep *Report, act func(stri
 	if c.in != nil && c.in.PageNext > spec.PageNext {
 		spec.PageNext = c.in.PageNext
 	}
+	// The near-duplicate tables are refiled from the records' SimHashes at
+	// the crawl's default distance (the distance a crawl used is not kept
+	// apart from the tables the rebuild replaces).
+	spec.NearDistance = nearDistance
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("cannot create %s: %w", stateDir, err)
 	}
@@ -784,7 +794,7 @@ func (c *checked) completedURL(i int, depth int) state.CompletedURL {
 	if class == "" {
 		class = strconv.Itoa(int(r.status))
 	}
-	return state.CompletedURL{URL: r.url, Depth: depth, Class: class, Stored: r.pageNo >= 0, Fingerprint: r.fp}
+	return state.CompletedURL{URL: r.url, Depth: depth, Class: class, Stored: r.pageNo >= 0, Fingerprint: r.fp, SimHash: r.sim}
 }
 
 // specFromState is the state as it was, with the lost known URLs queued

@@ -22,6 +22,8 @@ import (
 	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // golden is a crawl of a small synthetic web, with its index, graph and
@@ -539,5 +541,73 @@ func TestDamagedStateWithoutRecords(t *testing.T) {
 	}
 	if rep, err := fsck.Run(ctx, dir, fsck.Options{}); err != nil || !rep.Clean() {
 		t.Errorf("after repair: %v %v", err, rep.Findings)
+	}
+}
+
+// TestRepairRefilesNearDuplicates: a state rebuilt by the repair files the
+// records' SimHashes in its near-duplicate tables again (state.db's simhash
+// log), so the resumed crawl still finds near-duplicates of pages fetched
+// before the damage.
+func TestRepairRefilesNearDuplicates(t *testing.T) {
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 11, Hosts: 2, PagesPerHost: 12})
+	if err != nil {
+		t.Fatalf("cannot start websim: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	g := newGolden(t, srv, false)
+	withSim := 0
+	for _, r := range g.recs {
+		if r.SimHash != "" {
+			withSim++
+		}
+	}
+	if withSim == 0 {
+		t.Fatal("no record of the crawl carries a SimHash")
+	}
+	filed := func(dir string) int {
+		db, err := bolt.Open(filepath.Join(dir, "state", state.DBFile), 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		n := 0
+		db.View(func(tx *bolt.Tx) error {
+			if b := tx.Bucket([]byte("simhash")); b != nil {
+				n = b.Stats().KeyN
+			}
+			return nil
+		})
+		return n
+	}
+	want := filed(g.dir)
+	if want == 0 {
+		t.Fatal("the clean crawl filed no page in its near-duplicate tables")
+	}
+	// A flipped seen key makes the repair rebuild the state from the old one
+	// (every completed URL stays completed): its tables must hold what the
+	// crawl's held. (A state rebuilt from the records alone queues most pages
+	// again, and the crawl files them when it fetches them.)
+	for _, damage := range []string{"flip-key"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, g.dir, dir)
+			keyed := []string{}
+			for u, r := range g.recs {
+				if r.Status == 200 {
+					keyed = append(keyed, u)
+				}
+			}
+			sort.Strings(keyed)
+			if err := flipKeyOf(keyed[0]).do(filepath.Join(dir, "state", state.DBFile)); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := fsck.Run(context.Background(), dir, fsck.Options{Repair: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := filed(dir); got != want {
+				t.Errorf("the rebuilt state filed %d pages in its near-duplicate tables, the crawl's state %d (repair: %v)", got, want, rep.Actions)
+			}
+		})
 	}
 }
