@@ -269,6 +269,20 @@ type Config struct {
 	// FaultShare is the share of hosts given one of ValidatorFaults. Default 0.25.
 	FaultShare float64
 
+	// Sitemaps serves rich sitemaps (sitemap.go): /sitemap.xml with lastmod and
+	// changefreq, an index of /sitemaps/K.xml[.gz] files past SitemapMaxURLs pages,
+	// gzip variants, a cross-submitted sitemap per host on host 0 (listed in the host's
+	// robots.txt), /sitemap-others.xml (out-of-place URLs) and /sitemap-huge.xml[.gz].
+	// Default false: /sitemap.xml is the plain urlset of a host's first 50,000 pages.
+	Sitemaps bool
+	// SitemapMaxURLs is the URLs per sitemap file (1–50,000). Default 50,000.
+	SitemapMaxURLs int
+	// SitemapLieShare is the share of pages whose sitemap lastmod lies (the answer's
+	// time). Default 0.
+	SitemapLieShare float64
+	// HugeSitemapSize is the uncompressed size of /sitemap-huge.xml. Default 1 GiB.
+	HugeSitemapSize int64
+
 	// LogCap is the number of access-log entries kept in memory; further entries are
 	// counted as dropped. Default 1,000,000; negative keeps none.
 	LogCap int
@@ -314,6 +328,10 @@ func (c Config) resolve() (settings, error) {
 	}
 	if s.TroubleShare == 0 {
 		s.TroubleShare = 0.5
+	}
+	def(&s.SitemapMaxURLs, 50_000)
+	if s.HugeSitemapSize == 0 {
+		s.HugeSitemapSize = 1 << 30
 	}
 	if s.DisappearShare == 0 {
 		s.DisappearShare = 0.02
@@ -379,6 +397,8 @@ func (c Config) resolve() (settings, error) {
 		return s, fmt.Errorf("cannot use negative latency, bandwidth or hang time: %w", ErrBadConfig)
 	case s.PublishEvery < 0:
 		return s, fmt.Errorf("cannot publish every %s: %w: use 0 (static) or a positive interval", s.PublishEvery, ErrBadConfig)
+	case s.SitemapMaxURLs < 1 || s.SitemapMaxURLs > 50_000 || s.HugeSitemapSize < 0:
+		return s, fmt.Errorf("cannot put %d URLs in a sitemap file: %w: want 1–50000 (and a huge sitemap size ≥ 0)", s.SitemapMaxURLs, ErrBadConfig)
 	case s.ChangeDay < 0:
 		return s, fmt.Errorf("cannot make a day last %s: %w: use 0 (pages never change) or a positive duration", s.ChangeDay, ErrBadConfig)
 	case s.BusyCount < 0 || s.LargeSize < 0 || s.BombSize < 0 || s.CrawlDelay < 0:

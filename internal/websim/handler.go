@@ -264,6 +264,9 @@ func (w *Web) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	if latency > 0 && !w.sleep(r, latency) {
 		panic(http.ErrAbortHandler)
 	}
+	if w.cfg.Sitemaps && w.serveSitemap(rec, r, hi) {
+		return
+	}
 	a := w.answerOf(hi, r.URL.Path)
 	out := sender{w: w, rw: rec, r: r, bw: bw}
 	switch a.rt.kind {

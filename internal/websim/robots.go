@@ -126,6 +126,9 @@ func (w *Web) robotsFor(i int, real bool) robotsAnswer {
 		b.WriteString("Disallow: /\n")
 	}
 	b.WriteString("\nSitemap: " + h.origin + "/sitemap.xml\n")
+	if w.cfg.Sitemaps && i > 0 {
+		b.WriteString("Sitemap: " + w.hosts[0].origin + "/sitemaps/host-" + strconv.Itoa(i) + ".xml\n")
+	}
 	return robotsAnswer{status: 200, body: b.Bytes()}
 }
 
