@@ -4,6 +4,7 @@
 //	websim serve [flags]   serve the web; print the --resolve entries and seed URLs
 //	websim truth [flags]   write the ground truth of a crawl as JSON
 //	websim dump --out DIR  write the web as static files (bench/static.sh)
+//	websim changes [flags] print the change distribution of pages (--change-day)
 //
 // Run "websim serve --help" or "websim truth --help" for the flags.
 package main
@@ -39,6 +40,8 @@ commands:
   dump    write the web as static files for a real web server: --out DIR, one
           directory per host (served on 127.0.0.x), robots.txt, .gz beside each file,
           a table of contents on every page, DIR/manifest.json
+  changes print the distribution pages change by (--change-day): its classes and
+          parameters (Cho & Garcia-Molina, VLDB 2000) and the shares drawn on this web
 
 "websim <command> --help" lists the flags of one command.
 `
@@ -72,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runTruth(ctx, args[1:], stdout, stderr)
 	case "dump":
 		err = runDump(ctx, args[1:], stdout, stderr)
+	case "changes":
+		err = runChanges(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		printFlags(stdout)

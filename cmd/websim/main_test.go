@@ -32,6 +32,9 @@ func TestUsageAndErrors(t *testing.T) {
 		{[]string{"truth", "--scope", "planet"}, 1, "scope"},
 		{[]string{"truth", "--enable", "nonsense"}, 2, "unknown feature"},
 		{[]string{"serve", "extra"}, 1, "flags only"},
+		{[]string{"changes", "--change-day", "10s"}, 0, "Cho & Garcia-Molina"},
+		{[]string{"changes", "--validator-faults", "nonsense"}, 2, "validator fault"},
+		{[]string{"serve", "--sitemap-max-urls", "60000"}, 1, "sitemap file"},
 	}
 	for _, tc := range cases {
 		var out, errb bytes.Buffer

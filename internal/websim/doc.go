@@ -86,6 +86,16 @@
 // articles get an editorial paragraph with a link every word or two. Truth.LinkBlocks
 // labels every <a> link with its block, noise or not, and held out or not.
 //
+// # Pages that change, sitemaps
+//
+// Config.ChangeDay makes the pages of every host's hierarchy change as Poisson processes
+// at rates drawn from Cho and Garcia-Molina's measurements (ChangeClasses; `websim
+// changes` prints them), with ETag, Last-Modified, 304 answers, pages that disappear and
+// bad servers' validators (Config.ValidatorFaults); ChangeHistory, VersionAt and
+// ChangesBetween give the exact history (change.go). Config.Sitemaps serves sitemaps with
+// lastmod and changefreq, indexes, gzip variants, cross-submitted, out-of-place and huge
+// sitemaps (sitemap.go). Both are off by default: the static web is unchanged.
+//
 // # Ground-truth conventions
 //
 // Web.Truth computes a crawl from the model (no HTTP), a layered breadth-first search

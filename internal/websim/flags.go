@@ -52,6 +52,18 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&c.CrawlDelay, "crawl-delay", 0, "Crawl-delay written in robots.txt files that have one (default 100ms)")
 	fs.DurationVar(&c.PublishEvery, "publish-every", 0, "every this long, each section page lists one more new article /s/N/new/K.html (0 = static web)")
 	fs.StringVar(&c.Robots, "robots-kind", "", "force one robots.txt kind on every host: "+strings.Join(robotsNames[:], ", "))
+	fs.DurationVar(&c.ChangeDay, "change-day", 0, "make pages change (Poisson rates from Cho & Garcia-Molina's distribution; see websim changes), one model day lasting this long (0 = pages never change)")
+	fs.Float64Var(&c.DisappearShare, "disappear-share", 0.02, "with --change-day: share of articles that disappear (404 or 410) at their 1st-3rd change (negative: none)")
+	fs.Func("validator-faults", "with --change-day: bad servers' validators on --fault-share of the hosts: all, or etag-every-answer, future-last-modified, unconditional-304", func(s string) error {
+		f, err := ParseValidatorFaults(s)
+		c.ValidatorFaults = f
+		return err
+	})
+	fs.Float64Var(&c.FaultShare, "fault-share", 0.25, "share of hosts given one of --validator-faults")
+	fs.BoolVar(&c.Sitemaps, "sitemaps", false, "rich sitemaps: lastmod, changefreq, an index past --sitemap-max-urls, .gz variants, cross-submitted and out-of-place sitemaps, /sitemap-huge.xml")
+	fs.IntVar(&c.SitemapMaxURLs, "sitemap-max-urls", 50_000, "URLs per sitemap file (1-50000)")
+	fs.Float64Var(&c.SitemapLieShare, "sitemap-lie-share", 0, "share of pages whose sitemap lastmod lies (the answer's time)")
+	fs.Int64Var(&c.HugeSitemapSize, "huge-sitemap-size", 1<<30, "uncompressed bytes of /sitemap-huge.xml")
 	fs.IntVar(&c.LogCap, "log-cap", 1_000_000, "access-log entries kept in memory (negative: none)")
 	for i, f := range FeatureList() {
 		fs.Var(&featureFlag{c: c, f: f}, featureNames[i], "behaviour "+featureNames[i]+": "+featureHelp[i])
