@@ -98,7 +98,7 @@ type FieldWeights struct {
 
 // DefaultFieldWeights are the weights chosen by the judged evaluation in
 // bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
-var DefaultFieldWeights = FieldWeights{Title: 16, Headings: 4, Body: 1, Anchor: 8, K1: 12}
+var DefaultFieldWeights = FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12}
 
 // BM25Fields is the ranking before BM25F: title and text as one text,
 // no anchor text. The evaluation's "BM25 alone" baseline.

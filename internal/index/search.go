@@ -29,7 +29,7 @@ const (
 // DefaultRankWeight is the weight of the PageRank boost when neither
 // Options nor Request set one, chosen by the judged evaluation of
 // bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
-const DefaultRankWeight = 0.5
+const DefaultRankWeight = 0.25
 
 // ErrNoIndex is wrapped by Open when the directory holds no index yet.
 var ErrNoIndex = errors.New("no search index")
@@ -177,6 +177,7 @@ type snapshot struct {
 	live    int
 	avgdl   float64
 	k1      float64 // BM25F's k1 of the index (FieldWeights.K1)
+	bodyW   int     // the main text's weight (FieldWeights.Body), for explain
 	refs    atomic.Int64
 }
 
@@ -265,9 +266,12 @@ func (ix *Index) reloadLocked() error {
 			old[s.name] = s
 		}
 	}
-	snap := &snapshot{k1: bm25K1}
+	snap := &snapshot{k1: bm25K1, bodyW: 1}
 	if m.Fields != nil && m.Fields.K1 > 0 {
 		snap.k1 = m.Fields.K1
+	}
+	if m.Fields != nil && m.Fields.Body > 0 {
+		snap.bodyW = m.Fields.Body
 	}
 	snap.refs.Store(1)
 	fail := func(err error) error {
@@ -859,7 +863,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 			return nil, fmt.Errorf("stored text of %s in segment %s is damaged: %w", d.URL, seg.name, ErrCorrupt)
 		}
 		if req.Explain {
-			hit.Explain = explain(seg.segment, int(c.doc), q, df, float64(snap.live), snap.avgdl, snap.k1, c, weight, ranks)
+			hit.Explain = explain(seg.segment, int(c.doc), q, df, float64(snap.live), snap.avgdl, snap.k1, snap.bodyW, c, weight, ranks)
 		}
 		res.Hits = append(res.Hits, hit)
 	}
@@ -950,7 +954,7 @@ func collectTerms(n qnode, out []string) []string {
 }
 
 // explain describes how a hit's score was made.
-func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl, k1 float64, c scored, weight float64, ranks *rankSet) string {
+func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl, k1 float64, bodyW int, c scored, weight float64, ranks *rankSet) string {
 	e := &evalCtx{seg: s, n: n, avgdl: avgdl, k1: k1, df: df, ti: map[string]*termInfo{}}
 	var b strings.Builder
 	dl := s.docLen(doc)
@@ -974,8 +978,8 @@ func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl, k
 			fmt.Fprintf(&b, "  %q: not in this page\n", t)
 			continue
 		}
-		fmt.Fprintf(&b, "  %q: tf %d (main text) + %.2f (title, headings, anchor text, weighted), df %d, idf %.4f → %.4f\n",
-			t, tf, float64(short)/shortScale, df[t], e.idf(t), e.bm25(t, short, tf, dl))
+		fmt.Fprintf(&b, "  %q: tf %d in the main text (× %d) + %.2f from title, headings and anchor text (weighted), df %d, idf %.4f → %.4f\n",
+			t, tf/max(bodyW, 1), bodyW, float64(short)/shortScale, df[t], e.idf(t), e.bm25(t, short, tf, dl))
 	}
 	if ranks == nil {
 		b.WriteString("  pagerank: no scores file (run spider rank)")
