@@ -53,9 +53,10 @@ func main() {
 	}
 }
 
-// adaptivePolicy is the policy the simulation runs (its Target is calibrated).
-func adaptivePolicy() revisit.Policy {
-	return revisit.Policy{Mode: revisit.ModeAdaptive, Initial: 7 * dayDur, Min: time.Hour, Max: 30 * dayDur}
+// adaptivePolicy is the policy the simulation runs for a uniform interval of uniform
+// days (its Target is calibrated): it starts every page at the uniform interval.
+func adaptivePolicy(uniform float64) revisit.Policy {
+	return revisit.Policy{Mode: revisit.ModeAdaptive, Initial: time.Duration(uniform * float64(dayDur)), Min: time.Hour, Max: 120 * dayDur}
 }
 
 func run(out io.Writer, seed int64, hosts, pages int, days, warmup, uniform float64) error {
@@ -76,15 +77,15 @@ func run(out io.Writer, seed int64, hosts, pages int, days, warmup, uniform floa
 	fmt.Fprintf(out, "simulated %g days (measured from day %g); budget %.0f revisits (every page every %g days on average)\n\n", days, warmup, wd.budget(), uniform)
 
 	rows := []result{wd.uniformPolicy(), wd.proportionalPolicy()}
-	ad, target := wd.calibrated("adaptive (estimated rates)", adaptivePolicy(), false)
-	or, otarget := wd.calibrated("adaptive (true rates)", adaptivePolicy(), true)
-	rows = append(rows, ad, or, wd.freshnessOptimal(adaptivePolicy().Max.Hours()/24))
+	ad, target := wd.calibrated("adaptive (estimated rates)", adaptivePolicy(uniform), false)
+	or, otarget := wd.calibrated("adaptive (true rates)", adaptivePolicy(uniform), true)
+	rows = append(rows, ad, or, wd.freshnessOptimal(adaptivePolicy(uniform).Max.Hours()/24))
 	base := rows[0]
 	fmt.Fprintf(out, "| policy | revisits | peak day | freshness | × uniform | age (days) | × uniform | unchanged revisits |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		fmt.Fprintf(out, "| %s | %d | %.2f | %.3f | %.2f | %.3f | %.2f | %.1f%% |\n", r.name, r.fetches, r.peak, r.freshness, r.freshness/base.freshness, r.age, r.age/base.age, 100*r.unchanged)
 	}
-	p := adaptivePolicy()
+	p := adaptivePolicy(uniform)
 	fmt.Fprintf(out, "\nadaptive: revisit.Policy{Mode: adaptive, Initial: %s, Min: %s, Max: %s, Grow: 1.5, Shrink: 0.5, MinSamples: 3}, Target %s (true rates: %s), chosen so the revisits spend the budget\n",
 		p.Initial, p.Min, p.Max, target.Round(time.Minute), otarget.Round(time.Minute))
 	fmt.Fprintf(out, "goal (issue 26): adaptive freshness ≥ 1.3× uniform: %v (%.2f×); adaptive age ≤ ½ uniform: %v (%.2f×)\n",

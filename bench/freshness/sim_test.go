@@ -9,7 +9,7 @@ import (
 // TestPolicies runs the simulation on 2,000 pages for a year and checks what the
 // comparison claims: every policy spends the same budget; proportional is the worst for
 // freshness (Cho and Garcia-Molina's finding); the adaptive policy, learning rates from
-// its own revisits, beats uniform on age by at least a quarter and does not lose
+// its own revisits, beats uniform on age by at least 30% and does not lose
 // freshness; the freshness-optimal schedule bounds everyone's freshness.
 func TestPolicies(t *testing.T) {
 	if testing.Short() {
@@ -21,9 +21,9 @@ func TestPolicies(t *testing.T) {
 	}
 	uni := wd.uniformPolicy()
 	prop := wd.proportionalPolicy()
-	ad, _ := wd.calibrated("adaptive", adaptivePolicy(), false)
-	or, _ := wd.calibrated("oracle", adaptivePolicy(), true)
-	fo := wd.freshnessOptimal(30)
+	ad, _ := wd.calibrated("adaptive", adaptivePolicy(7), false)
+	or, _ := wd.calibrated("oracle", adaptivePolicy(7), true)
+	fo := wd.freshnessOptimal(120)
 	for _, r := range []result{uni, prop, ad, or, fo} {
 		t.Logf("%-32s revisits %6d freshness %.3f age %.3f unchanged %.2f", r.name, r.fetches, r.freshness, r.age, r.unchanged)
 		if ratio := float64(r.fetches) / wd.budget(); ratio < 0.98 || ratio > 1.02 {
@@ -33,7 +33,7 @@ func TestPolicies(t *testing.T) {
 	if prop.freshness >= uni.freshness {
 		t.Errorf("proportional freshness %.3f ≥ uniform %.3f", prop.freshness, uni.freshness)
 	}
-	if ad.age > 0.75*uni.age || ad.freshness < uni.freshness {
+	if ad.age > 0.70*uni.age || ad.freshness < uni.freshness {
 		t.Errorf("adaptive: age %.3f (uniform %.3f), freshness %.3f (uniform %.3f)", ad.age, uni.age, ad.freshness, uni.freshness)
 	}
 	if or.age > ad.age*1.02 {

@@ -111,6 +111,22 @@ func EstimateRate(h *History) float64 {
 	return math.Sqrt(lo * hi)
 }
 
+// UnchangedRate is the rate EstimateRate's bias-reduced estimator gives a history of n
+// revisits with half a change, ln((n + 0.5)/n)/Ī ≈ 1/(2T) for T the time observed: the
+// rate the adaptive policy assumes for a page it never saw change, so that its interval
+// grows with the time observed (about (3μ·2T)^{1/3}) instead of jumping to the bound.
+func UnchangedRate(h *History) float64 {
+	n := len(h.Recent)
+	if n == 0 {
+		return 0
+	}
+	total := 0.0
+	for _, o := range h.Recent {
+		total += float64(o.Seconds)
+	}
+	return math.Log((float64(n)+0.5)/float64(n)) / (total / float64(n))
+}
+
 // ExpectedAge is the time-average age of a copy of a page changing at rate λ (per
 // second, a Poisson process) refreshed every interval: the time since the first change
 // the copy missed, 0 while fresh (Cho and Garcia-Molina's age):

@@ -19,7 +19,8 @@
 //     between two visits, "Estimating frequency of change", ACM TOIT 2003) and the
 //     interval is the one that minimises the page's expected age plus the cost of the
 //     fetches (OptimalInterval; Policy.Target is the interval of a page that changes all
-//     the time). A page estimated never to change grows × Grow. Every interval is held
+//     the time). A page never seen to change is taken to change at most once in twice
+//     the time observed (UnchangedRate), so its interval grows slowly. Every interval is held
 //     within the bounds: Policy.Min/Max, overridden per host (Policy.Hosts) or, failing
 //     that, per topic (Policy.Topics).
 //
@@ -92,8 +93,7 @@ type Policy struct {
 	Hosts  map[string]Bounds
 	Topics map[string]Bounds
 	// Grow and Shrink are the interval factors while a page has fewer than MinSamples
-	// revisits (unchanged × Grow, changed × Shrink), and Grow for a page estimated never
-	// to change. Defaults 1.5 and 0.5.
+	// revisits (unchanged × Grow, changed × Shrink). Defaults 1.5 and 0.5.
 	Grow, Shrink float64
 	// MinSamples is the number of revisits before the estimator is used. Default 3.
 	MinSamples int
@@ -280,7 +280,9 @@ func (p *Policy) adapt(e *Entry, first, changed bool, lo, hi time.Duration) time
 	}
 	rate := EstimateRate(&e.History)
 	if rate <= 0 {
-		return clamp(scale(cur, p.Grow), lo, hi)
+		// No change seen in the kept revisits: not "never changes" but "rarely": the
+		// estimate with half a change, at most one change in twice the time observed.
+		rate = UnchangedRate(&e.History)
 	}
 	return OptimalInterval(rate, p.Target, lo, hi)
 }

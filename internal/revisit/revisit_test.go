@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 )
@@ -384,4 +385,46 @@ func FuzzUnmarshalEntry(f *testing.F) {
 			t.Fatalf("not stable: %x vs %x", b1, b2)
 		}
 	})
+}
+
+// TestAdaptiveLearns checks the adaptive policy on single pages: one that never changes
+// gets ever longer intervals (but not the bound at once), one that changes about daily
+// settles near the interval its true rate calls for.
+func TestAdaptiveLearns(t *testing.T) {
+	p := policy(t, Policy{Mode: ModeAdaptive, Max: 365 * day})
+	var e Entry
+	at := t0
+	prev := time.Duration(0)
+	for i := range 12 {
+		p.Observe(&e, Observation{At: at, Outcome: Fetched, Fingerprint: 1}, "", "")
+		if e.Interval < prev || e.Interval >= p.Max {
+			t.Fatalf("revisit %d of an unchanged page: interval %s after %s", i, e.Interval, prev)
+		}
+		prev = e.Interval
+		at = e.Next
+	}
+	if prev < 4*day {
+		t.Errorf("after 12 unchanged revisits the interval is only %s", prev)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const rate = 1.0 / 86400
+	changes := poisson(r, rate, 400*86400)
+	e, at = Entry{}, t0
+	var ivs []time.Duration
+	for at.Sub(t0) < 300*day {
+		s := at.Sub(t0).Seconds()
+		v := sort.SearchFloat64s(changes, s)
+		p.Observe(&e, Observation{At: at, Outcome: Fetched, Fingerprint: uint64(v) + 1}, "", "")
+		ivs = append(ivs, e.Interval)
+		at = e.Next
+	}
+	want := OptimalInterval(rate, p.Target, p.Min, p.Max)
+	late := ivs[len(ivs)/2:]
+	sum := time.Duration(0)
+	for _, iv := range late {
+		sum += iv
+	}
+	if mean := sum / time.Duration(len(late)); mean < want/2 || mean > want*2 {
+		t.Errorf("a daily page settles at %s on average, its true rate calls for %s", mean, want)
+	}
 }
