@@ -32,6 +32,8 @@ import (
 // (after the v-th change) keeps every link and rewrites the text of some paragraphs and
 // an "Updated" line, so the link graph (and Truth) never changes while the content
 // fingerprint does. ChangeHistory, VersionAt and ChangesBetween give the exact history.
+// Truth describes the web at its start: a crawl that runs after articles disappeared
+// finds them 404 or 410 where Truth.Final says 200 (ChangeHistory.Gone tells which).
 //
 // HTTP: a changing page carries ETag "vK-HASH" (strong, one per version) and
 // Last-Modified (the version's change time, to the second as HTTP dates are: two changes
