@@ -192,6 +192,9 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 	if opt.Crawl == "" {
 		opt.Crawl = "default"
 	}
+	if err := crawls.CheckName(opt.Crawl); err != nil { // a name that could reach other keys
+		return st, err
+	}
 	if opt.TaskRecords <= 0 {
 		opt.TaskRecords = 2000
 	}
@@ -498,6 +501,9 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 	if opt.Crawl == "" {
 		opt.Crawl = "default"
 	}
+	if err := crawls.CheckName(opt.Crawl); err != nil {
+		return st, err
+	}
 	if opt.Nodes <= 0 {
 		opt.Nodes = 1
 	}
@@ -687,6 +693,9 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 // ResetDist deletes a finished (or abandoned) build's keys so the crawl
 // name can be used for a new build.
 func ResetDist(ctx context.Context, rdb redis.UniversalClient, crawl string) error {
+	if err := crawls.CheckName(crawl); err != nil {
+		return err
+	}
 	k := newDistKeys(crawl)
 	var keys []string
 	plan, err := rdb.HGetAll(ctx, k.plan()).Result()

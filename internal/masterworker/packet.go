@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
@@ -111,6 +112,9 @@ type Options struct {
 func (o *Options) defaults() error {
 	if o.Crawl == "" {
 		return errors.New("no crawl name: pass --crawl NAME (the same on the master and every worker)")
+	}
+	if _, err := cluster.NewKeys(o.Crawl); err != nil {
+		return err
 	}
 	if o.WorkerTTL == 0 {
 		o.WorkerTTL = 5 * time.Second

@@ -93,6 +93,9 @@ var ErrOldLayout = errors.New("crawl uses the old single-slot key layout")
 // (its state in spider:<crawl>:{mw}:*): running on it would ignore every
 // URL it knows.
 func OpenState(ctx context.Context, rdb redis.UniversalClient, crawlName string, opt StateOptions) (crawl.State, error) {
+	if _, err := cluster.NewKeys(crawlName); err != nil { // before any key is written
+		return nil, err
+	}
 	if err := checkLayout(ctx, rdb, crawlName); err != nil {
 		return nil, err
 	}

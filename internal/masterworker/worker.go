@@ -31,6 +31,10 @@ func LoadConfig(ctx context.Context, rdb redis.UniversalClient, crawlName string
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// A name no master can have would be waited for forever.
+	if _, err := cluster.NewKeys(crawlName); err != nil {
+		return crawl.Config{}, err
+	}
 	k := newKeys(crawlName)
 	warned := false
 	for {
