@@ -104,7 +104,7 @@ func EstimateRate(h *History) float64 {
 		} else {
 			hi = mid
 		}
-		if hi/lo < 1+1e-9 {
+		if hi/lo < 1+1e-6 {
 			break
 		}
 	}
@@ -180,7 +180,7 @@ func OptimalInterval(rate float64, target, lo, hi time.Duration) time.Duration {
 	const g = 0.6180339887498949
 	c, d := b-g*(b-a), a+g*(b-a)
 	fc, fd := cost(math.Exp(c)), cost(math.Exp(d))
-	for range 60 {
+	for range 36 { // 0.618^36 ≈ 3e-8 of the log range
 		if fc < fd {
 			b, d, fd = d, c, fc
 			c = b - g*(b-a)

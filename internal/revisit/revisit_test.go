@@ -428,3 +428,23 @@ func TestAdaptiveLearns(t *testing.T) {
 		t.Errorf("a daily page settles at %s on average, its true rate calls for %s", mean, want)
 	}
 }
+
+// BenchmarkObserve is the cost of one revisit's bookkeeping with a full history (the
+// estimator and the interval search included).
+func BenchmarkObserve(b *testing.B) {
+	p := &Policy{Mode: ModeAdaptive}
+	if err := p.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	var e Entry
+	at := t0
+	for i := range MaxObservations + 1 {
+		p.Observe(&e, Observation{At: at, Outcome: Fetched, Fingerprint: uint64(i / 2)}, "", "")
+		at = e.Next
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		p.Observe(&e, Observation{At: at, Outcome: Fetched, Fingerprint: uint64(i / 2)}, "", "")
+		at = e.Next
+	}
+}

@@ -232,3 +232,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse reads a urlset of 50,000 URLs.
+func BenchmarkParse(b *testing.B) {
+	in := urlset(ProtocolMaxURLs, "http://a.test/s/1/a/")
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(context.Background(), bytes.NewReader(in), Options{SitemapURL: "http://a.test/"}, func(Entry) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
