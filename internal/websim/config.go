@@ -258,7 +258,8 @@ type Config struct {
 	// (change.go): each page changes as a Poisson process at a rate drawn from
 	// ChangeClasses (Cho and Garcia-Molina's measurements), one day of the model
 	// lasting ChangeDay of real time from New; ETag, Last-Modified and 304 answers.
-	// Default 0: pages never change and carry no validators.
+	// The model covers 10,000 days (about 27 years): past 10,000 × ChangeDay of real
+	// time pages stop changing. Default 0: pages never change and carry no validators.
 	ChangeDay time.Duration
 	// DisappearShare is the share of articles that disappear (404 or 410) at their
 	// first, second or third change. Default 0.02 (with ChangeDay); negative: none.
