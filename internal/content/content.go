@@ -16,7 +16,7 @@
 // links or Options.MinTemplateRunes characters in its subtree): a lone
 // "Introduction" item of a unique table of contents is not template
 // because the same item also appears in the sidebar, but the sidebar's list
-// is.
+// is. A navigation row (below) is template too.
 //
 // A block is link-dense when it holds <a> or <area> links and more than
 // Options.LinkDensity of its own text is anchor text (or it has no text). Its links are noise
@@ -27,6 +27,34 @@
 // are Template. Every other link is content: a Wikipedia-like paragraph full of links, a table
 // of contents and a hub page's list are unique to their page, so they are
 // content whatever their link density.
+//
+// # Navigation rows
+//
+// Documentation generators (DocBook, Sphinx, javadoc, rustdoc, mkdocs)
+// put rows of navigation on every page whose texts change from page to
+// page — "Prev Up <chapter> Home Next" above a page, the neighbours'
+// titles below it, a breadcrumb ending in the page's section — so the
+// rows never repeat exactly. A block is such a navigation row, and
+// template (Block.Nav), when
+//
+//   - its subtree holds 2 to Options.MaxNavLinks links (8) in at most 64
+//     blocks, with at most MaxNavText characters of text besides anchors
+//     (titles, not a paragraph);
+//   - each link sits in a cell of its own (a block whose text besides its
+//     anchors is at most two characters per link: "next |", "Python »"),
+//     not in a sentence;
+//   - at least half of its links are fixed: the link's label — the row's
+//     Shape (tags, each block's link count and whether it has text,
+//     nested shapes; no text, no target), the link's position in the row
+//     and its anchor text — was seen on at least Options.MinPages pages
+//     of the site, or the link declares rel=prev, next or up.
+//
+// A table of contents is not a row even where its structure repeats (a
+// chapter page's list of its four sections has the shape of every other
+// chapter's): its anchor texts change with the page, so its labels are
+// not fixed; a list longer than MaxNavLinks is never a row. Links with
+// rel="next" or rel="prev" in a row are Template, not Noise (as in every
+// noise block), so the layered crawl still follows them.
 //
 // # Young sites
 //
@@ -41,13 +69,15 @@
 //
 // Extract makes one pass over the page (parse.ParseBlocks: the crawler's
 // tokenizer, no DOM) and one pass over its blocks; Classify is one pass
-// over the blocks with a map lookup each. A Site keeps at most
+// over the blocks with a map lookup each (and one per link of each
+// navigation-row candidate). A Site keeps at most
 // Options.MaxHashes counts and a Model at most Options.MaxSites sites
 // (least recently used dropped first), so memory is bounded whatever the
 // crawl's size.
 package content
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/url"
 	"strings"
@@ -111,6 +141,10 @@ type Options struct {
 	// SampleScore is the similarity to a sample at which a link matches.
 	// Default 0.9.
 	SampleScore float64
+	// MaxNavLinks is the most links a navigation row judged by its
+	// structure may hold (see "Navigation rows" in the package
+	// documentation). Default 8; negative turns the structural rule off.
+	MaxNavLinks int
 	// Parse bounds the parser's work per page (parse.Options). With
 	// Parse.Unresolved, links are left as written (Link.URL nil, Link.Raw
 	// cleaned): cheaper for a caller that resolves links itself; the noise
@@ -138,6 +172,9 @@ func (o Options) withDefaults() Options {
 	if !(o.SampleScore > 0 && o.SampleScore <= 1) {
 		o.SampleScore = 0.9
 	}
+	if o.MaxNavLinks == 0 {
+		o.MaxNavLinks = 8
+	}
 	return o
 }
 
@@ -146,16 +183,26 @@ type Block struct {
 	parse.Block
 	// Hash is the subtree hash (see the package documentation).
 	Hash uint64
+	// Shape is the subtree's structure hash: tags, each block's number of
+	// links and whether it has text, nested shapes in order — no text and
+	// no link target (see "Navigation rows" in the package documentation).
+	Shape uint64
 	// Links and Runes count the links and the non-space characters of the
-	// subtree.
-	Links, Runes int
+	// subtree; LinkRunes counts those of Runes inside <a href>.
+	Links, Runes, LinkRunes int
 	// LinkDense reports whether the block holds <a> or <area> links and its
 	// own text is mostly anchor text (or it has no text).
 	LinkDense bool
 	// Template reports whether the block is part of the site's template.
 	Template bool
+	// Nav reports whether the block was judged a navigation row by its
+	// structure (it is then Template too; blocks nested in it are
+	// Template by their parent, not Nav).
+	Nav bool
 	// Kind is set by Classify.
 	Kind Kind
+
+	end int // the subtree is Blocks[i:end]
 }
 
 // Link is a link of the page with the kind of the block it sits in.
@@ -208,7 +255,7 @@ func Extract(base *url.URL, body []byte, opt Options) (*Page, error) {
 	p := &Page{Title: pp.Title, Parsed: pp, Blocks: make([]Block, len(blocks))}
 	var h xxhash.Digest
 	for i, b := range blocks {
-		blk := Block{Block: b, Links: len(b.Links), Runes: b.TextLen}
+		blk := Block{Block: b, Links: len(b.Links), Runes: b.TextLen, LinkRunes: b.LinkText}
 		anchors := 0
 		for _, l := range b.Links {
 			if l.Tag == "a" || l.Tag == "area" {
@@ -228,17 +275,32 @@ func Extract(base *url.URL, body []byte, opt Options) (*Page, error) {
 			}
 		}
 		blk.Hash = h.Sum64()
+		h.Reset()
+		h.WriteString("\x01shape\x00")
+		h.WriteString(b.Tag)
+		hasText := byte(0)
+		if b.TextLen > b.LinkText {
+			hasText = 1 // text besides the anchors'
+		}
+		h.Write([]byte{0, byte(min(len(b.Links), 255)), hasText})
+		blk.Shape = h.Sum64()
 		p.Blocks[i] = blk
 	}
 	// Subtree hashes and counts, children folded into parents from the
 	// last block back: a child always comes after its parent.
+	for i := range p.Blocks {
+		p.Blocks[i].end = i + 1
+	}
 	for i := len(p.Blocks) - 1; i >= 0; i-- {
 		b := &p.Blocks[i]
 		if b.Parent >= 0 {
 			par := &p.Blocks[b.Parent]
+			par.end = max(par.end, b.end)
 			par.Hash = mix(par.Hash, b.Hash)
+			par.Shape = mix(par.Shape, b.Shape)
 			par.Links += b.Links
 			par.Runes += b.Runes
+			par.LinkRunes += b.LinkRunes
 		}
 	}
 	var fp uint64 = 0x9e3779b97f4a7c15
@@ -280,12 +342,17 @@ func (p *Page) Classify(site *Site, opt Options) {
 	inChrome := make([]bool, len(p.Blocks))
 	var main, tmpl strings.Builder
 	p.Headings = p.Headings[:0]
+	navOn := site != nil && !young && opt.MaxNavLinks > 0
 	for i := range p.Blocks {
 		b := &p.Blocks[i]
 		parentTemplate := b.Parent >= 0 && p.Blocks[b.Parent].Template
 		inChrome[i] = chrome(b.Tag) || b.Parent >= 0 && inChrome[b.Parent]
 		substantial := b.Links >= 2 || b.Runes >= opt.MinTemplateRunes
 		b.Template = parentTemplate || substantial && site != nil && site.Count(b.Hash) >= opt.MinPages
+		b.Nav = false
+		if !b.Template && navOn && p.navRow(i, site, opt) {
+			b.Template, b.Nav = true, true
+		}
 		if young && inChrome[i] && b.LinkDense {
 			b.Template = true
 		}
@@ -319,6 +386,79 @@ func (p *Page) Classify(site *Site, opt Options) {
 			l.Kind = Template // a pager's links are how a site's lists are read
 		}
 	}
+}
+
+// MaxNavText is the most non-anchor text (non-space characters) a
+// navigation row judged by its structure may hold: a row's titles ("Prev:
+// SECURITY LABEL"), not a paragraph.
+const MaxNavText = 200
+
+// navRow reports whether block i is a navigation row by its structure
+// (see "Navigation rows" in the package documentation).
+func (p *Page) navRow(i int, site *Site, opt Options) bool {
+	b := &p.Blocks[i]
+	if !p.navCandidate(i, opt) || b.Runes-b.LinkRunes > MaxNavText {
+		return false
+	}
+	fixed := 0
+	p.navLabels(i, func(h uint64, l *parse.Link) {
+		if navRel(l.Rel) || site.Count(h) >= opt.MinPages {
+			fixed++
+		}
+	})
+	if 2*fixed < b.Links {
+		return false
+	}
+	// The links sit in cells of their own ("Prev", "next |", "Python »"),
+	// not in a sentence whose words change around fixed anchors.
+	for j := i; j < b.end; j++ {
+		c := &p.Blocks[j].Block
+		if n := len(c.Links); n > 0 && c.TextLen-c.LinkText > 2*n {
+			return false
+		}
+	}
+	return true
+}
+
+// navCandidate reports whether block i may be a navigation row: 2 to
+// opt.MaxNavLinks links in a subtree of at most maxNavBlocks blocks.
+func (p *Page) navCandidate(i int, opt Options) bool {
+	b := &p.Blocks[i]
+	return b.Links >= 2 && b.Links <= opt.MaxNavLinks && b.end-i <= maxNavBlocks
+}
+
+// maxNavBlocks bounds the blocks of a navigation row's subtree (and so
+// the work of navLabels).
+const maxNavBlocks = 64
+
+// navLabels calls f with the label hash of each link of block i's subtree
+// (blocks in order, each block's own links in order): the block's Shape,
+// the link's position and its anchor text — what a navigation row keeps
+// from page to page ("Prev", "Up", "Home", "Next" in the same cells) while
+// its other texts and its targets change.
+func (p *Page) navLabels(i int, f func(h uint64, l *parse.Link)) {
+	var h xxhash.Digest
+	k := 0
+	for j := i; j < p.Blocks[i].end; j++ {
+		for li := range p.Blocks[j].Block.Links {
+			l := &p.Blocks[j].Block.Links[li]
+			h.Reset()
+			var buf [17]byte
+			buf[0] = 2
+			binary.LittleEndian.PutUint64(buf[1:], p.Blocks[i].Shape)
+			binary.LittleEndian.PutUint64(buf[9:], uint64(k))
+			h.Write(buf[:])
+			h.WriteString(l.Text)
+			f(h.Sum64(), l)
+			k++
+		}
+	}
+}
+
+// navRel reports whether a rel attribute declares a link to a neighbour
+// page (prev, next, up, previous).
+func navRel(rel string) bool {
+	return hasToken(rel, "prev") || hasToken(rel, "next") || hasToken(rel, "up") || hasToken(rel, "previous")
 }
 
 // hasToken reports whether the space-separated list s holds tok.

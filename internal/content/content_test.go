@@ -342,3 +342,115 @@ func TestModelEncoding(t *testing.T) {
 		}
 	}
 }
+
+// bookPage renders page i of a DocBook/Sphinx-like manual of n pages in
+// chapters of five: a breadcrumb list whose last item is the chapter, a
+// header table (the page's title, Prev, Up, the chapter's title, Home,
+// Next) and a footer table (Prev, Up, Next, then the neighbours' titles
+// and Home) — rows whose texts differ on every page; each chapter's first
+// page has a small table of contents (its four sections: a list whose
+// structure is the same on every chapter page, whose items are not), and
+// page 0 is the book's table of contents.
+func bookPage(i, n int) string {
+	title := func(k int) string { return fmt.Sprintf("%d.%d. Section about topic%d things", k/5+1, k%5, k) }
+	ch := i / 5 * 5
+	var b strings.Builder
+	fmt.Fprintf(&b, "<html><head><title>%s</title></head><body>", title(i))
+	fmt.Fprintf(&b, `<div class="related"><ul><li><a href="/genindex.html">index</a></li><li><a href="/index.html">Manual</a> »</li><li><a href="/p%d.html">Chapter %d</a> »</li></ul></div>`, ch, ch/5+1)
+	fmt.Fprintf(&b, `<div class="navheader"><table><tr><th colspan="3">%s</th></tr><tr><td><a href="/p%d.html">Prev</a></td><td><a href="/p%d.html">Up</a></td><th>Chapter %d. Things of kind %d</th><td><a href="/index.html">Home</a></td><td><a href="/p%d.html" rel="next">Next</a></td></tr></table></div>`,
+		title(i), (i+n-1)%n, ch, ch/5+1, ch/5+1, (i+1)%n)
+	fmt.Fprintf(&b, `<h2>%s</h2>`, title(i))
+	if i == 0 {
+		b.WriteString(`<div class="toc"><p>Table of Contents</p><dl>`)
+		for k := 1; k < n; k++ {
+			fmt.Fprintf(&b, `<dt><a href="/p%d.html">%s</a></dt>`, k, title(k))
+		}
+		b.WriteString(`</dl></div>`)
+	} else if i%5 == 0 {
+		b.WriteString(`<div class="toc"><p>Table of Contents</p><dl>`)
+		for k := i + 1; k < i+5 && k < n; k++ {
+			fmt.Fprintf(&b, `<dt><a href="/p%d.html">%s</a></dt>`, k, title(k))
+		}
+		b.WriteString(`</dl></div>`)
+	}
+	fmt.Fprintf(&b, `<p>Words of page %d that explain topic%d at some length, and nobody else's words.</p>`, i, i)
+	fmt.Fprintf(&b, `<div class="navfooter"><table><tr><td><a href="/p%d.html">Prev</a></td><td><a href="/p%d.html">Up</a></td><td><a href="/p%d.html">Next</a></td></tr><tr><td>%s</td><td><a href="/index.html">Home</a></td><td>%s</td></tr></table></div>`,
+		(i+n-1)%n, ch, (i+1)%n, title((i+n-1)%n), title((i+1)%n))
+	b.WriteString(`</body></html>`)
+	return b.String()
+}
+
+// TestNavRows is the structural rule on a manual whose navigation rows
+// (breadcrumbs, Prev/Up/Home/Next tables) carry per-page texts, so that no
+// row repeats exactly: once the site's pages are seen, the rows are
+// template (their text out of the main text, their links noise but the
+// rel=next one), while the tables of contents — the book's, and the
+// chapters' small ones whose structure repeats on every chapter page —
+// stay content. It fails when the rule misses the rows (with the rule off,
+// checked below, it does) or when it takes a table of contents for a row.
+func TestNavRows(t *testing.T) {
+	const n = 30
+	for _, on := range []bool{true, false} {
+		opt := Options{}
+		if !on {
+			opt.MaxNavLinks = -1
+		}
+		site := NewSite(opt)
+		var pages []*Page
+		for i := range n {
+			p, err := Extract(mustURL(t, fmt.Sprintf("http://book.example/p%d.html", i)), []byte(bookPage(i, n)), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			site.Observe(p)
+			pages = append(pages, p)
+		}
+		navText := []string{"Prev", "Next", "Home", "Chapter 3. Things", "Chapter 3 ", "index"}
+		for _, i := range []int{0, 10, 12, n - 1} {
+			p := pages[i]
+			p.Classify(site, opt)
+			leaked := ""
+			for _, s := range navText {
+				if strings.Contains(p.MainText+" ", s) {
+					leaked = s
+				}
+			}
+			if neighbour := fmt.Sprintf("topic%d things", (i+1)%n); i%5 != 0 && strings.Contains(p.MainText, neighbour) {
+				leaked = neighbour
+			}
+			if !on {
+				if leaked == "" {
+					t.Errorf("rule off, page %d: no navigation text in the main text: the check proves nothing: %q", i, p.MainText)
+				}
+				continue
+			}
+			if leaked != "" {
+				t.Errorf("page %d: main text has navigation text %q: %q", i, leaked, p.MainText)
+			}
+			if want := fmt.Sprintf("page %d that explain", i); !strings.Contains(p.MainText, want) {
+				t.Errorf("page %d: main text lacks %q: %q", i, want, p.MainText)
+			}
+			toc := 0
+			for _, l := range p.Links {
+				switch {
+				case l.Rel == "next":
+					if l.Kind == Noise {
+						t.Errorf("page %d: rel=next link %s is noise: the layered crawl would not follow it", i, l.URL)
+					}
+				case strings.Contains(l.Text, "Section about"):
+					toc++
+					if l.Kind != Content {
+						t.Errorf("page %d: table of contents link %s (%q) is %v", i, l.URL, l.Text, l.Kind)
+					}
+				case l.Text == "Prev" || l.Text == "Up" || l.Text == "Home" || l.Text == "index":
+					if l.Kind != Noise {
+						t.Errorf("page %d: navigation link %q is %v", i, l.Text, l.Kind)
+					}
+				}
+			}
+			if want := map[int]int{0: n - 1, 10: 4}[i]; toc != want {
+				t.Errorf("page %d: %d table of contents links, want %d", i, toc, want)
+			}
+		}
+	}
+}

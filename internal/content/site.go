@@ -9,10 +9,14 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+
+	"github.com/spider-crawler/spider/internal/parse"
 )
 
 // Site is the model of one site learned from the pages seen so far: for
-// each block subtree hash, the number of distinct pages it was seen on.
+// each block subtree hash, and for each link label of a navigation-row
+// candidate (see "Navigation rows" in the package documentation), the
+// number of distinct pages it was seen on; both kinds share the one table.
 // It keeps at most its MaxHashes counts (when full, the hashes seen on the
 // fewest pages are dropped first: page-unique blocks, which are most of
 // them) and as many page fingerprints, so that the same page seen again (a
@@ -21,6 +25,7 @@ import (
 type Site struct {
 	mu     sync.Mutex
 	max    int
+	navMax int // blocks with 2..navMax links have their Shape counted
 	pages  int
 	counts map[uint64]uint32
 	seen   map[uint64]struct{} // fingerprints of the pages observed
@@ -29,7 +34,7 @@ type Site struct {
 // NewSite returns an empty site model keeping at most opt.MaxHashes counts.
 func NewSite(opt Options) *Site {
 	opt = opt.withDefaults()
-	return &Site{max: opt.MaxHashes, counts: map[uint64]uint32{}, seen: map[uint64]struct{}{}}
+	return &Site{max: opt.MaxHashes, navMax: opt.MaxNavLinks, counts: map[uint64]uint32{}, seen: map[uint64]struct{}{}}
 }
 
 // Observe records the page's blocks: each distinct subtree hash counts one
@@ -47,23 +52,31 @@ func (s *Site) Observe(p *Page) bool {
 	s.seen[p.Fingerprint] = struct{}{}
 	s.pages++
 	done := make(map[uint64]struct{}, len(p.Blocks))
-	for _, b := range p.Blocks {
-		if _, ok := done[b.Hash]; ok {
-			continue
+	for i, b := range p.Blocks {
+		s.count(b.Hash, done)
+		if s.navMax > 0 && p.navCandidate(i, Options{MaxNavLinks: s.navMax}) {
+			p.navLabels(i, func(h uint64, _ *parse.Link) { s.count(h, done) })
 		}
-		done[b.Hash] = struct{}{}
-		if c, ok := s.counts[b.Hash]; ok {
-			if c < ^uint32(0) {
-				s.counts[b.Hash] = c + 1
-			}
-			continue
-		}
-		if len(s.counts) >= s.max {
-			s.shrink()
-		}
-		s.counts[b.Hash] = 1
 	}
 	return true
+}
+
+// count adds one page to h's count unless done holds h. s.mu is held.
+func (s *Site) count(h uint64, done map[uint64]struct{}) {
+	if _, ok := done[h]; ok {
+		return
+	}
+	done[h] = struct{}{}
+	if c, ok := s.counts[h]; ok {
+		if c < ^uint32(0) {
+			s.counts[h] = c + 1
+		}
+		return
+	}
+	if len(s.counts) >= s.max {
+		s.shrink()
+	}
+	s.counts[h] = 1
 }
 
 // shrink drops the counts of the fewest pages until at most 3/4 of max
