@@ -43,11 +43,14 @@
 //   - each link sits in a cell of its own (a block whose text besides its
 //     anchors is at most two characters per link: "next |", "Python »"),
 //     not in a sentence;
-//   - at least half of its links are fixed: the link's label — the row's
-//     Shape (tags, each block's link count and whether it has text,
-//     nested shapes; no text, no target), the link's position in the row
-//     and its anchor text — was seen on at least Options.MinPages pages
-//     of the site, or the link declares rel=prev, next or up.
+//   - more than half of its links are fixed, the first one included (a
+//     row starts with its fixed part: a breadcrumb's root, "Prev"; an
+//     index entry "operator [1]" or a heading with its "¶" permalink does
+//     not): a link is fixed when its label — the row's Shape (tags, each
+//     block's link count and whether it has text, nested shapes; no text,
+//     no target), the link's position in the row and its anchor text —
+//     was seen on at least Options.MinPages pages of the site, or when it
+//     declares rel=prev, next or up.
 //
 // A table of contents is not a row even where its structure repeats (a
 // chapter page's list of its four sections has the shape of every other
@@ -400,14 +403,16 @@ func (p *Page) navRow(i int, site *Site, opt Options) bool {
 	if !p.navCandidate(i, opt) || b.Runes-b.LinkRunes > MaxNavText {
 		return false
 	}
-	fixed := 0
+	fixed, k, first := 0, 0, false
 	p.navLabels(i, func(h uint64, l *parse.Link) {
 		if navRel(l.Rel) || site.Count(h) >= opt.MinPages {
 			fixed++
+			first = first || k == 0
 		}
+		k++
 	})
-	if 2*fixed < b.Links {
-		return false
+	if !first || 2*fixed <= b.Links {
+		return false // an index entry ("operator [1]"), a heading and its "¶"
 	}
 	// The links sit in cells of their own ("Prev", "next |", "Python »"),
 	// not in a sentence whose words change around fixed anchors.
