@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ import (
 // Cluster; the result packets, which hold the analysed pages and so
 // nearly all of the build's memory, go to resultLists lists, one per hash
 // tag ix-I-K (crawls.SpreadTag), a task's packets all to the list of its
-// number (so they stay in order), and the masters of a cluster hold about
+// number and node (so they stay in order), and the masters of a cluster hold about
 // equal shares of them:
 //
 //	{spider:NAME}:index:trq:NODE      task tags of NODE not yet leased
@@ -77,13 +78,18 @@ func (k distKeys) results(i int) string {
 }
 
 // resultList is the list of a task's packets: its number (the tag's part
-// after the last '/') modulo resultLists.
+// after the last '/') plus an offset hashed from its node, modulo
+// resultLists, so that a node's consecutive tasks go round the lists and
+// nodes with few tasks each do not all start at list 0.
 func resultList(tag string) int {
-	n, err := strconv.Atoi(tag[strings.LastIndexByte(tag, '/')+1:])
+	i := strings.LastIndexByte(tag, '/')
+	n, err := strconv.Atoi(tag[i+1:])
 	if err != nil || n < 0 {
 		return 0
 	}
-	return n % resultLists
+	h := fnv.New32a()
+	h.Write([]byte(tag[:max(i, 0)]))
+	return int((h.Sum32()%resultLists + uint32(n%resultLists)) % resultLists)
 }
 
 func (k distKeys) trq(node string) string    { return k.p + "trq:" + node }

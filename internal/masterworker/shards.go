@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -29,8 +30,11 @@ import (
 //
 // A host's URLs all live in one part (so a page's duplicate on the same
 // host is found, as in a p2p crawl's bucket). Which part a host gets is
-// decided when its first URL is discovered: the part that accepted the
-// fewest URLs in this master run (then: holds the fewest hosts), and kept
+// decided when its first URL is discovered: the part with the fewest state
+// calls that accepted URLs in this master run (each leaves a reply key for
+// rstate.ReplyTTL: the bulk of a busy part's keys; then: the
+// one with the fewest hosts; the other new hosts of the same call count as
+// bringing the average calls of a host so far), and kept
 // in the directory {spider:C}:mw:hosts (host → part), which the master
 // reads back when it starts again. A hash of the host would need no
 // directory, but with dozens of hosts its luck decides the spread (one
@@ -103,7 +107,7 @@ func OpenState(ctx context.Context, rdb redis.UniversalClient, crawlName string,
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &shards{rdb: rdb, dirKey: newKeys(crawlName).hosts(), relink: opt.Relink, maxDepth: opt.MaxDepth,
-		dir: map[string]int{}, urls: make([]int64, Shards), hosts: make([]int, Shards)}
+		dir: map[string]int{}, calls: make([]int64, Shards), hosts: make([]int, Shards)}
 	all, err := rdb.HGetAll(ctx, s.dirKey).Result()
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the crawl's host directory %s: %w", s.dirKey, err)
@@ -174,8 +178,9 @@ type shards struct {
 
 	mu    sync.Mutex
 	dir   map[string]int // host → part
-	urls  []int64        // URLs each part accepted in this run
-	hosts []int          // hosts each part holds
+	calls []int64        // state calls that accepted URLs, per part, in this run
+
+	hosts []int // hosts each part holds
 }
 
 var _ crawl.State = (*shards)(nil)
@@ -237,16 +242,28 @@ func (s *shards) split(ctx context.Context, reqs []frontier.Request) (map[int][]
 
 func (s *shards) assign(ctx context.Context, hosts []string) error {
 	s.mu.Lock()
+	// A new host is expected to bring as many calls as the hosts so far
+	// did on average (at least 1): counted at once, so that the hosts of
+	// one batch spread instead of all going to the part that is lowest
+	// now.
+	var calls, nhosts int64
+	for n := range Shards {
+		calls += s.calls[n]
+		nhosts += int64(s.hosts[n])
+	}
+	avg := max(calls/max(nhosts, 1), 1)
+	load := slices.Clone(s.calls)
 	want := make([]int, len(hosts))
 	for i := range hosts {
 		best := 0
 		for n := 1; n < Shards; n++ {
-			if s.urls[n] < s.urls[best] || s.urls[n] == s.urls[best] && s.hosts[n] < s.hosts[best] {
+			if load[n] < load[best] || load[n] == load[best] && s.hosts[n] < s.hosts[best] {
 				best = n
 			}
 		}
 		want[i] = best
-		s.hosts[best]++ // counted now, so one batch of new hosts spreads too
+		load[best] += avg
+		s.hosts[best]++ // counted now (undone below once the directory answers)
 	}
 	s.mu.Unlock()
 	var got []*redis.StringCmd
@@ -281,6 +298,15 @@ func (s *shards) assign(ctx context.Context, hosts []string) error {
 	return nil
 }
 
+// accepting counts a state call that accepted something: each leaves a
+// reply key for rstate.ReplyTTL, the bulk of a busy part's keys.
+func accepting(n int) int64 {
+	if n > 0 {
+		return 1
+	}
+	return 0
+}
+
 func (s *shards) within(r frontier.Request) bool { return s.maxDepth < 0 || r.Depth <= s.maxDepth }
 
 // Relinks reports whether the parts keep links for relinking (so that
@@ -309,7 +335,7 @@ func (s *shards) Discover(ctx context.Context, reqs []frontier.Request) ([]front
 			news = append(news, got...)
 			relink = append(relink, more...)
 			s.mu.Lock()
-			s.urls[n] += int64(len(got))
+			s.calls[n] += accepting(len(got) + len(more))
 			s.mu.Unlock()
 		}
 		reqs = relink
@@ -357,7 +383,7 @@ func (s *shards) Complete(ctx context.Context, r frontier.Request, o crawlstate.
 		return crawlstate.Result{}, err
 	}
 	s.mu.Lock()
-	s.urls[n] += int64(len(res.New))
+	s.calls[n] += accepting(len(res.New) + len(relink))
 	s.mu.Unlock()
 	res.New = append(res.New, news...)
 	if len(relink) > 0 {
