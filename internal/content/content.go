@@ -55,9 +55,11 @@
 // A table of contents is not a row even where its structure repeats (a
 // chapter page's list of its four sections has the shape of every other
 // chapter's): its anchor texts change with the page, so its labels are
-// not fixed; a list longer than MaxNavLinks is never a row. Links with
-// rel="next" or rel="prev" in a row are Template, not Noise (as in every
-// noise block), so the layered crawl still follows them.
+// not fixed; a list longer than MaxNavLinks is never a row. A row and
+// the blocks nested in it are Template, never Noise: their text is not the
+// page's main text, but their links (Prev, Up, Next: the site's reading
+// order, as a pager's) are followed by the layered crawl and their anchor
+// texts kept.
 //
 // # Young sites
 //
@@ -199,8 +201,8 @@ type Block struct {
 	// Template reports whether the block is part of the site's template.
 	Template bool
 	// Nav reports whether the block was judged a navigation row by its
-	// structure (it is then Template too; blocks nested in it are
-	// Template by their parent, not Nav).
+	// structure (it is then Template too, and so are the blocks nested in
+	// it, by their parent, not Nav; none of them is Noise).
 	Nav bool
 	// Kind is set by Classify.
 	Kind Kind
@@ -343,6 +345,7 @@ func (p *Page) Classify(site *Site, opt Options) {
 	young := site == nil || site.Pages() < opt.MinPages
 	p.Young = young
 	inChrome := make([]bool, len(p.Blocks))
+	inNav := make([]bool, len(p.Blocks))
 	var main, tmpl strings.Builder
 	p.Headings = p.Headings[:0]
 	navOn := site != nil && !young && opt.MaxNavLinks > 0
@@ -359,7 +362,10 @@ func (p *Page) Classify(site *Site, opt Options) {
 		if young && inChrome[i] && b.LinkDense {
 			b.Template = true
 		}
+		inNav[i] = b.Nav || b.Parent >= 0 && inNav[b.Parent]
 		switch {
+		case inNav[i]:
+			b.Kind = Template // a row's links are the site's reading order, as a pager's
 		case b.LinkDense && (b.Template || opt.Samples != nil && matchSamples(opt.Samples, p.base(), b.Block.Links, opt.SampleScore)):
 			b.Kind = Noise
 		case b.Template:
