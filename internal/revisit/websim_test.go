@@ -16,11 +16,20 @@ import (
 // a few seconds: revisits carry the entry's validators; every 304 must be a page whose
 // version did not change since the copy, every unchanged revisit must be answered 304
 // (the goal is 80%), and Observe must see exactly the changes the truth made.
+//
+// With every host a bad server (websim.AllValidatorFaults: ETags new at every answer,
+// Last-Modified in the future, 304 to unconditional requests) no change may be seen where
+// the truth has none.
 func TestConditionalRevisits(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 3 s")
+		t.Skip("runs 6 s")
 	}
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 4, Hosts: 2, PagesPerHost: 60, ChangeDay: 100 * time.Millisecond, DisappearShare: -1})
+	t.Run("good servers", func(t *testing.T) { conditionalRevisits(t, 0) })
+	t.Run("bad servers", func(t *testing.T) { conditionalRevisits(t, websim.AllValidatorFaults) })
+}
+
+func conditionalRevisits(t *testing.T, faults websim.ValidatorFault) {
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 4, Hosts: 6, PagesPerHost: 20, ChangeDay: 100 * time.Millisecond, DisappearShare: -1, ValidatorFaults: faults, FaultShare: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +49,12 @@ func TestConditionalRevisits(t *testing.T) {
 		version int // of the stored copy
 	}
 	var pages []*page
-	for hi := range 2 {
+	for hi := range 6 {
 		for _, u := range web.PageURLs(hi) {
 			pages = append(pages, &page{url: u})
 		}
 	}
-	var unchanged, answered304, changedSeen, changedTrue, ambiguous int
+	var unchanged, answered304, changedSeen, changedTrue, ambiguous, falseChanges, failures int
 	fetch := func(pg *page, now time.Time) {
 		req, _ := http.NewRequest("GET", pg.url, nil)
 		etag, lm := pg.e.Validators()
@@ -87,9 +96,15 @@ func TestConditionalRevisits(t *testing.T) {
 			t.Fatalf("%s: status %d", pg.url, res.StatusCode)
 		}
 		changed := p.Observe(&pg.e, o, "", "")
+		if pg.e.Failures > 0 {
+			failures++
+		}
 		if !first && before == after {
 			if before == pg.version {
 				unchanged++
+				if changed {
+					falseChanges++
+				}
 				if res.StatusCode == 304 {
 					answered304++
 				}
@@ -103,6 +118,9 @@ func TestConditionalRevisits(t *testing.T) {
 		if res.StatusCode == 200 {
 			pg.version = after
 		}
+		if !conditional && res.StatusCode == 304 && pg.e.FailClass != ClassProtocol {
+			t.Errorf("%s: a 304 to an unconditional request is not a protocol failure", pg.url)
+		}
 	}
 	end := time.Now().Add(3 * time.Second)
 	for now := time.Now(); now.Before(end); now = time.Now() {
@@ -113,11 +131,14 @@ func TestConditionalRevisits(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("unchanged revisits %d (304: %d), changed %d (seen %d), ambiguous %d", unchanged, answered304, changedTrue, changedSeen, ambiguous)
+	t.Logf("unchanged revisits %d (304: %d), changed %d (seen %d), ambiguous %d, failures %d", unchanged, answered304, changedTrue, changedSeen, ambiguous, failures)
 	if unchanged < 50 || changedTrue < 50 {
 		t.Fatalf("too few revisits to judge: %d unchanged, %d changed", unchanged, changedTrue)
 	}
-	if answered304 < unchanged*8/10 {
+	if falseChanges > 0 {
+		t.Errorf("%d changes seen where the page did not change", falseChanges)
+	}
+	if faults == 0 && answered304 < unchanged*8/10 {
 		t.Errorf("%d of %d unchanged revisits answered 304", answered304, unchanged)
 	}
 	if changedSeen != changedTrue {
