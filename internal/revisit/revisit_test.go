@@ -49,6 +49,8 @@ func TestObserveSteps(t *testing.T) {
 			{time.Hour, fetched(3), true, time.Hour}}},
 		{"per-host bounds win", Policy{Mode: ModeAdaptive, Hosts: map[string]Bounds{"h": {Max: 12 * time.Hour}}, Topics: map[string]Bounds{"t": {Max: 6 * day}}}, "h", []step{
 			{0, fetched(1), false, 12 * time.Hour}, {12 * time.Hour, fetched(1), false, 12 * time.Hour}}},
+		{"per-topic bounds", Policy{Mode: ModeAdaptive, Topics: map[string]Bounds{"t": {Min: 2 * day}}}, "", []step{
+			{0, fetched(1), false, 2 * day}, {2 * day, fetched(2), true, 2 * day}}},
 		{"ETag changed, same content: unchanged", Policy{Mode: ModeAdaptive}, "", []step{
 			{0, Observation{Outcome: Fetched, Fingerprint: 7, ETag: `"a"`}, false, day},
 			{day, Observation{Outcome: Fetched, Fingerprint: 7, ETag: `"b"`}, false, 36 * time.Hour}}},

@@ -332,7 +332,8 @@ func (w *Web) ChangesBetween(rawURL string, from, to time.Time) (changes []time.
 	return changes, true
 }
 
-// HostFault returns the validator fault of host hi (0 for a well-behaved host).
+// HostFault returns the validator fault of a host name (0 for a well-behaved host, or
+// without ChangeDay).
 func (w *Web) HostFault(hostname string) ValidatorFault {
 	hi, ok := w.lookup(hostname)
 	if !ok {
