@@ -36,7 +36,8 @@ func websimPages(b *testing.B) ([]*url.URL, [][]byte) {
 }
 
 // BenchmarkAnalyze compares, per page, the crawler's parser (parse.Parse),
-// the one-pass parse.ParseBlocks and content.Model.Analyze.
+// the one-pass parse.ParseBlocks and content.Model.Analyze (with and
+// without the navigation-row rule).
 func BenchmarkAnalyze(b *testing.B) {
 	bases, bodies := websimPages(b)
 	b.Run("parse", func(b *testing.B) {
@@ -57,6 +58,13 @@ func BenchmarkAnalyze(b *testing.B) {
 	})
 	b.Run("analyze-unresolved", func(b *testing.B) {
 		m := NewModel(Options{Parse: parse.Options{Unresolved: true}})
+		for i := 0; b.Loop(); i++ {
+			m.Analyze(bases[i%len(bases)], bodies[i%len(bases)])
+		}
+	})
+	// The same without the navigation-row rule (its cost is the difference).
+	b.Run("analyze-unresolved-nonav", func(b *testing.B) {
+		m := NewModel(Options{Parse: parse.Options{Unresolved: true}, MaxNavLinks: -1})
 		for i := 0; b.Loop(); i++ {
 			m.Analyze(bases[i%len(bases)], bodies[i%len(bases)])
 		}
