@@ -82,6 +82,8 @@ func TestDocsNavRows(t *testing.T) {
 	}
 	slices.Sort(on)
 	slices.Sort(off)
-	per := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d.Microseconds())/float64(len(names))) }
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%.1f µs", float64(d.Microseconds())/float64(len(names)))
+	}
 	t.Logf("per page (Extract+Observe+Classify, median of 5): with the rule %s, without %s", per(on[2]), per(off[2]))
 }
