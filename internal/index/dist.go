@@ -39,13 +39,14 @@ import (
 // so every script and transaction on them is in one slot of a Redis
 // Cluster; the result packets, which hold the analysed pages and so
 // nearly all of the build's memory, go to resultLists lists, one per hash
-// tag ix-I-K (crawls.SpreadTag), a task's packets all to the list of its
-// number and node (so they stay in order), and the masters of a cluster hold about
+// tag ix-I-K (crawls.SpreadTag), a task's packets all to one list (so they
+// stay in order; the build's tasks go round the lists), and the masters of a cluster hold about
 // equal shares of them:
 //
 //	{spider:NAME}:index:trq:NODE      task tags of NODE not yet leased
 //	{spider:NAME}:index:proc:MAPPER   tags leased by MAPPER
 //	{spider:NAME}:index:tasks         hash tag → task JSON
+//	{spider:NAME}:index:lists         hash tag → its result list (0 to resultLists-1)
 //	{spider:NAME}:index:plan          hash NODE → number of tasks
 //	{spider:NAME}:index:done          set of finished tags
 //	{spider:NAME}:index:donebynode    hash NODE → finished tasks
@@ -95,6 +96,7 @@ func resultList(tag string) int {
 func (k distKeys) trq(node string) string    { return k.p + "trq:" + node }
 func (k distKeys) proc(mapper string) string { return k.p + "proc:" + mapper }
 func (k distKeys) tasks() string             { return k.p + "tasks" }
+func (k distKeys) lists() string             { return k.p + "lists" }
 func (k distKeys) plan() string              { return k.p + "plan" }
 func (k distKeys) done() string              { return k.p + "done" }
 func (k distKeys) doneByNode() string        { return k.p + "donebynode" }
@@ -110,14 +112,21 @@ type task struct {
 }
 
 // planScript registers a node's tasks once: the first mapper of a node to
-// arrive plans, the others see the plan. KEYS: plan, trq, tasks. ARGV:
-// node, then tag, task JSON pairs.
+// arrive plans, the others see the plan. Each task gets its result list in
+// the lists hash: the build's tasks numbered across nodes in planning
+// order, round the lists, so they spread evenly whatever the nodes'
+// sizes. KEYS: plan, trq, tasks, lists. ARGV: node, number of lists, then
+// tag, task JSON pairs.
 var planScript = redis.NewScript(`
-if redis.call('HSETNX', KEYS[1], ARGV[1], (#ARGV - 1) / 2) == 0 then
+local base = 0
+for _, v in ipairs(redis.call('HVALS', KEYS[1])) do base = base + tonumber(v) end
+if redis.call('HSETNX', KEYS[1], ARGV[1], (#ARGV - 2) / 2) == 0 then
   return 0
 end
-for i = 2, #ARGV, 2 do
+local n = tonumber(ARGV[2])
+for i = 3, #ARGV, 2 do
   redis.call('HSET', KEYS[3], ARGV[i], ARGV[i+1])
+  redis.call('HSET', KEYS[4], ARGV[i], (base + (i - 3) / 2) % n)
   redis.call('RPUSH', KEYS[2], ARGV[i])
 end
 return 1
@@ -326,7 +335,11 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 			return st, err
 		}
 		seq := 0
-		list := k.results(resultList(tag))
+		li, err := rdb.HGet(ctx, k.lists(), tag).Int()
+		if err != nil || li < 0 || li >= resultLists {
+			li = resultList(tag) // a plan without lists (an older mapper planned it)
+		}
+		list := k.results(li)
 		send := func(p *packet) error {
 			for {
 				n, err := rdb.LLen(ctx, list).Result()
@@ -394,7 +407,7 @@ func planTasks(ctx context.Context, rdb redis.UniversalClient, k distKeys, dataD
 	} else if ok {
 		return nil
 	}
-	args := []any{node}
+	args := []any{node, resultLists}
 	start, lines, no := int64(0), 0, 0
 	flush := func(end int64) {
 		b, _ := json.Marshal(task{Node: node, Start: start, End: end})
@@ -414,7 +427,7 @@ func planTasks(ctx context.Context, rdb redis.UniversalClient, k distKeys, dataD
 	if lines > 0 {
 		flush(end)
 	}
-	created, err := planScript.Run(ctx, rdb, []string{k.plan(), k.trq(node), k.tasks()}, args...).Int()
+	created, err := planScript.Run(ctx, rdb, []string{k.plan(), k.trq(node), k.tasks(), k.lists()}, args...).Int()
 	if err != nil {
 		return fmt.Errorf("cannot register the tasks in Redis: %w", err)
 	}
@@ -715,7 +728,7 @@ func ResetDist(ctx context.Context, rdb redis.UniversalClient, crawl string) err
 	for _, m := range mappers {
 		keys = append(keys, k.proc(m))
 	}
-	keys = append(keys, k.tasks(), k.plan(), k.done(), k.doneByNode(), k.mappers(), k.mapNode(), k.stats())
+	keys = append(keys, k.tasks(), k.lists(), k.plan(), k.done(), k.doneByNode(), k.mappers(), k.mapNode(), k.stats())
 	for i := range resultLists {
 		keys = append(keys, k.results(i))
 	}
