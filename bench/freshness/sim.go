@@ -18,7 +18,9 @@ type page struct {
 }
 
 // versionAt is the page's version at day t.
-func (p *page) versionAt(t float64) int { return sort.SearchFloat64s(p.changes, math.Nextafter(t, math.Inf(1))) }
+func (p *page) versionAt(t float64) int {
+	return sort.SearchFloat64s(p.changes, math.Nextafter(t, math.Inf(1)))
+}
 
 // firstChangeAfter is the first change instant > t (+Inf for none).
 func (p *page) firstChangeAfter(t float64) float64 {

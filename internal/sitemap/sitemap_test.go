@@ -64,7 +64,7 @@ func TestParse(t *testing.T) {
 		wantErr error
 	}{
 		{name: "urlset with every field", kind: KindURLSet,
-			in: []byte(`<?xml version="1.0" encoding="UTF-8"?>` + ns + `<url><loc> http://a.test/x?a=1&amp;b=2 </loc><lastmod>2026-11-05</lastmod><changefreq>Daily</changefreq><priority>0.8</priority></url></urlset>`),
+			in:   []byte(`<?xml version="1.0" encoding="UTF-8"?>` + ns + `<url><loc> http://a.test/x?a=1&amp;b=2 </loc><lastmod>2026-11-05</lastmod><changefreq>Daily</changefreq><priority>0.8</priority></url></urlset>`),
 			locs: []string{"http://a.test/x?a=1&b=2"}},
 		{name: "sitemap index", kind: KindIndex,
 			in:   []byte(`<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>http://a.test/s1.xml.gz</loc><lastmod>2026-01-01T10:00:00+02:00</lastmod></sitemap><sitemap><loc>http://a.test/s2.xml</loc></sitemap></sitemapindex>`),
@@ -159,7 +159,9 @@ func TestParseFields(t *testing.T) {
 }
 
 func TestParseW3CDate(t *testing.T) {
-	utc := func(y, mo, d, h, mi, s, ns int) time.Time { return time.Date(y, time.Month(mo), d, h, mi, s, ns, time.UTC) }
+	utc := func(y, mo, d, h, mi, s, ns int) time.Time {
+		return time.Date(y, time.Month(mo), d, h, mi, s, ns, time.UTC)
+	}
 	for in, want := range map[string]time.Time{
 		"1997":                      utc(1997, 1, 1, 0, 0, 0, 0),
 		"1997-07":                   utc(1997, 7, 1, 0, 0, 0, 0),
