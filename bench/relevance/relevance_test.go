@@ -17,6 +17,9 @@
 //
 // It runs only when asked: bench/relevance/run.sh (which installs the
 // documentation package) or SPIDER_RELEVANCE=1 go test ./bench/relevance -run TestRelevance -v.
+// RELEVANCE_DEFAULT_ONLY=1 evaluates the default fields only. With the
+// default ranking it also counts the queries whose top-3 snippets show the
+// documentation's navigation rows ("Prev Up … Home Next").
 package relevance
 
 import (
@@ -28,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -100,6 +104,9 @@ func TestRelevance(t *testing.T) {
 		var summary string
 		fmt.Fprintf(&out, "| ranking | PageRank weight | P@3 | NDCG@10 | hub above the titled page | index build (s) |\n|---|---|---|---|---|---|\n")
 		for _, cf := range configs {
+			if os.Getenv("RELEVANCE_DEFAULT_ONLY") != "" && cf.fields != index.DefaultFieldWeights {
+				continue
+			}
 			st, err := index.Build(context.Background(), c.data, index.BuildOptions{Rebuild: true, Fields: cf.fields, ForceMerge: true})
 			if err != nil {
 				t.Fatal(err)
@@ -116,6 +123,8 @@ func TestRelevance(t *testing.T) {
 				if cf.fields == index.DefaultFieldWeights && w == index.DefaultRankWeight {
 					summary = fmt.Sprintf("default ranking (%s, PageRank weight %g): P@3 %.3f = %.2f × BM25 alone (%.3f), NDCG@10 %.3f, %d judged queries with a hub above the titled page\n",
 						index.DefaultFieldWeights, w, p3, p3/baseP3, baseP3, ndcg, bad)
+					q, h := navSnippets(t, ix, c, w)
+					summary += fmt.Sprintf("navigation text (%s) in the top-3 snippets: %d of %d queries, %d hits\n", navText, q, len(c.queries), h)
 				}
 				took := ""
 				if w == 0 {
@@ -134,6 +143,39 @@ func TestRelevance(t *testing.T) {
 	if p := os.Getenv("RELEVANCE_OUT"); p != "" {
 		os.WriteFile(p, []byte(out.String()), 0o644)
 	}
+}
+
+// navText matches the navigation rows of the judged documentation
+// (DocBook's "Prev Up <chapter> Home Next" header and footer tables).
+var navText = regexp.MustCompile(`\bPrev\s+Up\b|\bHome\s+Next\b|\bUp\s+Next\b`)
+
+// navSnippets counts the queries of c (and the hits) whose top-3
+// snippets show navigation text (navText).
+func navSnippets(t *testing.T, ix *index.Index, c corpus, w float64) (queries, hits int) {
+	for _, q := range c.queries {
+		res, err := ix.Search(context.Background(), index.Request{Query: q.query, Limit: 3, RankWeight: w})
+		if err != nil {
+			t.Fatalf("%s: %v", q.query, err)
+		}
+		n := 0
+		for _, h := range res.Hits[:min(3, len(res.Hits))] {
+			var b strings.Builder
+			for _, f := range h.Snippet {
+				b.WriteString(f.Text)
+			}
+			if navText.MatchString(b.String()) {
+				n++
+				if os.Getenv("RELEVANCE_DEBUG") != "" {
+					t.Logf("%q: %s: %q", q.query, h.URL, b.String())
+				}
+			}
+		}
+		hits += n
+		if n > 0 {
+			queries++
+		}
+	}
+	return queries, hits
 }
 
 // evaluate runs every query of c and returns mean P@3 (grade ≥ 1 counts
