@@ -25,7 +25,7 @@ import (
 type Site struct {
 	mu     sync.Mutex
 	max    int
-	navMax int // blocks with 2..navMax links have their Shape counted
+	navMax int // blocks with 2..navMax links have their links' labels counted (Options.MaxNavLinks)
 	pages  int
 	counts map[uint64]uint32
 	seen   map[uint64]struct{} // fingerprints of the pages observed
