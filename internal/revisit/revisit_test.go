@@ -174,6 +174,26 @@ func TestEstimateRate(t *testing.T) {
 			}
 		})
 	}
+	// Very irregular visits (alternately 0.1 and 3 days apart) to a daily page: the
+	// maximum-likelihood estimate for irregular intervals is needed; the regular-interval
+	// formula with the mean interval is far off.
+	t.Run("alternating intervals", func(t *testing.T) {
+		sum := 0.0
+		const trials = 300
+		for range trials {
+			var visits []float64
+			at := 0.0
+			for i := range MaxObservations + 1 {
+				visits = append(visits, at)
+				at += []float64{0.1, 3}[i%2] * 86400
+			}
+			h := observe(visits, poisson(r, 1.0/86400, at))
+			sum += EstimateRate(&h) * 86400
+		}
+		if got := sum / trials; math.Abs(got-1) > 0.25 { // the MLE of 32 revisits: about +17%; the mean-interval formula: 0.47
+			t.Errorf("mean estimate %.3f a day, true 1", got)
+		}
+	})
 	// Nothing changed: 0; everything changed: finite.
 	var h History
 	for range 5 {
