@@ -187,6 +187,9 @@ type checked struct {
 	// unknown are the keys of kept records whose URL the damaged state
 	// does not know (see check): the rebuilt state completes them.
 	unknown []dedup.Key
+	// unconfirmed are the record lines among them whose URL their page does
+	// not name: confirmUnknown looks for it in other records' out-links.
+	unconfirmed []int
 	// recordsShort: records.jsonl is shorter than the state's RecordsEnd.
 	recordsShort bool
 	// recordsSize is the size of records.jsonl after repair.
@@ -392,12 +395,19 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 				}
 				// A URL is seen in the state before it is fetched, and the
 				// state committed records up to RecordsEnd: a record before
-				// that mark whose URL the state does not know means the
-				// state lost the key (a damaged key), not that the record
-				// is newer. The record is kept and the rebuilt state
-				// completes its URL.
-				c.add(rep, stateFile, -1, "does not know %s, whose record ends before the state's records mark (byte %d): the state is damaged", r.URL, c.in.RecordsEnd)
+				// that mark whose URL the state does not know is damage,
+				// not a newer record. Either the state lost the key (a
+				// damaged key: keep the record, the rebuilt state completes
+				// its URL) or the record's URL was damaged (drop it). The
+				// URL is trusted when a witness names it: its page (the page
+				// index names the page's URL, which pageMismatch compared with
+				// final_url) or another record's out-link (confirmUnknown).
 				c.unknown = append(c.unknown, key)
+				if r.PageNo < 0 || c.pages.Pages[r.PageNo].URL != r.URL { // the page vouches for final_url only
+					c.unconfirmed = append(c.unconfirmed, i)
+				} else {
+					c.add(rep, stateFile, -1, "does not know %s, whose record ends before the state's records mark (byte %d): the state is damaged", r.URL, c.in.RecordsEnd)
+				}
 			}
 		}
 		c.keep[i] = true
@@ -406,6 +416,9 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	})
 	c.closeData()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := c.confirmUnknown(rep, stateFile); err != nil {
 		return nil, err
 	}
 	if c.in != nil {
@@ -481,6 +494,70 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 		}
 	}
 	return c, nil
+}
+
+// confirmUnknown decides the records whose URL neither the state nor their
+// page names (c.unconfirmed): a URL another kept record links to (or a
+// stored page names) is one the crawl really found, so the state lost its
+// key and the record stays; a URL nothing else names is a damaged record's
+// (a flipped byte in its URL) and the record is dropped. (A seed named
+// nowhere else is dropped too; the next crawl's seeds bring it back.)
+func (c *checked) confirmUnknown(rep *Report, stateFile string) error {
+	if len(c.unconfirmed) == 0 {
+		return nil
+	}
+	want := map[dedup.Key]bool{}
+	for _, i := range c.unconfirmed {
+		want[dedup.KeyOf(c.lines[i].url)] = true
+	}
+	named := map[dedup.Key]bool{}
+	err := store.EachRecordLine(c.dir, func(i int, l store.RecordLine) error {
+		if l.Err != nil || i >= len(c.keep) || !c.keep[i] {
+			return nil
+		}
+		for _, o := range l.Rec.OutLinks {
+			if k := dedup.KeyOf(o); want[k] && o != l.Rec.URL {
+				named[k] = true
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, p := range c.pages.Pages {
+		if k := dedup.KeyOf(p.URL); want[k] {
+			named[k] = true
+		}
+	}
+	unknown := c.unknown[:0]
+	for _, k := range c.unknown {
+		if !want[k] || named[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	c.unknown = unknown
+	for _, i := range c.unconfirmed {
+		u := c.lines[i].url
+		k := dedup.KeyOf(u)
+		if named[k] {
+			c.add(rep, stateFile, -1, "does not know %s, whose record ends before the state's records mark (byte %d): the state is damaged", u, c.in.RecordsEnd)
+			continue
+		}
+		c.add(rep, store.RecordsFileName, -1, "record of %s, a URL neither the state nor any other record knows: the record is damaged", u)
+		c.keep[i] = false
+		c.droppedRL[u] = true
+		if c.recorded[k] == i {
+			delete(c.recorded, k)
+			for j := i - 1; j >= 0; j-- { // an earlier kept record of the URL
+				if c.keep[j] && c.lines[j].url == u {
+					c.recorded[k] = j
+					break
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // pageMismatch says why record r does not match the consistent pages, or "".

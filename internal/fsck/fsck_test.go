@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,6 +262,25 @@ func flipKeyOf(u string) damage {
 	}}
 }
 
+// flipRecordURL flips a byte of u's record's "url" field in records.jsonl
+// (not its "final_url", not its out-links elsewhere), so the record names a
+// URL nothing else does.
+func flipRecordURL(u string) damage {
+	return damage{name: "flip-url-" + strconv.FormatUint(dedup.KeyOf(u).H1%1000, 10), do: func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		field := []byte(`"url":"` + u + `"`)
+		i := bytes.Index(b, field)
+		if i < 0 {
+			return fmt.Errorf("no record of %s in %s", u, path)
+		}
+		b[i+len(field)-2] ^= 0x04 // the URL's last byte, still printable
+		return os.WriteFile(path, b, 0o600)
+	}}
+}
+
 // TestDamageRepairResume damages each file of a crawl's data directory in
 // each way, then checks that fsck reports the file (when the damage is one
 // a check can see), that fsck --repair succeeds and a second fsck is
@@ -322,17 +342,26 @@ func (g *golden) damageTable(t *testing.T) {
 	// URL whose record is valid (found once by a random flip). The record
 	// must be kept and its URL completed, not dropped as "newer than the
 	// state" and lost.
-	keyed := make([]string, 0, len(g.recs))
-	for u, r := range g.recs {
+	here, _ := contents(t, g.dir) // the records of this (complete or partial) crawl
+	keyed := make([]string, 0, len(here))
+	for u, r := range here {
 		if r.Status == 200 {
 			keyed = append(keyed, u)
 		}
 	}
 	sort.Strings(keyed)
+	// And the other way round: a flipped byte in a record's "url" field (its
+	// "final_url", which the page index confirms, intact) makes a URL nothing
+	// else names (found once by a random flip): the record must be dropped,
+	// not taken for one whose key the state lost.
 	files = append(files, struct {
 		path    string
 		damages []damage
-	}{"state/state.db", []damage{sure(flipKeyOf(keyed[len(keyed)/2]))}})
+	}{"state/state.db", []damage{sure(flipKeyOf(keyed[len(keyed)/2]))}},
+		struct {
+			path    string
+			damages []damage
+		}{"records.jsonl", []damage{sure(flipRecordURL(keyed[0])), sure(flipRecordURL(keyed[len(keyed)-1]))}})
 	for _, f := range files {
 		for _, d := range f.damages {
 			t.Run(strings.ReplaceAll(f.path, "/", "_")+"/"+d.name, func(t *testing.T) {
