@@ -56,10 +56,11 @@
 // chapter page's list of its four sections has the shape of every other
 // chapter's): its anchor texts change with the page, so its labels are
 // not fixed; a list longer than MaxNavLinks is never a row. A row and
-// the blocks nested in it are Template, never Noise: their text is not the
+// the blocks nested in it are Template, not Noise: their text is not the
 // page's main text, but their links (Prev, Up, Next: the site's reading
 // order, as a pager's) are followed by the layered crawl and their anchor
-// texts kept.
+// texts kept — except a block of the row that repeats exactly by itself
+// (and what it holds), which is noise when link-dense, as anywhere.
 //
 // # Young sites
 //
@@ -202,7 +203,8 @@ type Block struct {
 	Template bool
 	// Nav reports whether the block was judged a navigation row by its
 	// structure (it is then Template too, and so are the blocks nested in
-	// it, by their parent, not Nav; none of them is Noise).
+	// it, by their parent, not Nav; none of them is Noise unless it
+	// repeats exactly by itself).
 	Nav bool
 	// Kind is set by Classify.
 	Kind Kind
@@ -354,7 +356,8 @@ func (p *Page) Classify(site *Site, opt Options) {
 		parentTemplate := b.Parent >= 0 && p.Blocks[b.Parent].Template
 		inChrome[i] = chrome(b.Tag) || b.Parent >= 0 && inChrome[b.Parent]
 		substantial := b.Links >= 2 || b.Runes >= opt.MinTemplateRunes
-		b.Template = parentTemplate || substantial && site != nil && site.Count(b.Hash) >= opt.MinPages
+		own := substantial && site != nil && site.Count(b.Hash) >= opt.MinPages
+		b.Template = parentTemplate || own
 		b.Nav = false
 		if !b.Template && navOn && p.navRow(i, site, opt) {
 			b.Template, b.Nav = true, true
@@ -362,7 +365,9 @@ func (p *Page) Classify(site *Site, opt Options) {
 		if young && inChrome[i] && b.LinkDense {
 			b.Template = true
 		}
-		inNav[i] = b.Nav || b.Parent >= 0 && inNav[b.Parent]
+		// In a row, but not a block repeated as it is (a breadcrumb's fixed
+		// list): that one stays noise when link-dense, as everywhere.
+		inNav[i] = (b.Nav || b.Parent >= 0 && inNav[b.Parent]) && !own
 		switch {
 		case inNav[i]:
 			b.Kind = Template // a row's links are the site's reading order, as a pager's

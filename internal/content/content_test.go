@@ -344,7 +344,8 @@ func TestModelEncoding(t *testing.T) {
 }
 
 // bookPage renders page i of a DocBook/Sphinx-like manual of n pages in
-// chapters of five: a breadcrumb list whose last item is the chapter, a
+// chapters of five: a breadcrumb (a fixed list, then one that ends in the
+// chapter and the page), a
 // header table (the page's title, Prev, Up, the chapter's title, Home,
 // Next) and a footer table (Prev, Up, Next, then the neighbours' titles
 // and Home) — rows whose texts differ on every page; each chapter's first
@@ -356,7 +357,7 @@ func bookPage(i, n int) string {
 	ch := i / 5 * 5
 	var b strings.Builder
 	fmt.Fprintf(&b, "<html><head><title>%s</title></head><body>", title(i))
-	fmt.Fprintf(&b, `<div class="related"><ul><li><a href="/genindex.html">index</a></li><li><a href="/index.html">Manual</a> »</li><li><a href="/p%d.html">Chapter %d</a> »</li></ul></div>`, ch, ch/5+1)
+	fmt.Fprintf(&b, `<div class="related"><ul><li><a href="/genindex.html">index</a></li><li><a href="/modindex.html">modules</a></li></ul><ul><li><a href="/index.html">Manual</a> »</li><li><a href="/p%d.html">Chapter %d</a> »</li><li><a href="/p%d.html">Section %d</a></li></ul></div>`, ch, ch/5+1, i, i)
 	fmt.Fprintf(&b, `<div class="navheader"><table><tr><th colspan="3">%s</th></tr><tr><td><a href="/p%d.html">Prev</a></td><td><a href="/p%d.html">Up</a></td><th>Chapter %d. Things of kind %d</th><td><a href="/index.html">Home</a></td><td><a href="/p%d.html" rel="next">Next</a></td></tr></table></div>`,
 		title(i), (i+n-1)%n, ch, ch/5+1, ch/5+1, (i+1)%n)
 	fmt.Fprintf(&b, `<h2>%s</h2>`, title(i))
@@ -405,7 +406,7 @@ func TestNavRows(t *testing.T) {
 			site.Observe(p)
 			pages = append(pages, p)
 		}
-		navText := []string{"Prev", "Next", "Home", "Chapter 3. Things", "Chapter 3 ", "index"}
+		navText := []string{"Prev", "Next", "Home", "Chapter 3. Things", "Chapter 3 ", "index", "Manual"}
 		for _, i := range []int{0, 10, 12, n - 1} {
 			p := pages[i]
 			p.Classify(site, opt)
@@ -417,6 +418,9 @@ func TestNavRows(t *testing.T) {
 			}
 			if neighbour := fmt.Sprintf("topic%d things", (i+1)%n); i%5 != 0 && strings.Contains(p.MainText, neighbour) {
 				leaked = neighbour
+			}
+			if crumb := fmt.Sprintf("Section %d", i); strings.Contains(p.MainText, crumb) {
+				leaked = crumb
 			}
 			if !on {
 				if leaked == "" {
@@ -446,11 +450,15 @@ func TestNavRows(t *testing.T) {
 					if l.Kind != Template {
 						t.Errorf("page %d: navigation link %q is %v, want template (followed, not main text)", i, l.Text, l.Kind)
 					}
-				case l.Text == "index":
-					// The breadcrumb repeats exactly on a chapter's pages:
-					// template by the exact rule, link-dense, so noise.
+				case l.Text == "index" || l.Text == "modules":
+					// The breadcrumb is a row; its first list repeats
+					// exactly on every page: noise, as anywhere.
 					if l.Kind != Noise {
-						t.Errorf("page %d: breadcrumb link %q is %v", i, l.Text, l.Kind)
+						t.Errorf("page %d: breadcrumb link %q is %v, want noise", i, l.Text, l.Kind)
+					}
+				case l.Text == "Manual":
+					if l.Kind != Template {
+						t.Errorf("page %d: breadcrumb link %q is %v, want template", i, l.Text, l.Kind)
 					}
 				}
 			}
