@@ -6,7 +6,7 @@
 //
 // starts a 3-master Redis Cluster (internal/cluster/redistest) and one
 // websim web, runs on them the real spider binary for the master–worker,
-// peer-to-peer and layered topologies, and the package APIs for the rank
+// peer-to-peer, layered and §0 topologies, and the package APIs for the rank
 // map/reduce and the distributed index build, and prints one row per
 // topology and moment: keys and MEMORY USAGE sums per master
 // (crawls.PerMaster: every key the crawl owns, SCAN on each master), and
@@ -219,6 +219,32 @@ func TestShardTable(t *testing.T) {
 		}
 	})
 
+	// The §0 protocol: one network, its center and two hosts, every one's
+	// Redis the same cluster.
+	measure("§0 protocol", "pr", func() {
+		conf := filepath.Join(dir, "sys.yaml")
+		y := fmt.Sprintf("crawl: pr\nnetworks:\n  - name: east\n    center_redis: %q\n    hosts:\n      - {id: h1, redis: %q}\n      - {id: h2, redis: %q}\n", url, url, url)
+		if err := os.WriteFile(conf, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cwait, cout := start("center", "--protocol-config", conf, "--network", "east")
+		var waits []func() error
+		var outs []*bytes.Buffer
+		for _, h := range []string{"h1", "h2"} {
+			w, o := start(append([]string{"crawl", "--dedup", "protocol", "--protocol-config", conf, "--network", "east", "--host-id", h, "--quiet",
+				"--data", filepath.Join(dir, "pr-"+h), "--resolve-file", resolve, "--allow-private", "--scope", "any", "--delay", "1ms", "--concurrency", "8"}, seeds...)...)
+			waits, outs = append(waits, w), append(outs, o)
+		}
+		for i, w := range waits {
+			if err := w(); err != nil {
+				t.Fatalf("§0 host: %v\n%s", err, outs[i])
+			}
+		}
+		if err := cwait(); err != nil {
+			t.Fatalf("§0 center: %v\n%s", err, cout)
+		}
+	})
+
 	// Rank map/reduce: a site graph of 40,000 pages in 24 parts, three
 	// workers; measured while round 0 runs (graph parts and rank slices up).
 	{
@@ -256,7 +282,7 @@ func TestShardTable(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := index.RunMapper(ctx, c.Client(), d, index.MapperOptions{Crawl: "ix", Node: fmt.Sprintf("n%d", i), TaskRecords: 100, MaxQueued: 1 << 20}); err != nil {
+				if _, err := index.RunMapper(ctx, c.Client(), d, index.MapperOptions{Crawl: "ix", Node: fmt.Sprintf("n%d", i), TaskRecords: 25, MaxQueued: 1 << 20}); err != nil {
 					t.Errorf("mapper: %v", err)
 				}
 			}()
