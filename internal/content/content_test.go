@@ -279,8 +279,11 @@ func TestBadPages(t *testing.T) {
 }
 
 // FuzzExtract: any input extracts and classifies without panic, with links
-// each in a block and parents before children.
+// each in a block, parents before children, each subtree inside its
+// parent's, and navigation rows (the input seen on four pages that differ
+// by a paragraph, so the site is not young) template with 2–8 links.
 func FuzzExtract(f *testing.F) {
+	f.Add([]byte(bookPage(3, 10)))
 	f.Add([]byte(docPage(0)))
 	f.Add([]byte(strings.Repeat("<div>", 500) + `<a href="/x">x</a>`))
 	f.Add([]byte(`<nav><p><a href=/a>a</a><p><a href=/b>b`))
@@ -289,8 +292,9 @@ func FuzzExtract(f *testing.F) {
 	base := mustURL(f, "http://f.example/d/")
 	f.Fuzz(func(t *testing.T, body []byte) {
 		site := NewSite(Options{MaxHashes: 16})
-		for range 3 {
-			p, err := Extract(base, body, Options{})
+		for k := range 4 {
+			page := append(slices.Clip(body), fmt.Sprintf("<p>%d</p>", k)...)
+			p, err := Extract(base, page, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,6 +303,12 @@ func FuzzExtract(f *testing.F) {
 			for i, b := range p.Blocks {
 				if b.Parent >= i {
 					t.Fatalf("block %d parent %d", i, b.Parent)
+				}
+				if b.end <= i || b.end > len(p.Blocks) || b.Parent >= 0 && b.end > p.Blocks[b.Parent].end {
+					t.Fatalf("block %d subtree ends at %d (parent %d)", i, b.end, b.Parent)
+				}
+				if b.Nav && (!b.Template || b.Links < 2 || b.Links > 8) {
+					t.Fatalf("navigation row %d: %+v", i, b)
 				}
 			}
 			for _, l := range p.Links {
