@@ -132,3 +132,59 @@ func TestOldLayoutRefused(t *testing.T) {
 	}
 	st.Close()
 }
+
+// TestMasterRestartSharded: a master on the split state (as spider master
+// runs) stopped in the middle of the crawl and started again finds every
+// URL where it was: the host directory read back gives each host the same
+// part, and the crawl ends with every URL of the truth fetched and no more
+// repeats than the tasks out at the stop. Fails if a restarted master
+// assigned hosts afresh (their pending URLs would be lost in another part).
+func TestMasterRestartSharded(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 35, Hosts: 16, PagesPerHost: 20, Latency: 10 * time.Millisecond},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const name = "mws"
+	newMaster := func() *masterworker.Master {
+		st, err := masterworker.OpenState(ctx, f.rdb, name, masterworker.StateOptions{SeenMode: "bloom", ExpectedURLs: 100_000, MaxDepth: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.masterOn(t, name, st)
+	}
+	m1 := newMaster()
+	m1ctx, stop1 := context.WithCancel(ctx)
+	m1done := make(chan error, 1)
+	go func() { m1done <- m1.Run(m1ctx) }()
+	g, gctx := errgroup.WithContext(ctx)
+	var dirs []string
+	for range 2 {
+		w, dir := f.worker(t, name, 4)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	for deadline := time.Now().Add(60 * time.Second); m1.Progress().Fetched < 60; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first master fetched %d URLs in 60 s, want 60 before its stop", m1.Progress().Fetched)
+		}
+	}
+	stop1()
+	<-m1done
+	m1.Close()
+	before := f.rdb.HGetAll(ctx, "{spider:"+name+"}:mw:hosts").Val()
+	if len(before) < 2 {
+		t.Fatalf("host directory before the restart: %v", before)
+	}
+	m2 := newMaster()
+	g.Go(func() error { return m2.Run(gctx) })
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 2*4*2)
+	after := f.rdb.HGetAll(ctx, "{spider:"+name+"}:mw:hosts").Val()
+	for h, p := range before {
+		if after[h] != p {
+			t.Errorf("host %s moved from part %s to %s across the restart", h, p, after[h])
+		}
+	}
+}
