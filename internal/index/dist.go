@@ -254,7 +254,9 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 	}
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
+	hbDone := make(chan struct{})
 	go func() {
+		defer close(hbDone)
 		t := time.NewTicker(opt.Heartbeat)
 		defer t.Stop()
 		for {
@@ -283,8 +285,10 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 			finished := errors.Is(err1, redis.Nil) || // the writer finished and cleared the build
 				err1 == nil && (err2 == nil || errors.Is(err2, redis.Nil)) && done >= planned
 			if finished {
-				// Clean exit: leave the heartbeat set.
+				// Clean exit: leave the heartbeat set, once no beat is in
+				// flight (one landing after would put the mapper back).
 				stopHB()
+				<-hbDone
 				rdb.ZRem(context.WithoutCancel(ctx), k.mappers(), id)
 				rdb.HDel(context.WithoutCancel(ctx), k.mapNode(), id)
 				st.Took = time.Since(start)
