@@ -251,6 +251,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	rf.held = local.Concurrency // each fetch loop blocks on srq with a connection
 	rdb, err := rf.open(ctx)
 	if err != nil {
 		return err

@@ -239,3 +239,46 @@ func TestWorkerGuardIsLocal(t *testing.T) {
 		t.Fatalf("want one warning naming the ignored settings, got:\n%s", out)
 	}
 }
+
+// TestWorkerManyLoopsKeepsHeartbeat: a worker whose fetch loops outnumber
+// go-redis's default connection pool (each loop blocks on srq for up to a
+// second while the master waits out a host's delay) must still heart-beat
+// in time: its pool is sized for its loops. With the default pool the
+// heartbeat waited behind the loops and the master declared the worker
+// dead within seconds (found by a test on Redis Cluster, then with one
+// worker of --concurrency 64, the figure docs/distributed.md shows).
+func TestWorkerManyLoopsKeepsHeartbeat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: runs 12 s")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 44, Hosts: 2, PagesPerHost: 30, Latency: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	master := startProc(t, bin, append([]string{"master", "--redis", rs.URL(), "--crawl", "pool", "--data", filepath.Join(dir, "m"),
+		"--resolve-file", resolve, "--allow-private", "--delay", "2s", "--worker-ttl", "2s", "--scope", "any", "--max-depth", "2",
+		"--log-level", "info"}, srv.SeedURLs(1)...)...)
+	worker := startProc(t, bin, "worker", "--redis", rs.URL(), "--crawl", "pool", "--data", filepath.Join(dir, "w"),
+		"--resolve-file", resolve, "--allow-private", "--concurrency", "64", "--log-level", "info")
+	time.Sleep(12 * time.Second)
+	for _, p := range []*proc{worker, master} {
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	if n := srv.Log().Len(); n == 0 {
+		t.Fatalf("the worker fetched nothing\nworker:\n%s\nmaster:\n%s", worker.stderr.String(), master.stderr.String())
+	}
+	for name, out := range map[string]string{"worker": worker.stderr.String(), "master": master.stderr.String()} {
+		if strings.Contains(out, "declared dead") {
+			t.Errorf("the %s says a worker was declared dead (a late heartbeat):\n%s", name, out)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -23,7 +24,15 @@ type redisFlags struct {
 	caFile  string
 	// expireDone is --expire-done (expire.go) on the commands that end a crawl.
 	expireDone time.Duration
+	// held is how many connections the command's own goroutines may hold
+	// at once (a worker's fetch loops each block on srq for up to a
+	// second): the pool gets that many more than go-redis's default, so
+	// the heartbeat never waits behind them for a connection.
+	held int
 }
+
+// poolSize is the connection pool of a client whose URL did not set one.
+func (r *redisFlags) poolSize() int { return 10*runtime.GOMAXPROCS(0) + r.held }
 
 func (r *redisFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.url, "redis", os.Getenv("SPIDER_REDIS"), "Redis URL: redis://[user:password@]host:port/db, rediss:// for TLS (default $SPIDER_REDIS)")
@@ -49,6 +58,9 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		if opt.ClientName == "" {
 			opt.ClientName = clientName()
 		}
+		if opt.PoolSize == 0 {
+			opt.PoolSize = r.poolSize()
+		}
 		rdb = redis.NewClusterClient(opt)
 	} else {
 		opt, err := redis.ParseURL(r.url)
@@ -60,6 +72,9 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		}
 		if opt.ClientName == "" {
 			opt.ClientName = clientName()
+		}
+		if opt.PoolSize == 0 {
+			opt.PoolSize = r.poolSize()
 		}
 		rdb = redis.NewClient(opt)
 	}
