@@ -81,3 +81,44 @@ func TestExportWARCDamagedRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestExportWARCEveryPageDamaged: when no record's page can be read (the
+// page data cut to nothing), the export writes an empty WARC and says how
+// many records it left out, naming the pages, records.jsonl and spider
+// fsck. Before, it failed with "cannot read the exported WARC: open
+// …/export-00000.warc.gz: no such file or directory" (the fault suite's
+// damaged-files case, a truncated PageData file).
+func TestExportWARCEveryPageDamaged(t *testing.T) {
+	dir := t.TempDir()
+	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := store.OpenRecords(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for _, u := range []string{"http://a.test/", "http://a.test/b"} {
+		no, err := pages.Append(u, at, []byte("<html>"+u+"</html>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := store.Record{URL: u, FinalURL: u, PageNo: no + 100, Status: 200, Outcome: "200", FetchedAt: at, ContentType: "text/html"}
+		if err := recs.Append(rec); err != nil { // page numbers the store does not hold
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(pages.Close(), recs.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Export(context.Background(), dir, "warc", &out)
+	if err == nil || !strings.Contains(err.Error(), "left out 2 damaged") || !strings.Contains(err.Error(), "spider fsck") ||
+		!strings.Contains(err.Error(), store.RecordsFileName) || strings.Contains(err.Error(), "cannot read the exported WARC") {
+		t.Fatalf("export: %v, want it to leave out both records and name records.jsonl and spider fsck", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("the export wrote %d bytes, want an empty WARC", out.Len())
+	}
+}

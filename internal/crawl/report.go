@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -278,17 +279,22 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The writer creates its file with the first record: none written (every
+	// page damaged, or no page stored) is an empty export.
 	f, err := os.Open(filepath.Join(tmp, warc.FileName("export", 0)))
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return fmt.Errorf("cannot read the exported WARC: %w", err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(w, f); err != nil {
-		return fmt.Errorf("cannot write the WARC export: %w", err)
+	default:
+		defer f.Close()
+		if _, err := io.Copy(w, f); err != nil {
+			return fmt.Errorf("cannot write the WARC export: %w", err)
+		}
 	}
 	if missing > 0 {
-		return fmt.Errorf("the WARC export left out %d damaged records (a page missing from %s or not matching its record, or a URL that is not absolute; first: %w); %s",
-			missing, filepath.Join(dataDir, "pages"), firstMissing, store.FsckAdvice(dataDir))
+		return fmt.Errorf("the WARC export left out %d damaged records (a page missing from %s or not matching its record in %s, or a URL that is not absolute; first: %w); %s",
+			missing, filepath.Join(dataDir, "pages"), store.RecordsFileName, firstMissing, store.FsckAdvice(dataDir))
 	}
 	return nil
 }
