@@ -417,19 +417,24 @@ func (c *Crawler) workerID(ctx context.Context, k keys) (string, error) {
 // the coordinator.
 func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *atomic.Bool) error {
 	rdb := c.opt.Redis
-	beat := func() error {
+	beat := func(ctx context.Context) error {
 		if err := rdb.SAdd(ctx, k.workers(), id).Err(); err != nil {
 			return err
 		}
 		return rdb.Set(ctx, k.hb(id), "1", c.opt.LeaseTTL).Err()
 	}
-	if err := beat(); err != nil {
+	if err := beat(ctx); err != nil {
 		return fmt.Errorf("cannot register as a worker: %w", err)
 	}
 	defer rdb.Del(context.WithoutCancel(ctx), k.hb(id))
+	// The heartbeat ends before work returns (and before the deferred Del
+	// above): a beat in flight could otherwise set the key again after it
+	// was deleted, or log after the command returned.
 	hbCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	hbDone := make(chan struct{})
+	defer func() { stop(); <-hbDone }()
 	go func() {
+		defer close(hbDone)
 		t := time.NewTicker(c.opt.LeaseTTL / 3)
 		defer t.Stop()
 		for {
@@ -437,7 +442,7 @@ func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *ato
 			case <-hbCtx.Done():
 				return
 			case <-t.C:
-				if err := beat(); err != nil {
+				if err := beat(hbCtx); err != nil && hbCtx.Err() == nil {
 					c.log.Warn("layered: heartbeat failed", "err", err)
 				}
 			}
