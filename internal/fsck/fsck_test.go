@@ -3,6 +3,7 @@ package fsck_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"io/fs"
@@ -262,6 +263,42 @@ func flipKeyOf(u string) damage {
 	}}
 }
 
+// flipSimDistance flips the distance byte of a near-duplicate log entry in
+// the state file (3 becomes 89, as a random flip did in a CI run: the state
+// then failed to open after fsck had called it clean), in every copy of the
+// entry of the first of sims (hex SimHashes) found there.
+func flipSimDistance(sims []string) damage {
+	return damage{name: "flip-simhash-log-distance", do: func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, hx := range sims {
+			h, err := strconv.ParseUint(hx, 16, 64)
+			if err != nil {
+				return err
+			}
+			hb := binary.BigEndian.AppendUint64(nil, h)
+			n := 0 // every copy: bbolt may keep stale copies of a page
+			for off := 0; ; {
+				i := bytes.Index(b[off:], hb)
+				if i < 0 {
+					break
+				}
+				if i += off; i > 0 && b[i-1] == 3 {
+					b[i-1] ^= 0x5a
+					n++
+				}
+				off = i + len(hb)
+			}
+			if n > 0 {
+				return os.WriteFile(path, b, 0o600)
+			}
+		}
+		return fmt.Errorf("no simhash log entry of distance 3 in %s", path)
+	}}
+}
+
 // flipRecordURL flips a byte of u's record's "url" field in records.jsonl
 // (not its "final_url", not its out-links elsewhere), so the record names a
 // URL nothing else does.
@@ -354,10 +391,19 @@ func (g *golden) damageTable(t *testing.T) {
 	// "final_url", which the page index confirms, intact) makes a URL nothing
 	// else names (found once by a random flip): the record must be dropped,
 	// not taken for one whose key the state lost.
+	var sims []string // the SimHashes the crawl filed, as records name them
+	for _, u := range keyed {
+		if h := here[u].SimHash; h != "" {
+			sims = append(sims, h)
+		}
+	}
+	if len(sims) == 0 {
+		t.Fatal("no record of the crawl carries a SimHash")
+	}
 	files = append(files, struct {
 		path    string
 		damages []damage
-	}{"state/state.db", []damage{sure(flipKeyOf(keyed[len(keyed)/2]))}},
+	}{"state/state.db", []damage{sure(flipKeyOf(keyed[len(keyed)/2])), sure(flipSimDistance(sims))}},
 		struct {
 			path    string
 			damages []damage

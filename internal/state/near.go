@@ -85,6 +85,17 @@ func (m *simMem) rollback() {
 	m.order = m.order[:m.committed]
 }
 
+// simEntry decodes the distance and SimHash of one simhash log entry
+// (key: 8-byte sequence number; value: the distance, 1 to
+// dedup.MaxNearDistance, the SimHash, the URL), or says it is damaged.
+// Open (loadSim) and Inspect (fsck) judge entries alike.
+func simEntry(k, v []byte) (dist int, h uint64, err error) {
+	if len(k) != 8 || len(v) < 9 || v[0] == 0 || int(v[0]) > dedup.MaxNearDistance {
+		return 0, 0, fmt.Errorf("simhash log entry %x is damaged", k)
+	}
+	return int(v[0]), binary.BigEndian.Uint64(v[1:9]), nil
+}
+
 // loadSim rebuilds the tables from the simhash log.
 func (s *Store) loadSim(tx *bolt.Tx) error {
 	b := tx.Bucket(bSim)
@@ -96,10 +107,11 @@ func (s *Store) loadSim(tx *bolt.Tx) error {
 	defer m.mu.Unlock()
 	m.idx, m.order, m.committed, m.tx = nil, nil, 0, nil
 	err := b.ForEach(func(k, v []byte) error {
-		if len(k) != 8 || len(v) < 9 {
-			return fmt.Errorf("simhash log entry %x is damaged", k)
+		dist, h, err := simEntry(k, v)
+		if err != nil {
+			return err
 		}
-		return m.add(int(v[0]), binary.BigEndian.Uint64(v[1:9]), binary.BigEndian.Uint64(k))
+		return m.add(dist, h, binary.BigEndian.Uint64(k))
 	})
 	m.committed = len(m.order)
 	return err

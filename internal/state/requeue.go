@@ -191,6 +191,19 @@ func (in *Inspection) read(tx *bolt.Tx) error {
 			return fmt.Errorf("bucket %q is missing", name)
 		}
 	}
+	if sb := tx.Bucket(bSim); sb != nil {
+		bad := 0
+		if err := sb.ForEach(func(k, v []byte) error {
+			if _, _, err := simEntry(k, v); err != nil {
+				if bad++; bad <= 5 {
+					in.Problems = append(in.Problems, err.Error()+" (the near-duplicate tables; a rebuild files them again from the records)")
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	meta := tx.Bucket(bMeta)
 	created, err := time.Parse(time.RFC3339Nano, string(meta.Get(mCreated)))
 	if err != nil {
