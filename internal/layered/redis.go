@@ -22,8 +22,8 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/denoise"
-	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/store"
 )
 
@@ -70,15 +70,7 @@ const layoutVersion = "2 shards=12"
 // ranges, so the shards of a crawl lie on different masters of a cluster
 // whose masters hold equal ranges. The tags name no crawl (the key's
 // "spider:NAME:" prefix does).
-func ShardTag(i, n int) string {
-	lo, hi := i*rstate.Slots/n, (i+1)*rstate.Slots/n
-	for k := 0; ; k++ {
-		tag := "ly-" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
-		if s := rstate.KeySlot(tag); s >= lo && s < hi {
-			return tag
-		}
-	}
-}
+func ShardTag(i, n int) string { return crawls.SpreadTag("ly-", i, n) }
 
 var shardTags = func() []string {
 	t := make([]string, Shards)
