@@ -13,6 +13,7 @@ package crawlstate
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/spider-crawler/spider/internal/frontier"
 )
@@ -113,6 +114,21 @@ type Outcome struct {
 	// largest: a records file shorter than that lost records of completed
 	// URLs.
 	RecordsEnd int64
+
+	// Schedule is the URL's revisit schedule entry after this fetch
+	// (package revisit's Entry encoding, opaque to the state). Non-empty:
+	// Complete keeps a revisit record for the URL (the request as
+	// completed, Seq and Attempt cleared, with Schedule set), replacing any
+	// earlier one. Empty: any revisit record of the URL is removed (the URL
+	// is done for good).
+	Schedule string
+	// Due is when the URL is to be fetched again (a revisit, or a retry of
+	// a failure); zero: not scheduled (its record, if any, is kept but
+	// never made pending by TakeDue).
+	Due time.Time
+	// Failed marks the fetch as failed: RetryFailed makes the URL due
+	// again. A later Complete without it clears the mark.
+	Failed bool
 }
 
 // Result is what State.Complete returns.
@@ -131,6 +147,38 @@ type Result struct {
 	// Near reports that DuplicateOf was found by SimHash (the fingerprint
 	// differs).
 	Near bool
+}
+
+// Revisits is the revisit schedule both back-ends keep beside the State
+// (same methods, same contract tests): the records Complete writes from
+// Outcome.Schedule/Due/Failed, and the due index over them. A URL with a
+// revisit record is still completed for Discover (never accepted again);
+// it becomes pending only through TakeDue.
+//
+// A revisit's Complete obeys one more rule: a page is never a duplicate of
+// itself. When the fingerprint or SimHash lookup finds the request's own
+// URL (or Outcome.URL) as the owner, DuplicateOf stays empty and nothing is
+// filed again.
+type Revisits interface {
+	// TakeDue makes up to max URLs whose Due is at or before now pending
+	// again, earliest Due first, atomically for the whole call: each
+	// leaves the due index and is pending under a fresh Seq (returned set),
+	// with its revisit record's request (Depth, Topic, Kind, Schedule as
+	// last completed; Attempt 0). A URL still pending is skipped. A crash
+	// after TakeDue leaves each URL either due or pending, never neither.
+	TakeDue(ctx context.Context, now time.Time, max int) ([]frontier.Request, error)
+
+	// NextDue reports the earliest Due in the index; ok is false when no
+	// URL is scheduled.
+	NextDue(ctx context.Context) (next time.Time, ok bool, err error)
+
+	// RetryFailed sets Due to now for every URL whose last Complete had
+	// Outcome.Failed, and returns how many.
+	RetryFailed(ctx context.Context, now time.Time) (int, error)
+
+	// Scheduled reports how many URLs have a revisit record and how many
+	// of those are in the due index.
+	Scheduled(ctx context.Context) (records, due int64, err error)
 }
 
 // ErrNotPending is wrapped by State.UpdatePending when the request is not

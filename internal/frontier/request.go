@@ -30,10 +30,37 @@ type Request struct {
 	// are meant to be a small set of names: the frontier interns each
 	// distinct topic for its whole life.
 	Topic string
+	// Kind tells what the URL is fetched for: KindPage (the zero value), or
+	// KindSitemap, a sitemap document whose URLs are discovered and which is
+	// not stored as a page.
+	Kind Kind
+	// Schedule is the URL's revisit schedule entry (package revisit's
+	// Entry encoding) when the request is a revisit or a retry of an URL
+	// fetched before; nil for a first fetch. The fetcher reads its
+	// validators for a conditional GET, the scheduler updates it. The
+	// frontier never reads it. (A string, not a []byte, so that a Request
+	// stays comparable and its copies never share mutable bytes.)
+	Schedule string
 }
 
-// requestVersion is the first byte of the binary encoding.
-const requestVersion = 1
+// Kind is what a request is fetched for.
+type Kind uint8
+
+// The kinds of requests.
+const (
+	// KindPage is a page: fetched, stored, its links followed.
+	KindPage Kind = iota
+	// KindSitemap is a sitemap document (sitemaps.org): its URLs are
+	// discovered; it is not stored as a page.
+	KindSitemap
+)
+
+// requestVersion is the first byte of the binary encoding of a request
+// whose Kind and Schedule are zero; requestVersion2 adds them.
+const (
+	requestVersion  = 1
+	requestVersion2 = 2
+)
 
 // ErrBadEncoding is wrapped by UnmarshalBinary errors.
 var ErrBadEncoding = errors.New("bad request encoding")
@@ -43,9 +70,18 @@ var ErrBadEncoding = errors.New("bad request encoding")
 // uvarint-length-prefixed bytes; Depth and Priority as zig-zag varints; Seq as
 // a uvarint; Attempt and Redirects as zig-zag varints; Topic as
 // length-prefixed bytes. A typical request costs its URL and Key bytes plus
-// about 10 bytes. It never fails (the error is for encoding.BinaryAppender).
+// about 10 bytes. A request with a Kind or a Schedule is written as version 2:
+// the same fields, then Kind as one byte and Schedule as length-prefixed
+// bytes (so requests without them keep the version 1 form that older data
+// and the Redis state's scripts read). It never fails (the error is for
+// encoding.BinaryAppender).
 func (r Request) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, requestVersion)
+	v2 := r.Kind != KindPage || len(r.Schedule) > 0
+	if v2 {
+		b = append(b, requestVersion2)
+	} else {
+		b = append(b, requestVersion)
+	}
 	b = binary.AppendUvarint(b, uint64(len(r.URL)))
 	b = append(b, r.URL...)
 	b = binary.AppendUvarint(b, uint64(len(r.Key)))
@@ -57,22 +93,30 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendVarint(b, int64(r.Redirects))
 	b = binary.AppendUvarint(b, uint64(len(r.Topic)))
 	b = append(b, r.Topic...)
+	if v2 {
+		b = append(b, byte(r.Kind))
+		b = binary.AppendUvarint(b, uint64(len(r.Schedule)))
+		b = append(b, r.Schedule...)
+	}
 	return b, nil
 }
 
 // MarshalBinary returns the encoding described at AppendBinary.
 func (r Request) MarshalBinary() ([]byte, error) {
-	return r.AppendBinary(make([]byte, 0, 24+len(r.URL)+len(r.Key)+len(r.Topic)))
+	return r.AppendBinary(make([]byte, 0, 26+len(r.URL)+len(r.Key)+len(r.Topic)+len(r.Schedule)))
 }
 
 // UnmarshalBinary decodes data written by MarshalBinary into r. It returns an
 // error wrapping ErrBadEncoding when data is truncated, has an unknown
 // version, an integer that does not fit, or trailing bytes; r is then left
-// unchanged. The decoded strings do not alias data.
+// unchanged. The decoded strings do not alias data. A version 2
+// encoding whose Kind and Schedule are zero is refused (it is always written
+// as version 1), so every request has exactly one encoding.
 func (r *Request) UnmarshalBinary(data []byte) error {
 	d := decoder{b: data}
-	if v := d.byte(); d.err == nil && v != requestVersion {
-		return fmt.Errorf("cannot decode request: unknown version %d (this build reads version %d): %w", v, requestVersion, ErrBadEncoding)
+	v := d.byte()
+	if d.err == nil && v != requestVersion && v != requestVersion2 {
+		return fmt.Errorf("cannot decode request: unknown version %d (this build reads versions %d and %d): %w", v, requestVersion, requestVersion2, ErrBadEncoding)
 	}
 	var out Request
 	out.URL = d.str("URL")
@@ -83,6 +127,16 @@ func (r *Request) UnmarshalBinary(data []byte) error {
 	out.Attempt = d.int("Attempt")
 	out.Redirects = d.int("Redirects")
 	out.Topic = d.str("Topic")
+	if v == requestVersion2 {
+		out.Kind = Kind(d.byte())
+		out.Schedule = d.str("Schedule")
+		if d.err == nil && out.Kind > KindSitemap {
+			d.fail("Kind", fmt.Sprintf("unknown kind %d", out.Kind))
+		}
+		if d.err == nil && out.Kind == KindPage && out.Schedule == "" {
+			d.fail("version", "version 2 with no kind and no schedule")
+		}
+	}
 	if d.err != nil {
 		return d.err
 	}

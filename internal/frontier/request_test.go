@@ -15,6 +15,9 @@ func TestRequestRoundTrip(t *testing.T) {
 		{URL: "http://example.com/", Key: "example.com:80"},
 		{URL: "https://例子.测试/路径?q=1", Key: "例子.测试:443", Depth: 3, Priority: 2, Seq: 1 << 40, Attempt: 1, Redirects: 2, Topic: "news"},
 		{URL: "u", Key: "k", Depth: math.MaxInt32, Priority: math.MaxInt64, Seq: math.MaxUint64, Attempt: -1, Redirects: math.MinInt64},
+		{URL: "http://a/sitemap.xml", Key: "a:80", Kind: KindSitemap},
+		{URL: "http://a/p", Key: "a:80", Depth: 2, Seq: 7, Schedule: "\x01\x00entry"},
+		{URL: "http://a/s.xml.gz", Key: "a:80", Kind: KindSitemap, Schedule: "e", Topic: "t"},
 	}
 	for _, want := range tests {
 		b, err := want.MarshalBinary()
@@ -41,6 +44,9 @@ func TestRequestSize(t *testing.T) {
 	if overhead := len(b) - len(r.URL) - len(r.Key); overhead > 12 {
 		t.Errorf("encoding overhead %d bytes, want compact (≤ 12)", overhead)
 	}
+	if b[0] != requestVersion {
+		t.Errorf("a page request without a schedule is written as version %d, want %d (the form the Redis scripts read)", b[0], requestVersion)
+	}
 }
 
 func TestRequestUnmarshalErrors(t *testing.T) {
@@ -56,6 +62,20 @@ func TestRequestUnmarshalErrors(t *testing.T) {
 		{"url length too long", []byte{1, 200, 'a'}},
 		{"overflowing varint", append([]byte{1}, bytes.Repeat([]byte{0xff}, 11)...)},
 	}
+	v2, _ := Request{URL: "http://a/", Key: "a:80", Kind: KindSitemap}.MarshalBinary()
+	v2page := append([]byte{2}, good[1:]...)
+	v2page = append(v2page, 0, 0) // kind page, empty schedule: has a version 1 form
+	badKind := append([]byte(nil), v2...)
+	badKind[len(badKind)-2] = 7
+	tests = append(tests, []struct {
+		name string
+		data []byte
+	}{
+		{"v2 truncated", v2[:len(v2)-1]},
+		{"v2 trailing", append(append([]byte(nil), v2...), 0)},
+		{"v2 unknown kind", badKind},
+		{"v2 without kind or schedule", v2page},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Request{URL: "keep"}
@@ -97,10 +117,11 @@ func FuzzRequestUnmarshal(f *testing.F) {
 }
 
 func FuzzRequestRoundTrip(f *testing.F) {
-	f.Add("http://a/", "a:80", 0, 0, uint64(0), 0, 0, "")
-	f.Add("x", "", -5, 1<<40, uint64(math.MaxUint64), 7, -3, "topic")
-	f.Fuzz(func(t *testing.T, url, key string, depth, prio int, seq uint64, attempt, redirects int, topic string) {
-		want := Request{URL: url, Key: key, Depth: depth, Priority: prio, Seq: seq, Attempt: attempt, Redirects: redirects, Topic: topic}
+	f.Add("http://a/", "a:80", 0, 0, uint64(0), 0, 0, "", uint8(0), "")
+	f.Add("x", "", -5, 1<<40, uint64(math.MaxUint64), 7, -3, "topic", uint8(1), "")
+	f.Add("http://a/", "a:80", 1, 1, uint64(3), 0, 0, "", uint8(0), "\x01entry")
+	f.Fuzz(func(t *testing.T, url, key string, depth, prio int, seq uint64, attempt, redirects int, topic string, kind uint8, sched string) {
+		want := Request{URL: url, Key: key, Depth: depth, Priority: prio, Seq: seq, Attempt: attempt, Redirects: redirects, Topic: topic, Kind: Kind(kind % 2), Schedule: sched}
 		b, _ := want.MarshalBinary()
 		var got Request
 		if err := got.UnmarshalBinary(b); err != nil || got != want {
