@@ -124,6 +124,12 @@ func simHash(text string) (uint64, int) {
 			st.endWord()
 		}
 	}
+	return st.finish()
+}
+
+// finish ends the last word and returns the hash and the number of
+// shingles hashed.
+func (st *simState) finish() (uint64, int) {
 	st.endWord()
 	if st.shingles == 0 {
 		if st.words == 0 {
