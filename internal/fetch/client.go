@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -190,11 +191,21 @@ func (c *Client) RobotsFetch(ctx context.Context, u *url.URL) (status int, body 
 	if u == nil {
 		return 0, nil, &Error{Outcome: OutcomeOther, Op: "fetch robots.txt", Err: errors.New("no URL given")}
 	}
-	resp, err := c.fetch(ctx, &Request{URL: u, FollowRedirects: robotsMaxRedirects}, robotsMaxBody, true)
+	resp, err := c.RobotsResponse(ctx, u)
 	if err != nil {
 		return 0, nil, err
 	}
 	return resp.Status, resp.Body, nil
+}
+
+// RobotsResponse is RobotsFetch returning the whole final answer (its
+// header, request header and Raw body, for a WARC record of it); redirects
+// followed are not in it.
+func (c *Client) RobotsResponse(ctx context.Context, u *url.URL) (*Response, error) {
+	if u == nil {
+		return nil, &Error{Outcome: OutcomeOther, Op: "fetch robots.txt", Err: errors.New("no URL given")}
+	}
+	return c.fetch(ctx, &Request{URL: u, FollowRedirects: robotsMaxRedirects}, robotsMaxBody, true)
 }
 
 // fetch implements Fetch. With lastOnLimit, a too-long redirect chain
@@ -311,7 +322,7 @@ func (c *Client) finish(ctx context.Context, op string, req *Request, u *url.URL
 	resp := h.resp
 	defer resp.Body.Close()
 	wire := &countingReader{r: resp.Body}
-	body, truncated, err := readBody(wire, resp, maxBody)
+	body, raw, err := readBody(wire, resp, maxBody)
 	if err != nil {
 		err = ctxCause(ctx, fmt.Errorf("reading the body: %w", err))
 		c.m.observe(string(Classify(err)), wire.n, time.Since(h.start))
@@ -330,7 +341,9 @@ func (c *Client) finish(ctx context.Context, op string, req *Request, u *url.URL
 		Proto:         resp.Proto,
 		RawHeader:     rawHeader(resp),
 		Body:          body,
-		Truncated:     truncated,
+		Truncated:     raw.truncated,
+		Raw:           raw.raw,
+		RawTruncated:  raw.rawTruncated,
 		ContentType:   mt,
 		Charset:       detectCharset(body, ct, mt),
 		Location:      loc,
@@ -345,19 +358,61 @@ func (c *Client) finish(ctx context.Context, op string, req *Request, u *url.URL
 	return r, nil
 }
 
+// readResult is what readBody read beside the decoded body: the raw (still
+// content-coded) body and the truncation of both.
+type readResult struct {
+	raw                     []byte
+	truncated, rawTruncated bool
+}
+
 // readBody reads and content-decodes resp's body from r, capped at max
-// decoded bytes.
-func readBody(r io.Reader, resp *http.Response, max int64) ([]byte, bool, error) {
+// decoded bytes, and keeps the bytes as transferred (Response.Raw), capped
+// at max too.
+func readBody(r io.Reader, resp *http.Response, max int64) ([]byte, readResult, error) {
 	ce := strings.Join(resp.Header.Values("Content-Encoding"), ",")
-	dec, err := decoder(r, ce)
+	rawBuf := &cappedBuffer{max: max}
+	if resp.ContentLength > 0 {
+		rawBuf.buf.Grow(int(min(resp.ContentLength, max, maxPresize)))
+	}
+	tee := io.TeeReader(r, rawBuf)
+	dec, err := decoder(tee, ce)
 	if err != nil {
-		return nil, false, err
+		return nil, readResult{}, err
 	}
-	var hint int64
-	if dec == r {
-		hint = resp.ContentLength
+	if dec == tee { // no content coding: the raw body is the body
+		body, truncated, err := readCapped(r, max, resp.ContentLength)
+		return body, readResult{raw: body, truncated: truncated, rawTruncated: truncated}, err
 	}
-	return readCapped(dec, max, hint)
+	body, truncated, err := readCapped(dec, max, 0)
+	if err == nil && !truncated {
+		// A decoder may stop at the end of its stream: what follows (a
+		// brotli stream's last bytes, trailing garbage) was transferred
+		// too. Read it into Raw, within the cap.
+		// A failure there leaves Raw short of what was sent, not Body.
+		if _, derr := io.Copy(io.Discard, io.LimitReader(tee, max-int64(rawBuf.buf.Len())+1)); derr != nil {
+			rawBuf.over = true
+		}
+	}
+	return body, readResult{raw: rawBuf.buf.Bytes(), truncated: truncated, rawTruncated: truncated || rawBuf.over}, err
+}
+
+// cappedBuffer keeps the first max bytes written to it and notes whether
+// more came; a write never fails.
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	max  int64
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	room := c.max - int64(c.buf.Len())
+	if int64(len(p)) > room {
+		c.over = true
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	c.buf.Write(p)
+	return len(p), nil
 }
 
 // ctxCause replaces err by the context's own error when ctx ended, so that a

@@ -955,3 +955,77 @@ func TestNewRefusesHostileConfig(t *testing.T) {
 		t.Errorf("a printable user agent and the largest body cap: %v", err)
 	}
 }
+
+// TestRawBody checks Response.Raw, the body as transferred for WARC: the
+// content-coded bytes exactly as the server wrote them (not the decoded
+// text), the same slice as Body without a content coding, capped like Body
+// (a gzip bomb's Raw stays within the cap), and a chunked answer's
+// Transfer-Encoding named in RawHeader.
+func TestRawBody(t *testing.T) {
+	const text = "<html><body>raw body, raw body, raw body, raw body</body></html>"
+	const limit = 64 << 10
+	var gz, br bytes.Buffer
+	gw := gzip.NewWriter(&gz)
+	io.WriteString(gw, text)
+	gw.Close()
+	bw := brotli.NewWriter(&br)
+	io.WriteString(bw, text)
+	bw.Close()
+	var member bytes.Buffer
+	mw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
+	mw.Write(make([]byte, 1<<20))
+	mw.Close()
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Content-Length", fmt.Sprint(gz.Len()))
+			w.Write(gz.Bytes())
+		case "/br-chunked": // no Content-Length and a flush: chunked
+			w.Header().Set("Content-Encoding", "br")
+			w.Write(br.Bytes()[:3])
+			w.(http.Flusher).Flush()
+			w.Write(br.Bytes()[3:])
+		case "/identity":
+			io.WriteString(w, text)
+		case "/bomb":
+			w.Header().Set("Content-Encoding", "gzip")
+			for range 1024 {
+				if _, err := w.Write(member.Bytes()); err != nil {
+					return
+				}
+			}
+		}
+	})
+	c := newClient(t, Config{AllowPrivate: true, MaxBodyBytes: limit})
+	for _, tc := range []struct {
+		path    string
+		wire    []byte
+		chunked bool
+	}{{"/gzip", gz.Bytes(), false}, {"/br-chunked", br.Bytes(), true}, {"/identity", []byte(text), false}} {
+		resp, err := get(t, c, srv.URL+tc.path, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if string(resp.Body) != text || !bytes.Equal(resp.Raw, tc.wire) || resp.RawTruncated {
+			t.Fatalf("%s: body %q, raw %q (truncated %v), want raw %q", tc.path, resp.Body, resp.Raw, resp.RawTruncated, tc.wire)
+		}
+		if got := bytes.Contains(resp.RawHeader, []byte("\r\nTransfer-Encoding: chunked\r\n")); got != tc.chunked {
+			t.Fatalf("%s: RawHeader names chunked: %v, want %v:\n%s", tc.path, got, tc.chunked, resp.RawHeader)
+		}
+		if tc.path == "/identity" && &resp.Raw[0] != &resp.Body[0] {
+			t.Fatal("identity: Raw is a copy of Body, want the same bytes")
+		}
+	}
+	resp, err := get(t, c, srv.URL+"/bomb", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Truncated || !resp.RawTruncated || len(resp.Raw) > limit || len(resp.Raw) == 0 {
+		t.Fatalf("bomb: truncated %v, raw truncated %v, %d raw bytes; want both truncated, raw within %d", resp.Truncated, resp.RawTruncated, len(resp.Raw), limit)
+	}
+	if !bytes.HasPrefix(member.Bytes(), resp.Raw[:min(len(resp.Raw), member.Len())]) {
+		t.Fatal("bomb: Raw does not start with the bytes sent")
+	}
+}

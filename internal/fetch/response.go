@@ -34,14 +34,26 @@ type Response struct {
 	Proto string
 	// RawHeader is the status line and header block as received, for WARC:
 	// rebuilt from the parsed header (canonical names, sorted, one line per
-	// value), ending with an empty line. Content-Encoding is kept, so a
-	// writer storing Body must account for Body being decoded.
+	// value), ending with an empty line; a chunked answer's
+	// "Transfer-Encoding: chunked" (which net/http takes out of Header) is
+	// its last field. Content-Encoding is kept: it describes Raw, not Body.
 	RawHeader []byte
 	// Body is the payload after content decoding, in its original charset,
 	// at most Config.MaxBodyBytes long.
 	Body []byte
 	// Truncated is true when the decoded body was longer than the cap.
 	Truncated bool
+	// Raw is the body as it was transferred, for WARC: still content-coded
+	// (gzip, br, deflate bytes) when the server used a Content-Encoding,
+	// free of the chunked transfer coding (net/http removes it; RawHeader
+	// then says Transfer-Encoding: chunked). Without a content coding Raw
+	// is Body itself (the same slice, not a copy). It is capped like Body,
+	// at Config.MaxBodyBytes, so the two together hold at most twice the
+	// cap; a gzip bomb's Raw is small.
+	Raw []byte
+	// RawTruncated is true when Raw is not the whole transferred body: cut
+	// at the cap, or left unread once Body reached the cap.
+	RawTruncated bool
 	// ContentType is the lower-case media type without parameters, e.g.
 	// "text/html"; sniffed from the body when the header is missing.
 	ContentType string
@@ -200,6 +212,9 @@ func rawHeader(resp *http.Response) []byte {
 	}
 	b.WriteString(resp.Proto + " " + status + "\r\n")
 	_ = resp.Header.Write(&b) // writes to a bytes.Buffer do not fail
+	if len(resp.TransferEncoding) > 0 {
+		b.WriteString("Transfer-Encoding: " + strings.Join(resp.TransferEncoding, ", ") + "\r\n")
+	}
 	b.WriteString("\r\n")
 	return b.Bytes()
 }

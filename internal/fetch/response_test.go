@@ -162,6 +162,11 @@ func TestRawHeader(t *testing.T) {
 	if got := string(rawHeader(resp)); got != want {
 		t.Fatalf("rawHeader = %q, want %q", got, want)
 	}
+	resp.TransferEncoding = []string{"chunked"}
+	want = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nTransfer-Encoding: chunked\r\n\r\n"
+	if got := string(rawHeader(resp)); got != want {
+		t.Fatalf("rawHeader of a chunked answer = %q, want %q", got, want)
+	}
 }
 
 // FuzzCharsetDecode drives the charset detection and decoding path with
