@@ -720,11 +720,9 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 	}
 	rec.Title = page.Title
 	if len(page.Text) > 0 {
-		res.fp = dedup.Fingerprint([]byte(page.Text))
+		// One walk of the text for both hashes.
+		res.fp, res.sim = dedup.PageHashes(page.Text, f.cfg.NearDupDistance > 0)
 		res.text = page.Text
-		if f.cfg.NearDupDistance > 0 {
-			res.sim = dedup.PageSimHash(page.Text)
-		}
 	}
 	f.links(res, page, req.Depth)
 	if f.cfg.Canonical {
