@@ -373,7 +373,7 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 		p := &packet{kind: 'D'}
 		for _, it := range r.items {
 			p.items = append(p.items, packetItem{url: it.url, fetched: it.rec.FetchedAt.UnixNano(), offset: it.offset, doc: it.doc,
-				final: it.rec.FinalURL, anchors: it.anchors})
+				final: it.rec.FinalURL, anchors: it.anchors, dup: clusterPageOf(it.rec)})
 			if len(p.items) >= opt.PacketDocs {
 				if err := send(p); err != nil {
 					return st, fmt.Errorf("cannot push results to Redis: %w", err)
@@ -482,12 +482,18 @@ type DistWriterOptions struct {
 	// Progress is called about once a second.
 	Progress func(WriterProgress)
 	Logger   *slog.Logger
+	// NearDupDistance is the SimHash distance of the duplicate clusters
+	// the writer computes over every node's pages and writes to
+	// ClustersFile, as Build does; 0: DefaultNearDupDistance; negative:
+	// exact duplicates and canonical URLs only.
+	NearDupDistance int
 }
 
 // DistStats summarises a distributed build.
 type DistStats struct {
 	Tasks, Docs, Deleted int
 	Requeued             int
+	Folded               int   // pages folded into another's duplicate cluster (ClustersFile)
 	Bytes                int64 // page bytes the mappers analysed
 	Took                 time.Duration
 }
@@ -500,6 +506,7 @@ type winner struct {
 	doc     *Doc
 	final   string   // the page's final URL (anchor targets)
 	anchors []anchor // the page's links' anchor texts
+	dup     *clusterPage
 }
 
 // newer reports whether candidate c replaces w: on the same node the later
@@ -669,7 +676,7 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 		}
 		node := nodeOf(p.tag)
 		for _, it := range a.items {
-			c := winner{node: node, fetched: it.fetched, offset: it.offset, doc: it.doc, final: it.final, anchors: it.anchors}
+			c := winner{node: node, fetched: it.fetched, offset: it.offset, doc: it.doc, final: it.final, anchors: it.anchors, dup: it.dup}
 			if old, ok := win[it.url]; !ok || old.newer(c) {
 				win[it.url] = c
 			}
@@ -701,6 +708,27 @@ func RunDistWriter(ctx context.Context, rdb redis.UniversalClient, indexDir stri
 	if err := w.Commit(docs, deleted, 0, "distributed"); err != nil {
 		return st, err
 	}
+	// The duplicate clusters over every node's pages, as Build computes
+	// them over one node's.
+	kd := opt.NearDupDistance
+	if kd == 0 {
+		kd = DefaultNearDupDistance
+	}
+	kd = max(kd, 0)
+	var cps []clusterPage
+	for _, c := range win {
+		if c.dup != nil {
+			cps = append(cps, *c.dup)
+		}
+	}
+	ms, err := clustersOf(cps, kd)
+	if err != nil {
+		return st, err
+	}
+	if err := writeClusterFile(w.dir, kd, ms); err != nil {
+		return st, err
+	}
+	st.Folded = len(ms)
 	s, _ := rdb.HGetAll(ctx, k.stats()).Result()
 	st.Bytes, _ = strconv.ParseInt(s["bytes"], 10, 64)
 	st.Tasks, st.Docs, st.Deleted = len(doneTags), len(docs), len(deleted)

@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawls"
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -130,7 +133,8 @@ func TestPacketRoundTrip(t *testing.T) {
 	a := analyzer(t)
 	d := NewDoc(a, "http://x.test/", "Title", "some words 足球比赛 words")
 	p := &packet{kind: 'D', tag: "n/1", attempt: "m#1", seq: 3, items: []packetItem{
-		{url: d.URL, fetched: 12345, offset: 99, doc: &d},
+		{url: d.URL, fetched: 12345, offset: 99, doc: &d,
+			dup: &clusterPage{url: d.URL, final: "http://x.test/f", canonical: "http://x.test/c", depth: 3, fp: 1 << 63, sim: 0xfeed}},
 		{url: "http://gone.test/", fetched: 1, offset: 7},
 	}}
 	got, err := decodePacket(encodePacket(p))
@@ -139,6 +143,9 @@ func TestPacketRoundTrip(t *testing.T) {
 	}
 	if got.tag != p.tag || got.attempt != p.attempt || got.seq != 3 || len(got.items) != 2 || got.items[1].doc != nil {
 		t.Fatalf("round trip: %+v", got)
+	}
+	if c := got.items[0].dup; c == nil || *c != *p.items[0].dup || got.items[1].dup != nil {
+		t.Fatalf("cluster info: %+v, want %+v", c, p.items[0].dup)
 	}
 	g := got.items[0].doc
 	if g.Title != d.Title || g.Len != d.Len || len(g.Terms) != len(d.Terms) || !bytes.Equal(g.Text, d.Text) {
@@ -161,7 +168,8 @@ func FuzzDecodePacket(f *testing.F) {
 		f.Fatal(err)
 	}
 	d := NewDoc(a, "http://x.test/", "T", "alpha beta alpha")
-	f.Add(encodePacket(&packet{kind: 'D', tag: "n/1", attempt: "m#1", items: []packetItem{{url: d.URL, doc: &d}, {url: "u"}}}))
+	f.Add(encodePacket(&packet{kind: 'D', tag: "n/1", attempt: "m#1", items: []packetItem{{url: d.URL, doc: &d,
+		dup: &clusterPage{url: d.URL, canonical: "http://x.test/c", depth: 2, fp: 7, sim: 9}}, {url: "u"}}}))
 	f.Add(encodePacket(&packet{kind: 'E', tag: "n/1", attempt: "m#1", count: 2}))
 	fd := NewDocFields(a, Fields{URL: "http://x.test/f", Title: "Title", Headings: []string{"Head"}, Text: "gamma", Anchors: []string{"delta"}}, DefaultFieldWeights)
 	f.Add(encodePacket(&packet{kind: 'D', tag: "n/2", attempt: "m#2", items: []packetItem{{url: fd.URL, doc: &fd,
@@ -178,6 +186,9 @@ func FuzzDecodePacket(f *testing.F) {
 			t.Fatalf("re-encoding failed: %v", err)
 		}
 		for i := range p.items {
+			if (q.items[i].dup == nil) != (p.items[i].dup == nil) || q.items[i].dup != nil && *q.items[i].dup != *p.items[i].dup {
+				t.Fatalf("item %d: cluster info changed in re-encoding", i)
+			}
 			if len(q.items[i].anchors) != len(p.items[i].anchors) || q.items[i].final != p.items[i].final {
 				t.Fatalf("item %d: anchors or final URL changed in re-encoding", i)
 			}
@@ -265,4 +276,193 @@ func procEmpty(ctx context.Context, rdb redis.UniversalClient, k distKeys) bool 
 		}
 	}
 	return true
+}
+
+// TestDistributedClusters: two nodes crawled the same web with duplicate
+// pages (websim --near-dups), so a page's last record is on one node and
+// its copy's often on the other. The distributed writer must write
+// ClustersFile as the embedded build does over the pages the build keeps
+// (the later record of each URL): exact, near and canonical members,
+// clusters that span the nodes, and a search of the distributed index
+// that shows one hit per cluster. Before, the writer wrote no clusters at
+// all (every copy shown).
+func TestDistributedClusters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls a synthetic web twice and runs redis-server (about 20 s)")
+	}
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 27, Hosts: 4, PagesPerHost: 25, NearDups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	rules := websim.TruthRules{Seeds: srv.SeedURLs(2), MaxDepth: 4, Scope: websim.ScopeAny}
+	nodes := map[string]string{"a": crawlInto(t, srv, rules), "b": crawlInto(t, srv, rules)}
+	// b crawled last, so every URL's later fetch would be b's: make half
+	// of b's records (by URL hash) older than a's, so the build keeps
+	// about half the pages from each node.
+	backdate(t, nodes["b"], func(u string) bool { return urlHash(u)%2 == 0 })
+
+	// What the embedded build computes over the pages the distributed one
+	// keeps: each URL's last record on its node, the later fetch across
+	// nodes (winner.newer).
+	type kept struct {
+		node string
+		rec  Record
+	}
+	last := map[string]kept{}
+	for _, node := range []string{"a", "b"} {
+		if _, err := ScanRecords(nodes[node], 0, -1, func(r Record, _ int64) bool {
+			if old, ok := last[r.URL]; !ok || old.node == node || r.FetchedAt.After(old.rec.FetchedAt) ||
+				r.FetchedAt.Equal(old.rec.FetchedAt) && node > old.node {
+				last[r.URL] = kept{node, r}
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cps []clusterPage
+	for _, k := range last {
+		if c := clusterPageOf(k.rec); c != nil {
+			cps = append(cps, *c)
+		}
+	}
+	wantMs, err := clustersOf(cps, DefaultNearDupDistance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, across := map[string]int{}, 0
+	for _, m := range wantMs {
+		kinds[m.Kind]++
+		if last[m.URL].node != last[m.Root].node {
+			across++
+		}
+	}
+	if kinds[ClusterExact] == 0 || kinds[ClusterNear] == 0 || kinds[ClusterCanonical] == 0 || across == 0 {
+		t.Fatalf("the crawls give no test: members by kind %v, %d across the nodes", kinds, across)
+	}
+	wantDir := t.TempDir()
+	if err := writeClusterFile(wantDir, DefaultNearDupDistance, wantMs); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(wantDir, ClustersFile))
+
+	rs := redistest.Start(t)
+	rdb := rs.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), DirName)
+	var wg sync.WaitGroup
+	var st DistStats
+	var werr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		st, werr = RunDistWriter(ctx, rdb, out, DistWriterOptions{Crawl: "c", Nodes: 2})
+	}()
+	for node, dir := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := RunMapper(ctx, rdb, dir, MapperOptions{Crawl: "c", Node: node, TaskRecords: 30, PacketDocs: 7}); err != nil {
+				t.Errorf("mapper %s: %v", node, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	got, err := os.ReadFile(filepath.Join(out, ClustersFile))
+	if err != nil {
+		t.Fatalf("the distributed build wrote no clusters: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("distributed clusters (%d bytes) differ from the embedded computation (%d bytes):\n%s\nwant:\n%s", len(got), len(want), got, want)
+	}
+	if st.Folded != len(wantMs) {
+		t.Errorf("DistStats.Folded %d, want %d", st.Folded, len(wantMs))
+	}
+	t.Logf("%d members (%v), %d of them on another node than their cluster's page", len(wantMs), kinds, across)
+
+	// Search shows one hit per cluster: a near-duplicate's cluster page
+	// and the member never both, and the kept hit counts its copies.
+	ix := openIndex(t, out)
+	var m ClusterMember
+	for _, c := range wantMs {
+		if c.Kind == ClusterNear && last[c.URL].node != last[c.Root].node {
+			m = c
+			break
+		}
+	}
+	if m.URL == "" {
+		m = wantMs[0]
+	}
+	res, err := ix.Search(ctx, Request{Query: last[m.Root].rec.Title, Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawRoot, sawMember bool
+	for _, h := range res.Hits {
+		if h.URL == m.Root {
+			sawRoot = true
+			if h.Similar < 1 {
+				t.Errorf("%s shown with %d similar pages, want at least 1 (%s)", h.URL, h.Similar, m.URL)
+			}
+		}
+		sawMember = sawMember || h.URL == m.URL
+	}
+	if !sawRoot || sawMember {
+		t.Errorf("search %q: cluster page %s shown %v, its copy %s shown %v; want only the cluster page", last[m.Root].rec.Title, m.Root, sawRoot, m.URL, sawMember)
+	}
+}
+
+// backdate rewrites dataDir's records of the URLs old picks as fetched in
+// 2000.
+func backdate(t *testing.T, dataDir string, old func(url string) bool) {
+	t.Helper()
+	path := filepath.Join(dataDir, store.RecordsFileName)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		if u, _ := m["url"].(string); old(u) {
+			m["fetched_at"] = "2000-01-01T00:00:00Z"
+		}
+		l, _ := json.Marshal(m)
+		out = append(append(out, l...), '\n')
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crawlInto crawls srv's web by rules into a new data directory.
+func crawlInto(t *testing.T, srv *websim.Server, rules websim.TruthRules) string {
+	t.Helper()
+	c := crawl.NewConfig()
+	c.Data = t.TempDir()
+	c.Seeds = rules.Seeds
+	c.MaxDepth = rules.MaxDepth
+	c.Scope = rules.Scope
+	c.Resolve = srv.Resolve()
+	c.AllowPrivate = true
+	c.Delay = 0
+	c.Concurrency = 16
+	eng, err := crawl.New(c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c.Data
 }

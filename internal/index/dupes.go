@@ -80,49 +80,72 @@ func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMembe
 	if k < 0 || k > dedup.MaxNearDistance {
 		return nil, fmt.Errorf("cannot cluster duplicates: distance %d is outside 0 to %d", k, dedup.MaxNearDistance)
 	}
-	last := map[string]int{}
-	var recs []Record
+	var latest latestRecords
 	if _, err := ScanRecords(dataDir, 0, -1, func(rec Record, _ int64) bool {
-		if i, ok := last[rec.URL]; ok {
-			recs[i] = rec
-		} else {
-			last[rec.URL] = len(recs)
-			recs = append(recs, rec)
-		}
+		latest.add(rec)
 		return ctx.Err() == nil
 	}); err != nil {
 		return nil, err
 	}
+	recs := latest.recs
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// The indexable pages in cluster order, and where each URL (and final
-	// URL) is among them.
-	var pages []Record
+	var pages []clusterPage
 	for _, r := range recs {
-		if r.Indexable() {
-			pages = append(pages, r)
+		if c := clusterPageOf(r); c != nil {
+			pages = append(pages, *c)
 		}
 	}
-	slices.SortStableFunc(pages, func(a, b Record) int {
-		return cmp.Or(cmp.Compare(a.Depth, b.Depth), cmp.Compare(len(a.URL), len(b.URL)), strings.Compare(a.URL, b.URL))
+	return clustersOf(pages, k)
+}
+
+// clusterPage is what the clusters need of an indexable page's last
+// record: the distributed build's mappers send it to the writer
+// (packetItem.dup), so that both builds compute the same clusters.
+type clusterPage struct {
+	url, final, canonical string
+	depth                 int
+	fp, sim               uint64 // 0: none
+}
+
+// clusterPageOf is r's cluster page, or nil when r is not indexable.
+func clusterPageOf(r Record) *clusterPage {
+	if !r.Indexable() {
+		return nil
+	}
+	c := &clusterPage{url: r.URL, final: r.FinalURL, canonical: r.Canonical, depth: r.Depth}
+	c.fp, _ = strconv.ParseUint(r.Fingerprint, 16, 64)
+	c.sim, _ = strconv.ParseUint(r.SimHash, 16, 64)
+	return c
+}
+
+// clustersOf is ComputeClusters over the crawl's indexable pages (the last
+// record of each URL), given in any order.
+func clustersOf(pages []clusterPage, k int) ([]ClusterMember, error) {
+	if k < 0 || k > dedup.MaxNearDistance {
+		return nil, fmt.Errorf("cannot cluster duplicates: distance %d is outside 0 to %d", k, dedup.MaxNearDistance)
+	}
+	// The pages in cluster order, and where each URL (and final URL) is
+	// among them. URLs are unique, so the order is total.
+	slices.SortFunc(pages, func(a, b clusterPage) int {
+		return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(len(a.url), len(b.url)), strings.Compare(a.url, b.url))
 	})
 	at := map[string]int{}
-	for i, r := range pages {
-		at[r.URL] = i
+	for i, p := range pages {
+		at[p.url] = i
 	}
-	for i, r := range pages {
-		if r.FinalURL != "" {
-			if _, ok := at[r.FinalURL]; !ok {
-				at[r.FinalURL] = i
+	for i, p := range pages {
+		if p.final != "" {
+			if _, ok := at[p.final]; !ok {
+				at[p.final] = i
 			}
 		}
 	}
 	fps := make([]uint64, len(pages))
 	sims := make([]uint64, len(pages))
 	for i, p := range pages {
-		fps[i], _ = strconv.ParseUint(p.Fingerprint, 16, 64)
-		sims[i], _ = strconv.ParseUint(p.SimHash, 16, 64)
+		fps[i], sims[i] = p.fp, p.sim
 	}
 	root, near, err := dedup.Clusters(fps, sims, k)
 	if err != nil {
@@ -130,15 +153,15 @@ func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMembe
 	}
 	// canon(i) is the page i's canonical URL folds it into, or i.
 	canon := func(i int) int {
-		c := pages[i].Canonical
-		if c == "" || c == pages[i].URL {
+		c := pages[i].canonical
+		if c == "" || c == pages[i].url {
 			return i
 		}
 		j, ok := at[c]
 		if !ok || j == i {
 			return i // not fetched, not 200, not HTML: the page stands alone
 		}
-		if cc := pages[j].Canonical; cc != "" && cc != pages[j].URL && cc != c {
+		if cc := pages[j].canonical; cc != "" && cc != pages[j].url && cc != c {
 			return i // a chain or a loop
 		}
 		return j
@@ -157,7 +180,7 @@ func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMembe
 		case near[i]:
 			kind = ClusterNear
 		}
-		out = append(out, ClusterMember{URL: pages[i].URL, Root: pages[f].URL, Kind: kind})
+		out = append(out, ClusterMember{URL: pages[i].url, Root: pages[f].url, Kind: kind})
 	}
 	return out, nil
 }
@@ -169,9 +192,15 @@ func writeClusters(ctx context.Context, dataDir, indexDir string, k int) (int, e
 	if err != nil {
 		return 0, err
 	}
+	return len(ms), writeClusterFile(indexDir, k, ms)
+}
+
+// writeClusterFile replaces the index directory's ClustersFile with ms,
+// found at distance k (a temporary file synced and renamed over it).
+func writeClusterFile(indexDir string, k int, ms []ClusterMember) error {
 	tmp, err := os.CreateTemp(indexDir, ClustersFile+".tmp*")
 	if err != nil {
-		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+		return fmt.Errorf("cannot write the duplicate clusters: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	bw := bufio.NewWriter(tmp)
@@ -184,19 +213,19 @@ func writeClusters(ctx context.Context, dataDir, indexDir string, k int) (int, e
 	}
 	if err := bw.Flush(); err != nil {
 		tmp.Close()
-		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+		return fmt.Errorf("cannot write the duplicate clusters: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+		return fmt.Errorf("cannot write the duplicate clusters: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+		return fmt.Errorf("cannot write the duplicate clusters: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(indexDir, ClustersFile)); err != nil {
-		return 0, fmt.Errorf("cannot write the duplicate clusters: %w", err)
+		return fmt.Errorf("cannot write the duplicate clusters: %w", err)
 	}
-	return len(ms), nil
+	return nil
 }
 
 // clusterSet is a loaded ClustersFile, keyed by URL hash (urlHash, the

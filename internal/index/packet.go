@@ -14,7 +14,11 @@ import (
 //	u8 kind: 'D' documents, 'E' end of a task attempt
 //	uv len, tag; uv len, attempt; uv packet number within the attempt
 //	'D': uv items, then per item:
-//	     uv len, URL; uv fetched-at (Unix ns); uv record offset; u8 has-doc;
+//	     uv len, URL; uv fetched-at (Unix ns); uv record offset;
+//	     u8 has-cluster-info; with it (an indexable page, dupes.go): uv
+//	     depth; uv fingerprint; uv SimHash; uv len, canonical URL; uv len,
+//	     final URL;
+//	     u8 has-doc;
 //	     with a doc: uv len, title; uv len, stored text; uv len, snippet
 //	     marks; uv length;
 //	     uv terms, per term: uv len, term; uv short-field and uv
@@ -23,7 +27,7 @@ import (
 //	'E': uv packets the attempt sent before this one
 const (
 	packetMagic   = "SPK"
-	packetVersion = 3
+	packetVersion = 4
 )
 
 // ErrPacket is wrapped by errors decoding a result packet.
@@ -48,6 +52,10 @@ type packetItem struct {
 	doc     *Doc
 	final   string   // the page's final URL (anchor targets)
 	anchors []anchor // the page's links' anchor texts
+	// dup is what the duplicate clusters need of an indexable page (nil:
+	// the record is not indexable), so that the writer computes them as
+	// the embedded build does.
+	dup *clusterPage
 }
 
 func encodePacket(p *packet) []byte {
@@ -63,6 +71,16 @@ func encodePacket(p *packet) []byte {
 		b = appendBytes(b, []byte(it.url))
 		b = binary.AppendUvarint(b, uint64(it.fetched))
 		b = binary.AppendUvarint(b, uint64(it.offset))
+		if c := it.dup; c != nil {
+			b = append(b, 1)
+			b = binary.AppendUvarint(b, uint64(c.depth))
+			b = binary.AppendUvarint(b, c.fp)
+			b = binary.AppendUvarint(b, c.sim)
+			b = appendBytes(b, []byte(c.canonical))
+			b = appendBytes(b, []byte(c.final))
+		} else {
+			b = append(b, 0)
+		}
 		if it.doc == nil {
 			b = append(b, 0)
 			continue
@@ -126,6 +144,22 @@ func decodePacket(b []byte) (*packet, error) {
 			it.url = string(r.bytes())
 			it.fetched = int64(r.uvarint() & (1<<63 - 1))
 			it.offset = int64(r.uvarint() & (1<<63 - 1))
+			if r.err || r.off >= len(b) {
+				return bad("truncated item")
+			}
+			switch b[r.off] {
+			case 0:
+				r.off++
+			case 1:
+				r.off++
+				c := &clusterPage{url: it.url}
+				c.depth = int(r.uvarint() & (1<<31 - 1))
+				c.fp, c.sim = r.uvarint(), r.uvarint()
+				c.canonical, c.final = string(r.bytes()), string(r.bytes())
+				it.dup = c
+			default:
+				return bad("bad cluster-info flag")
+			}
 			if r.err || r.off >= len(b) {
 				return bad("truncated item")
 			}
