@@ -394,6 +394,10 @@ func (f *Frontier) makeItem(r Request) item {
 		f.topicN = append(f.topicN, 0)
 	}
 	f.topicN[t]++
+	var extra *itemExtra
+	if r.Kind != KindPage || r.Schedule != "" {
+		extra = &itemExtra{kind: r.Kind, schedule: strings.Clone(r.Schedule)}
+	}
 	return item{
 		url:       strings.Clone(r.URL),
 		ks:        ks,
@@ -403,11 +407,12 @@ func (f *Frontier) makeItem(r Request) item {
 		attempt:   uint16(r.Attempt),
 		redirects: uint16(r.Redirects),
 		prio:      uint16(r.Priority),
+		extra:     extra,
 	}
 }
 
 func (f *Frontier) requestOf(it *item) Request {
-	return Request{
+	r := Request{
 		URL:       it.url,
 		Key:       it.ks.key,
 		Depth:     int(it.depth),
@@ -417,6 +422,10 @@ func (f *Frontier) requestOf(it *item) Request {
 		Redirects: int(it.redirects),
 		Topic:     f.topics[it.topic],
 	}
+	if it.extra != nil {
+		r.Kind, r.Schedule = it.extra.kind, it.extra.schedule
+	}
+	return r
 }
 
 func (f *Frontier) wakeLocked() {

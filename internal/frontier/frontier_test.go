@@ -121,14 +121,21 @@ func TestPushValidation(t *testing.T) {
 }
 
 func TestLeaseCarriesRequest(t *testing.T) {
-	f, _ := newTestFrontier(t, Config{})
-	want := Request{URL: "http://a/x", Key: "a:80", Depth: 7, Priority: 9, Seq: 42, Attempt: 2, Redirects: 1, Topic: "tax"}
-	if err := f.Push(want); err != nil {
-		t.Fatal(err)
-	}
-	l := mustNext(t, f)
-	if l.Request != want {
-		t.Fatalf("lease request %+v, want %+v", l.Request, want)
+	for _, want := range []Request{
+		{URL: "http://a/x", Key: "a:80", Depth: 7, Priority: 9, Seq: 42, Attempt: 2, Redirects: 1, Topic: "tax"},
+		// A revisit's schedule and a sitemap's kind travel through the queue
+		// (the fetcher's conditional GET reads the schedule).
+		{URL: "http://a/y", Key: "a:80", Depth: 1, Priority: 1, Seq: 43, Kind: KindSitemap, Schedule: "\x01\x02sched"},
+		{URL: "http://a/z", Key: "a:80", Seq: 44, Schedule: "s"},
+	} {
+		f, _ := newTestFrontier(t, Config{})
+		if err := f.Push(want); err != nil {
+			t.Fatal(err)
+		}
+		l := mustNext(t, f)
+		if l.Request != want {
+			t.Fatalf("lease request %+v, want %+v", l.Request, want)
+		}
 	}
 }
 

@@ -13,6 +13,13 @@ type item struct {
 	attempt   uint16
 	redirects uint16
 	prio      uint16
+	extra     *itemExtra // Kind and Schedule; nil for a plain page request (most)
+}
+
+// itemExtra holds the request fields few items have.
+type itemExtra struct {
+	kind     Kind
+	schedule string
 }
 
 // Limits of the packed item fields; Push rejects requests beyond them.
