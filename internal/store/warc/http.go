@@ -107,52 +107,47 @@ func synthHead(ex *Exchange) (string, []headField) {
 	return status, fields
 }
 
-// rename gives field f a new name, keeping its value text.
-func (f *headField) rename(name string) {
-	_, rest, _ := strings.Cut(f.text, ":")
-	f.text = name + ":" + rest
-	f.name = strings.ToLower(name)
-}
-
 func (f *headField) value() string {
 	_, v, _ := strings.Cut(f.text, ":")
 	return strings.TrimSpace(v)
 }
 
-// consistent rewrites the fields that would describe bytes not in Body (see
-// the package documentation) and reports whether it changed anything.
+// consistent makes the fields describe the stored Body (see the package
+// documentation): Transfer-Encoding is dropped (Body is always free of the
+// chunked coding) and then Content-Length set to len(Body); a
+// Content-Length that is not len(Body) is set to it too, unless Body is
+// truncated (the server's length stays; WARC-Truncated explains) or the
+// answer has no body by definition (1xx, 204, 304: the length is the
+// representation's). Content-Encoding is kept: Body is as transferred. It
+// reports whether it changed anything.
 func consistent(fields []headField, ex *Exchange) ([]headField, bool) {
 	changed, needLength := false, false
-	for i := range fields {
-		f := &fields[i]
-		switch {
-		case f.name == "transfer-encoding":
-			// Body is always de-chunked.
-			f.rename("X-Orig-Transfer-Encoding")
+	kept := fields[:0]
+	for _, f := range fields {
+		if f.name == "transfer-encoding" {
 			changed, needLength = true, true
-		case f.name == "content-encoding" && ex.Decoded && !strings.EqualFold(f.value(), "identity"):
-			f.rename("X-Orig-Content-Encoding")
-			changed, needLength = true, true
+			continue
 		}
+		kept = append(kept, f)
 	}
-	if ex.Truncated {
-		// The server's Content-Length stays; WARC-Truncated explains.
+	fields = kept
+	if ex.Truncated || ex.Status/100 == 1 || ex.Status == http.StatusNoContent || ex.Status == http.StatusNotModified || ex.Revisit != nil {
 		return fields, changed
 	}
 	want := strconv.Itoa(len(ex.Body))
 	haveRight := false
-	for i := range fields {
-		f := &fields[i]
-		if f.name != "content-length" {
-			continue
-		}
-		if f.value() == want {
+	kept = fields[:0]
+	for _, f := range fields {
+		if f.name == "content-length" {
+			if f.value() != want || haveRight {
+				changed, needLength = true, true
+				continue
+			}
 			haveRight = true
-			continue
 		}
-		f.rename("X-Orig-Content-Length")
-		changed, needLength = true, true
+		kept = append(kept, f)
 	}
+	fields = kept
 	if needLength && !haveRight {
 		fields = append(fields, headField{text: "Content-Length: " + want, name: "content-length"})
 	}

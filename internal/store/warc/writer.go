@@ -2,15 +2,12 @@ package warc
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -21,18 +18,37 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
+	gowarc "github.com/nlnwa/gowarc/v3"
 )
 
 // DefaultFileSize is the WARC file size cap used when Options.FileSize is
 // zero: 1 GiB, the customary size.
 const DefaultFileSize = 1 << 30
 
+// DefaultDedup is a good Options.Dedup for a crawl: the payload digests of
+// the last 65,536 responses stored in full (about 10 MiB).
+const DefaultDedup = 1 << 16
+
+// The revisit profiles of WARC 1.1 §6.7 (Revisit.Profile).
+const (
+	// ProfileServerNotModified: the server answered a conditional request
+	// 304 Not Modified; the record holds that answer's header.
+	ProfileServerNotModified = gowarc.ProfileServerNotModifiedV1_1
+	// ProfileIdenticalPayloadDigest: the payload is identical (same
+	// WARC-Payload-Digest) to one stored earlier; the record holds the
+	// response header, not the payload.
+	ProfileIdenticalPayloadDigest = gowarc.ProfileIdenticalPayloadDigestV1_1
+)
+
 // ErrClosed is returned by Writer methods called after Close.
 var ErrClosed = errors.New("warc writer is closed")
 
 // ErrBadExchange is wrapped by WriteExchange when the exchange itself
 // cannot be written (its URL is not absolute or holds white space, its IP
-// is not an address): nothing was written, and the writer stays usable.
+// is not an address, its response header is not HTTP, its revisit has no
+// profile): nothing was written, and the writer stays usable.
 var ErrBadExchange = errors.New("exchange cannot be written as WARC")
 
 // Options configures NewWriter. The zero value is ready to use.
@@ -57,6 +73,16 @@ type Options struct {
 	// {"http-header-user-agent", "…"}. Names and values must be one line.
 	Info []Field
 
+	// Dedup is how many payload digests the writer remembers to store exact
+	// duplicates as revisit records (ProfileIdenticalPayloadDigest): a 2xx
+	// response, not truncated, whose non-empty payload has the digest of
+	// one this Writer stored in full is written as a revisit naming that
+	// record (WARC-Refers-To, -Target-URI, -Date). The most recently stored
+	// digests are kept (two generations of Dedup/2); a Writer starts with
+	// none, so the first copy after a restart is stored in full again.
+	// Zero stores every payload in full.
+	Dedup int
+
 	// Logger receives file rotations at Debug level. Nil discards them.
 	Logger *slog.Logger
 }
@@ -69,21 +95,21 @@ type Exchange struct {
 	// http.Response.Proto; empty means "HTTP/1.1".
 	Proto string
 	// RequestHeader holds the request fields as sent (User-Agent,
-	// Accept-Encoding, …). Host comes from here or else from URL.
+	// Accept-Encoding, If-None-Match, …). Host comes from here or else
+	// from URL.
 	RequestHeader http.Header
 	Status        int // response status code
-	// RawResponseHeader is the status line and header fields exactly as
-	// received, up to and including the empty line. Nil means: synthesise
-	// them from Proto, Status and ResponseHeader.
+	// RawResponseHeader is the status line and header fields as received,
+	// up to and including the empty line. Nil means: synthesise them from
+	// Proto, Status and ResponseHeader.
 	RawResponseHeader []byte
 	ResponseHeader    http.Header
-	// Body is the payload as the crawler stored it: always free of the
-	// chunked transfer coding, content-decoded when Decoded is set.
+	// Body is the payload as transferred: with its Content-Encoding (gzip,
+	// br, … bytes, as the header says), free of the chunked transfer coding
+	// only (the header's Transfer-Encoding is then dropped and a
+	// Content-Length of the stored bytes set, see the package
+	// documentation).
 	Body []byte
-	// Decoded reports that Body was content-decoded (gzip, br, …), as
-	// http.Response.Uncompressed does; the stored header is then rewritten
-	// to match (see the package documentation).
-	Decoded bool
 	// Truncated reports that Body is shorter than the response because a
 	// size or time limit cut it; the record gets "WARC-Truncated: length".
 	Truncated bool
@@ -91,10 +117,42 @@ type Exchange struct {
 	Fetched   time.Time     // when the response arrived (WARC-Date); zero means now
 	Duration  time.Duration // fetch time, written as fetchTimeMs in the metadata record
 	OutLinks  []string      // absolute links found in Body, one "outlink:" line each
+	// Revisit, if not nil, makes the response a revisit record (WARC 1.1
+	// §6.7) holding the response header only.
+	Revisit *Revisit
+}
+
+// Revisit describes the earlier capture a revisit record refers to.
+type Revisit struct {
+	// Profile is ProfileServerNotModified or ProfileIdenticalPayloadDigest.
+	Profile string
+	// RefersToURI is the earlier capture's URL (WARC-Refers-To-Target-URI);
+	// empty means Exchange.URL.
+	RefersToURI string
+	// RefersToDate is the earlier capture's WARC-Date
+	// (WARC-Refers-To-Date); zero leaves the field out.
+	RefersToDate time.Time
+	// RefersTo is the earlier record's WARC-Record-ID; empty leaves
+	// WARC-Refers-To out (a capture of an earlier run).
+	RefersTo string
+	// PayloadDigest is the earlier payload's WARC-Payload-Digest, required
+	// by ProfileIdenticalPayloadDigest.
+	PayloadDigest string
 }
 
 // Writer writes exchanges into rolling PREFIX-NNNNN.warc.gz files. All
 // methods are safe for concurrent use.
+//
+// Records are built and serialised by gowarc (nlnwa/gowarc: record ids,
+// Content-Length, block and payload digests, and its validation of every
+// header field before a record is written). The files are kept by hand, not
+// by gowarc's WarcFileWriter, for what it does not do: the three records of
+// an exchange reach the file in one write (a kill leaves all or none, and a
+// failed write is cut off again), compression runs in the callers'
+// goroutines outside the lock, files are named PREFIX-NNNNN.warc.gz from
+// their first byte (no ".open" name for fsck and export to miss), numbering
+// continues after a restart, and Sync makes them durable at the crawl's
+// checkpoints instead of after every record.
 type Writer struct {
 	dir, prefix string
 	capBytes    int64
@@ -103,15 +161,18 @@ type Writer struct {
 	info        []Field
 	log         *slog.Logger
 	gzPool      sync.Pool
+	dedup       *digestMemo // nil: Options.Dedup 0
 
 	mu       sync.Mutex
 	closed   bool
 	broken   error
 	f        *os.File
 	name     string
-	seq      int   // number of the next file
-	size     int64 // bytes in the current file
-	infoEnd  int64 // size of the current file's warcinfo record
+	infoID   string // WARC-Record-ID of the current file's warcinfo record
+	nextInfo string // that of the next file's
+	seq      int    // number of the next file
+	size     int64  // bytes in the current file
+	infoEnd  int64  // size of the current file's warcinfo record
 	dirDirty bool
 }
 
@@ -126,6 +187,9 @@ func NewWriter(dir, prefix string, opt Options) (*Writer, error) {
 	}
 	if opt.FileSize < 0 {
 		return nil, fmt.Errorf("cannot create warc writer: file size %d is negative; use 0 for the default", opt.FileSize)
+	}
+	if opt.Dedup < 0 {
+		return nil, fmt.Errorf("cannot create warc writer: dedup size %d is negative; use 0 to store every payload", opt.Dedup)
 	}
 	if opt.Level < gzip.HuffmanOnly || opt.Level > gzip.BestCompression {
 		return nil, fmt.Errorf("cannot create warc writer: gzip level %d is out of range", opt.Level)
@@ -142,7 +206,8 @@ func NewWriter(dir, prefix string, opt Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create warc writer: %w", err)
 	}
-	w := &Writer{dir: dir, prefix: prefix, capBytes: opt.FileSize, level: opt.Level, software: opt.Software, info: opt.Info, log: opt.Logger}
+	w := &Writer{dir: dir, prefix: prefix, capBytes: opt.FileSize, level: opt.Level, software: opt.Software,
+		info: opt.Info, log: opt.Logger, nextInfo: newRecordID()}
 	for _, e := range entries {
 		digits, ok := strings.CutPrefix(e.Name(), prefix+"-")
 		if !ok {
@@ -165,6 +230,9 @@ func NewWriter(dir, prefix string, opt Options) (*Writer, error) {
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
+	if opt.Dedup > 0 {
+		w.dedup = newDigestMemo(opt.Dedup)
+	}
 	return w, nil
 }
 
@@ -173,19 +241,34 @@ func FileName(prefix string, n int) string {
 	return fmt.Sprintf("%s-%05d.warc.gz", prefix, n)
 }
 
-// WriteExchange archives ex as a request, a response and a metadata record,
-// in the current file or, past the size cap, in a new one. The three gzip
-// members reach the operating system in one write before it returns (power
-// loss needs Sync). It returns ctx's error without writing if ctx is done,
-// and an error when ex.URL is not an absolute URL without spaces, ex.IP is
-// not an IP address, or RawResponseHeader does not start with an HTTP status
-// line. On a write error the partial write is undone; if even that fails,
-// this and every later call fail. WriteExchange does not keep ex.
+// WriteExchange archives ex as a request, a response (or a revisit) and a
+// metadata record, in the current file or, past the size cap, in a new
+// one; every record names the file's warcinfo record (WARC-Warcinfo-ID).
+// The three gzip members reach the operating system in one write before it
+// returns (power loss needs Sync). It returns ctx's error without writing
+// if ctx is done, and an error wrapping ErrBadExchange when ex.URL is not
+// an absolute URL without spaces, ex.IP is not an IP address,
+// RawResponseHeader does not start with an HTTP status line or ex.Revisit
+// is incomplete. On a write error the partial write is undone; if even
+// that fails, this and every later call fail. WriteExchange does not keep
+// ex.
 func (w *Writer) WriteExchange(ctx context.Context, ex Exchange) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cannot write exchange of %s: %w", ex.URL, err)
 	}
-	batch, err := w.encodeExchange(&ex)
+	enc, err := w.prepare(&ex)
+	if err != nil {
+		return fmt.Errorf("cannot write exchange of %s: %w", ex.URL, err)
+	}
+	// Compress outside the lock against the current file's warcinfo id;
+	// a file started meanwhile (rare: once per file) re-encodes inside.
+	w.mu.Lock()
+	info := w.infoID
+	if w.f == nil {
+		info = w.nextInfo
+	}
+	w.mu.Unlock()
+	batch, err := w.encode(enc, info)
 	if err != nil {
 		return fmt.Errorf("cannot write exchange of %s: %w", ex.URL, err)
 	}
@@ -202,6 +285,11 @@ func (w *Writer) WriteExchange(ctx context.Context, ex Exchange) error {
 			return fmt.Errorf("cannot write exchange of %s: %w", ex.URL, err)
 		}
 	}
+	if info != w.infoID {
+		if batch, err = w.encode(enc, w.infoID); err != nil {
+			return fmt.Errorf("cannot write exchange of %s: %w", ex.URL, err)
+		}
+	}
 	if _, err := w.f.WriteAt(batch, w.size); err != nil {
 		if terr := w.f.Truncate(w.size); terr != nil {
 			w.broken = terr
@@ -209,11 +297,25 @@ func (w *Writer) WriteExchange(ctx context.Context, ex Exchange) error {
 		return fmt.Errorf("cannot write exchange of %s to %s: %w", ex.URL, w.name, err)
 	}
 	w.size += int64(len(batch))
+	if enc.digest != "" && w.dedup != nil && enc.revisit == nil {
+		w.dedup.add(enc.digest, original{id: enc.respID, uri: enc.url, date: enc.date})
+	}
 	return nil
 }
 
-// encodeExchange builds the three gzip members of ex.
-func (w *Writer) encodeExchange(ex *Exchange) ([]byte, error) {
+// prepared is an exchange checked and laid out, ready to encode.
+type prepared struct {
+	url, ip, date         string
+	respID, reqID, metaID string
+	req, head, body, meta []byte
+	truncated             bool
+	digest                string // the payload's, when it may be remembered for dedup
+	revisit               *Revisit
+}
+
+// prepare checks ex and lays out the blocks of its records; an exact
+// duplicate of a payload stored earlier becomes a revisit.
+func (w *Writer) prepare(ex *Exchange) (*prepared, error) {
 	if strings.ContainsAny(ex.URL, " \t\r\n") {
 		return nil, fmt.Errorf("url holds white space: %w", ErrBadExchange)
 	}
@@ -224,7 +326,8 @@ func (w *Writer) encodeExchange(ex *Exchange) ([]byte, error) {
 	if !u.IsAbs() || u.Host == "" {
 		return nil, fmt.Errorf("url is not absolute: %w", ErrBadExchange)
 	}
-	var ip string
+	p := &prepared{url: ex.URL, truncated: ex.Truncated, revisit: ex.Revisit,
+		respID: newRecordID(), reqID: newRecordID(), metaID: newRecordID()}
 	if ex.IP != "" {
 		addr, err := netip.ParseAddr(ex.IP)
 		if err != nil {
@@ -234,51 +337,99 @@ func (w *Writer) encodeExchange(ex *Exchange) ([]byte, error) {
 			}
 			addr = ap.Addr()
 		}
-		ip = addr.Unmap().WithZone("").String()
+		p.ip = addr.Unmap().WithZone("").String()
 	}
 	date := ex.Fetched
 	if date.IsZero() {
 		date = time.Now()
 	}
-	warcDate := date.UTC().Format("2006-01-02T15:04:05Z")
-	head, err := responseHead(ex)
-	if err != nil {
-		return nil, err
+	p.date = warcDate(date)
+	if p.head, err = responseHead(ex); err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrBadExchange)
 	}
-	respID, reqID, metaID := newRecordID(), newRecordID(), newRecordID()
-
-	var out bytes.Buffer
-	out.Grow(len(ex.Body)/2 + 4096)
-	common := func(typ, id string) []Field {
-		f := []Field{{"WARC-Type", typ}, {"WARC-Record-ID", id}, {"WARC-Date", warcDate}, {"WARC-Target-URI", ex.URL}}
-		if ip != "" {
-			f = append(f, Field{"WARC-IP-Address", ip})
+	p.req = requestBlock(u, ex)
+	p.meta = metadataBlock(ex, p.ip)
+	if rv := ex.Revisit; rv != nil {
+		switch {
+		case rv.Profile != ProfileServerNotModified && rv.Profile != ProfileIdenticalPayloadDigest:
+			return nil, fmt.Errorf("revisit profile %q is not one of WARC 1.1's: %w", rv.Profile, ErrBadExchange)
+		case rv.Profile == ProfileIdenticalPayloadDigest && rv.PayloadDigest == "":
+			return nil, fmt.Errorf("revisit of an identical payload names no payload digest: %w", ErrBadExchange)
+		case strings.ContainsAny(rv.RefersToURI, " \t\r\n"):
+			return nil, fmt.Errorf("revisit target url holds white space: %w", ErrBadExchange)
 		}
-		return f
+		return p, nil
+	}
+	p.body = ex.Body
+	if w.dedup != nil && ex.Status/100 == 2 && len(ex.Body) > 0 && !ex.Truncated {
+		p.digest = digest(ex.Body)
+		if o, ok := w.dedup.get(p.digest); ok {
+			p.revisit = &Revisit{Profile: ProfileIdenticalPayloadDigest, RefersTo: o.id, RefersToURI: o.uri,
+				PayloadDigest: p.digest}
+			p.revisit.RefersToDate, _ = time.Parse(time.RFC3339, o.date)
+			p.body = nil
+		}
+	}
+	return p, nil
+}
+
+// warcDate formats a WARC-Date: UTC, to the second.
+func warcDate(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// encode builds the three records of p with gowarc, each its own gzip
+// member, every one naming the warcinfo record info.
+func (w *Writer) encode(p *prepared, info string) ([]byte, error) {
+	var out bytes.Buffer
+	out.Grow(len(p.body)/2 + 4096)
+	common := func(typ gowarc.RecordType, id string) []Field {
+		f := []Field{{gowarc.WarcRecordID, id}, {gowarc.WarcDate, p.date}, {gowarc.WarcTargetURI, p.url}}
+		if p.ip != "" {
+			f = append(f, Field{gowarc.WarcIPAddress, p.ip})
+		}
+		return append(f, Field{gowarc.WarcWarcinfoID, info})
 	}
 
-	req := requestBlock(u, ex)
-	fields := append(common("request", reqID),
-		Field{"WARC-Concurrent-To", respID},
-		Field{"Content-Type", "application/http;msgtype=request"})
-	if err := w.writeMember(&out, fields, req); err != nil {
+	fields := append(common(gowarc.Request, p.reqID),
+		Field{gowarc.WarcConcurrentTo, p.respID},
+		Field{gowarc.ContentType, "application/http;msgtype=request"})
+	if err := w.writeMember(&out, gowarc.Request, fields, p.req); err != nil {
 		return nil, err
 	}
 
-	fields = append(common("response", respID),
-		Field{"Content-Type", "application/http;msgtype=response"},
-		Field{"WARC-Payload-Digest", digest(ex.Body)})
-	if ex.Truncated {
-		fields = append(fields, Field{"WARC-Truncated", "length"})
+	typ := gowarc.Response
+	fields = append(common(gowarc.Response, p.respID),
+		Field{gowarc.ContentType, "application/http;msgtype=response"})
+	if rv := p.revisit; rv != nil {
+		typ = gowarc.Revisit
+		uri := rv.RefersToURI
+		if uri == "" {
+			uri = p.url
+		}
+		fields = append(fields, Field{gowarc.WarcProfile, rv.Profile}, Field{gowarc.WarcRefersToTargetURI, uri})
+		if !rv.RefersToDate.IsZero() {
+			fields = append(fields, Field{gowarc.WarcRefersToDate, warcDate(rv.RefersToDate)})
+		}
+		if rv.RefersTo != "" {
+			fields = append(fields, Field{gowarc.WarcRefersTo, rv.RefersTo})
+		}
+		if rv.Profile == ProfileIdenticalPayloadDigest {
+			// The payload is left out, as Heritrix and gowarc mark it.
+			fields = append(fields, Field{gowarc.WarcPayloadDigest, rv.PayloadDigest}, Field{gowarc.WarcTruncated, "length"})
+		}
+	} else {
+		fields = append(fields, Field{gowarc.WarcPayloadDigest, digest(p.body)})
+		if p.truncated {
+			fields = append(fields, Field{gowarc.WarcTruncated, "length"})
+		}
 	}
-	if err := w.writeMember(&out, fields, head, ex.Body); err != nil {
+	if err := w.writeMember(&out, typ, fields, p.head, p.body); err != nil {
 		return nil, err
 	}
 
-	fields = append(common("metadata", metaID),
-		Field{"WARC-Concurrent-To", respID},
-		Field{"Content-Type", "application/warc-fields"})
-	if err := w.writeMember(&out, fields, metadataBlock(ex, ip)); err != nil {
+	fields = append(common(gowarc.Metadata, p.metaID),
+		Field{gowarc.WarcConcurrentTo, p.respID},
+		Field{gowarc.ContentType, "application/warc-fields"})
+	if err := w.writeMember(&out, gowarc.Metadata, fields, p.meta); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
@@ -309,40 +460,53 @@ func newRecordID() string {
 	return fmt.Sprintf("<urn:uuid:%x-%x-%x-%x-%x>", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// digest returns "sha1:" and the base-32 SHA-1 of the concatenated parts.
-func digest(parts ...[]byte) string {
-	h := sha1.New()
-	for _, p := range parts {
-		h.Write(p)
-	}
-	return digestOf(h)
+// digest returns "sha1:" and the base-32 SHA-1 of b: the customary form
+// of WARC-Payload-Digest, the one CDX indexes and deduplicating crawlers
+// compare.
+func digest(b []byte) string {
+	s := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
 }
 
-func digestOf(h hash.Hash) string {
-	return "sha1:" + base32.StdEncoding.EncodeToString(h.Sum(nil))
+// recordOptions make gowarc's record builder compute the block digest
+// (sha1, base 32, as the payload digest) and refuse, rather than warn
+// about, any record that breaks WARC 1.1: the files are checked once, when
+// written. Blocks stay in memory up to the largest body a crawl keeps
+// (fetch.MaxBodyLimit) and a header.
+var recordOptions = []gowarc.WarcRecordOption{
+	gowarc.WithDefaultDigestAlgorithm("sha1"),
+	gowarc.WithDefaultDigestEncoding(gowarc.Base32),
+	gowarc.WithAddMissingDigest(true),
+	gowarc.WithSyntaxErrorPolicy(gowarc.ErrFail),
+	gowarc.WithSpecViolationPolicy(gowarc.ErrFail),
+	gowarc.WithUnknownRecordTypePolicy(gowarc.ErrFail),
+	gowarc.WithBufferMaxMemBytes(1<<30 + 1<<21),
 }
 
-// writeMember appends one record as its own gzip member to out: the version
-// line, fields, WARC-Block-Digest and Content-Length of the block made of
-// parts, the block and the CRLF CRLF trailer.
-func (w *Writer) writeMember(out *bytes.Buffer, fields []Field, parts ...[]byte) error {
-	var n int
-	for _, p := range parts {
-		n += len(p)
-	}
-	var hb bytes.Buffer
-	hb.WriteString("WARC/1.1\r\n")
+var marshaler = gowarc.NewMarshaler()
+
+// writeMember builds one record with gowarc from fields and the block made
+// of parts (gowarc adds Content-Length and WARC-Block-Digest) and appends
+// it to out as its own gzip member.
+func (w *Writer) writeMember(out *bytes.Buffer, typ gowarc.RecordType, fields []Field, parts ...[]byte) error {
+	b := gowarc.NewRecordBuilder(typ, recordOptions...)
 	for _, f := range fields {
-		hb.WriteString(f.Name)
-		hb.WriteString(": ")
-		hb.WriteString(f.Value)
-		hb.WriteString("\r\n")
+		b.AddWarcHeader(f.Name, f.Value)
 	}
-	fmt.Fprintf(&hb, "WARC-Block-Digest: %s\r\nContent-Length: %d\r\n\r\n", digest(parts...), n)
+	for _, p := range parts {
+		if _, err := b.Write(p); err != nil {
+			b.Close()
+			return fmt.Errorf("cannot build %s record: %w", typ, err)
+		}
+	}
+	rec, _, err := b.Build()
+	if err != nil {
+		return fmt.Errorf("cannot build %s record: %w: %w", typ, err, ErrBadExchange)
+	}
+	defer rec.Close()
 
 	z, _ := w.gzPool.Get().(*gzip.Writer)
 	if z == nil {
-		var err error
 		if z, err = gzip.NewWriterLevel(out, w.level); err != nil {
 			return fmt.Errorf("cannot start gzip member: %w", err)
 		}
@@ -350,16 +514,8 @@ func (w *Writer) writeMember(out *bytes.Buffer, fields []Field, parts ...[]byte)
 		z.Reset(out)
 	}
 	defer w.gzPool.Put(z)
-	if _, err := z.Write(hb.Bytes()); err != nil {
-		return fmt.Errorf("cannot compress record: %w", err)
-	}
-	for _, p := range parts {
-		if _, err := z.Write(p); err != nil {
-			return fmt.Errorf("cannot compress record: %w", err)
-		}
-	}
-	if _, err := io.WriteString(z, "\r\n\r\n"); err != nil {
-		return fmt.Errorf("cannot compress record: %w", err)
+	if _, _, err := marshaler.Marshal(z, rec, 0); err != nil {
+		return fmt.Errorf("cannot write %s record: %w", typ, err)
 	}
 	if err := z.Close(); err != nil {
 		return fmt.Errorf("cannot compress record: %w", err)
@@ -393,15 +549,16 @@ func (w *Writer) rotate() error {
 		fmt.Fprintf(&block, "%s: %s\r\n", fl.Name, fl.Value)
 	}
 	var out bytes.Buffer
+	id := w.nextInfo
 	fields := []Field{
-		{"WARC-Type", "warcinfo"},
-		{"WARC-Record-ID", newRecordID()},
-		{"WARC-Date", time.Now().UTC().Format("2006-01-02T15:04:05Z")},
-		{"WARC-Filename", name},
-		{"Content-Type", "application/warc-fields"},
+		{gowarc.WarcRecordID, id},
+		{gowarc.WarcDate, warcDate(time.Now())},
+		{gowarc.WarcFilename, name},
+		{gowarc.ContentType, "application/warc-fields"},
 	}
-	if err := w.writeMember(&out, fields, block.Bytes()); err != nil {
+	if err := w.writeMember(&out, gowarc.Warcinfo, fields, block.Bytes()); err != nil {
 		f.Close()
+		os.Remove(f.Name())
 		return err
 	}
 	if _, err := f.Write(out.Bytes()); err != nil {
@@ -410,6 +567,7 @@ func (w *Writer) rotate() error {
 		return fmt.Errorf("cannot write warcinfo to %s: %w", name, err)
 	}
 	w.f, w.name, w.size, w.infoEnd, w.dirDirty = f, name, int64(out.Len()), int64(out.Len()), true
+	w.infoID, w.nextInfo = id, newRecordID()
 	w.log.Debug("warc: started file", "file", name)
 	return nil
 }
@@ -462,4 +620,53 @@ func (w *Writer) Close() error {
 		}
 	}
 	return err
+}
+
+// original is a response stored in full: what a revisit of an identical
+// payload refers to.
+type original struct {
+	id, uri, date string
+}
+
+// digestMemo remembers the originals of the most recent payload digests:
+// two generations of at most n/2 entries each; a lookup finds either, and
+// the older generation is dropped when the newer one fills.
+type digestMemo struct {
+	mu        sync.Mutex
+	half      int
+	cur, prev map[string]original
+}
+
+func newDigestMemo(n int) *digestMemo {
+	half := max(n/2, 1)
+	return &digestMemo{half: half, cur: make(map[string]original)}
+}
+
+func (m *digestMemo) get(d string) (original, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.cur[d]; ok {
+		return o, true
+	}
+	o, ok := m.prev[d]
+	if ok { // still in use: keep it another generation
+		m.addLocked(d, o)
+	}
+	return o, ok
+}
+
+func (m *digestMemo) add(d string, o original) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addLocked(d, o)
+}
+
+func (m *digestMemo) addLocked(d string, o original) {
+	if _, ok := m.cur[d]; ok {
+		return
+	}
+	if len(m.cur) >= m.half {
+		m.prev, m.cur = m.cur, make(map[string]original, m.half)
+	}
+	m.cur[d] = o
 }
