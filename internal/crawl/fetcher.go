@@ -201,7 +201,7 @@ func newFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer, chec
 		return nil, err
 	}
 	if cfg.WARC {
-		f.warc, err = warc.NewWriter(filepath.Join(cfg.Data, "warc"), "spider", warc.Options{Logger: logger})
+		f.warc, err = warc.NewWriter(filepath.Join(cfg.Data, "warc"), "spider", warc.Options{Logger: logger, Dedup: warc.DefaultDedup})
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -378,7 +378,13 @@ func (f *Fetcher) fetchRobots(ctx context.Context, u *url.URL) (int, []byte, err
 	if f.cfg.DelayFrom == DelayFromStart {
 		rctx, tr = traceRequest(ctx)
 	}
-	status, body, err := f.client.RobotsFetch(rctx, u)
+	var status int
+	var body []byte
+	resp, err := f.client.RobotsResponse(rctx, u)
+	if err == nil {
+		status, body = resp.Status, resp.Body
+		f.archiveRobots(ctx, resp)
+	}
 	if f.share != nil && err == nil && status < 500 && status != 429 {
 		if serr := f.share.StoreRobots(ctx, u.String(), status, body); serr != nil {
 			f.log.Warn("cannot share robots.txt", "url", u.String(), "err", serr)
@@ -681,11 +687,7 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	case resp.Status >= 300 && resp.Status < 400:
 		f.redirect(&res, resp, req)
 	}
-	res.exchange = &warc.Exchange{
-		URL: req.URL, Method: "GET", RequestHeader: resp.RequestHeader, Status: resp.Status, Proto: resp.Proto,
-		RawResponseHeader: resp.RawHeader, ResponseHeader: resp.Header, Body: resp.Body,
-		IP: ipOnly(resp.RemoteAddr), Fetched: rec.FetchedAt, Decoded: true, Truncated: resp.Truncated, Duration: resp.Duration,
-	}
+	res.exchange = warcExchange(req, resp, rec.FetchedAt)
 	if resp.Status < 200 || resp.Status >= 300 {
 		return res
 	}
