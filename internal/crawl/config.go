@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
@@ -204,7 +205,55 @@ type Config struct {
 	// overlap (as with LooseDepth: topics, not levels, order the crawl).
 	// Empty (default): no topic scheduling.
 	Topics string `yaml:"topics"`
+
+	// Revisit is the revisit policy of fetched pages (package revisit):
+	// "off" (NewConfig's default: a page is fetched once), "fixed" (every
+	// RevisitInitial) or "adaptive" (each page's interval follows the
+	// changes its revisits saw, within the bounds). Failed URLs are
+	// retried on their own back-off in every mode (revisit.RetryAfter).
+	Revisit string `yaml:"revisit"`
+	// RevisitMin and RevisitMax bound every revisit interval; RevisitInitial
+	// is a page's first one and, adaptive, the interval of a page that
+	// changes at every visit (slower pages get longer ones). Defaults 1h,
+	// 30 days (720h) and 24h.
+	RevisitMin     Duration `yaml:"revisit_min"`
+	RevisitMax     Duration `yaml:"revisit_max"`
+	RevisitInitial Duration `yaml:"revisit_initial"`
+	// RevisitHosts and RevisitTopics override RevisitMin/RevisitMax for a
+	// host name (without port) or a topic; a host's bounds win over its
+	// topic's, field by field; a zero field keeps the bound above it.
+	// Config file only.
+	RevisitHosts  map[string]RevisitBounds `yaml:"revisit_hosts"`
+	RevisitTopics map[string]RevisitBounds `yaml:"revisit_topics"`
+	// RevisitShare bounds the share of a continuous crawl's requests that
+	// revisits (and retries of failed URLs) take while new URLs are
+	// waiting: at most that share of the Concurrency slots hold revisits.
+	// When no new URL waits, revisits use the free slots. Default 0.5.
+	RevisitShare float64 `yaml:"revisit_share"`
+	// Continuous keeps the crawl running until it is stopped (SIGINT,
+	// spider control stop, MaxPages): new URLs and due revisits share the
+	// frontier under the same politeness, and an idle crawl sleeps until
+	// the next URL is due.
+	Continuous bool `yaml:"continuous"`
+	// RetryFailed makes every URL whose last fetch failed due at once
+	// (crawlstate.Revisits.RetryFailed) before the crawl starts.
+	RetryFailed bool `yaml:"retry_failed"`
 }
+
+// RevisitBounds bound the revisit interval of a host's or a topic's pages
+// (Config.RevisitHosts, Config.RevisitTopics); a zero field keeps the
+// bound of the level above.
+type RevisitBounds struct {
+	Min Duration `yaml:"min"`
+	Max Duration `yaml:"max"`
+}
+
+// Values of Config.Revisit.
+const (
+	RevisitOff      = "off"
+	RevisitFixed    = "fixed"
+	RevisitAdaptive = "adaptive"
+)
 
 // HardMaxRate is the ceiling on Config.MaxRate: no configuration makes one
 // crawler process send more requests per second than this.
@@ -269,6 +318,21 @@ func (c *Config) Defaults() {
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = 1_000_000
 	}
+	if c.Revisit == "" {
+		c.Revisit = RevisitOff
+	}
+	if c.RevisitMin == 0 {
+		c.RevisitMin = Duration(time.Hour)
+	}
+	if c.RevisitMax == 0 {
+		c.RevisitMax = Duration(30 * 24 * time.Hour)
+	}
+	if c.RevisitInitial == 0 {
+		c.RevisitInitial = Duration(24 * time.Hour)
+	}
+	if c.RevisitShare == 0 {
+		c.RevisitShare = 0.5
+	}
 }
 
 // NewConfig returns a Config with every default set: MaxDepth 5, Delay 1s,
@@ -317,6 +381,10 @@ const (
 	// time-out.
 	MaxDelay   = Duration(time.Hour)
 	MaxTimeout = Duration(time.Hour)
+	// MinRevisit and MaxRevisit bound RevisitMin, RevisitMax,
+	// RevisitInitial and the per-host and per-topic bounds.
+	MinRevisit = Duration(100 * time.Millisecond)
+	MaxRevisit = Duration(10 * 365 * 24 * time.Hour)
 )
 
 // Validate reports every problem with c at once, each on its own line
@@ -405,7 +473,50 @@ func (c *Config) Validate() error {
 			bad("cannot use --topics file: %w", err)
 		}
 	}
+	errs = append(errs, c.validateRevisit()...)
 	return errors.Join(errs...)
+}
+
+// validateRevisit checks the revisit settings (Validate).
+func (c *Config) validateRevisit() []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	switch c.Revisit {
+	case RevisitOff, RevisitFixed, RevisitAdaptive:
+	default:
+		bad("unknown --revisit %q: use off (fetch each page once), fixed (every --revisit-initial) or adaptive (follow each page's changes)", c.Revisit)
+	}
+	span := fmt.Sprintf("%s to %s", time.Duration(MinRevisit), time.Duration(MaxRevisit))
+	for _, d := range []struct {
+		flag string
+		v    Duration
+	}{{"revisit-min", c.RevisitMin}, {"revisit-max", c.RevisitMax}, {"revisit-initial", c.RevisitInitial}} {
+		if d.v < MinRevisit || d.v > MaxRevisit {
+			bad("--%s %s is out of range: use %s", d.flag, time.Duration(d.v), span)
+		}
+	}
+	if c.RevisitMax < c.RevisitMin {
+		bad("--revisit-max %s is below --revisit-min %s: raise --revisit-max or lower --revisit-min", time.Duration(c.RevisitMax), time.Duration(c.RevisitMin))
+	}
+	if !(c.RevisitShare > 0 && c.RevisitShare <= 1) { // NaN too
+		bad("--revisit-share %g is out of range: use a share above 0 up to 1 of the requests", c.RevisitShare)
+	}
+	checkBounds := func(kind string, m map[string]RevisitBounds) {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			b := m[name]
+			for _, v := range []Duration{b.Min, b.Max} {
+				if v != 0 && (v < MinRevisit || v > MaxRevisit) {
+					bad("revisit bound %s of %s %q is out of range (config file revisit_%ss): use 0 (inherit) or %s", time.Duration(v), kind, name, kind, span)
+				}
+			}
+			if b.Min != 0 && b.Max != 0 && b.Max < b.Min {
+				bad("revisit bounds of %s %q have max %s below min %s (config file revisit_%ss): swap them", kind, name, time.Duration(b.Max), time.Duration(b.Min), kind)
+			}
+		}
+	}
+	checkBounds("host", c.RevisitHosts)
+	checkBounds("topic", c.RevisitTopics)
+	return errs
 }
 
 // byteSize writes n bytes with a binary unit: "4 GiB", "178 TiB".

@@ -165,6 +165,8 @@ type Scheduler struct {
 	topics *topicRun // nil without Config.Topics
 
 	known *knownLinks // links already reported to the State; nil: report all (knownLinks)
+
+	rv *revisitState // the revisit policy and its counts (schedule.go)
 }
 
 // knownLinksMax bounds the engine's knownLinks generation (two are kept).
@@ -186,12 +188,16 @@ func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 	if tr != nil {
 		sel = tr.sched
 	}
+	rv, err := newRevisitState(cfg, reg)
+	if err != nil {
+		return nil, err
+	}
 	fr, err := newFrontier(cfg, logger, reg, sel)
 	if err != nil {
 		return nil, err
 	}
 	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
-		inFlight: map[string]bool{}, topics: tr}, nil
+		inFlight: map[string]bool{}, topics: tr, rv: rv}, nil
 }
 
 // SetBudget makes Next reserve a slot of b for each URL it hands out
@@ -495,6 +501,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.Start(ctx, seeds); err != nil {
 		return err
 	}
+	rv, err := e.startRevisits(ctx)
+	if err != nil {
+		return err
+	}
 	if e.LimitReached() {
 		e.log.Info("page limit already reached", "max_pages", e.cfg.MaxPages)
 		return nil
@@ -506,11 +516,28 @@ func (e *Engine) Run(ctx context.Context) error {
 		daemonErr = make(chan error, 1)
 		go func() { daemonErr <- e.topicDaemon(pctx, e.fetcher) }()
 	}
+	var feedErr chan error
+	if e.cfg.Continuous && rv != nil {
+		feedErr = make(chan error, 1)
+		go func() {
+			err := e.FeedRevisits(nextCtx, rv)
+			if err != nil {
+				stopPipeline()
+			}
+			feedErr <- err
+		}()
+	}
 	err = e.runPipeline(pctx, nextCtx)
 	stopPipeline()
+	stopNext()
 	if daemonErr != nil {
 		if derr := <-daemonErr; derr != nil && err == nil {
 			err = derr
+		}
+	}
+	if feedErr != nil {
+		if ferr := <-feedErr; ferr != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			err = ferr
 		}
 	}
 	// A checkpoint: the state's Sync fsyncs the fetcher's files first.
@@ -518,6 +545,40 @@ func (e *Engine) Run(ctx context.Context) error {
 		err = serr
 	}
 	return err
+}
+
+// startRevisits prepares the revisit schedule of a Run: with RetryFailed
+// every failed URL is made due now; a one-shot crawl (not Continuous) then
+// queues every URL due now (revisits and retries of failures whose
+// back-off has passed), a continuous one leaves them to FeedRevisits. It
+// returns the State's schedule (nil: the State keeps none).
+func (e *Engine) startRevisits(ctx context.Context) (crawlstate.Revisits, error) {
+	rv := e.revisits()
+	if rv == nil {
+		if e.cfg.RetryFailed {
+			return nil, errors.New("cannot retry failed URLs: this crawl state keeps no revisit schedule")
+		}
+		return nil, nil
+	}
+	now := e.rv.now()
+	if e.cfg.RetryFailed {
+		n, err := rv.RetryFailed(ctx, now)
+		if err != nil {
+			return nil, fmt.Errorf("cannot make the failed URLs due (--retry-failed): %w", err)
+		}
+		e.log.Info("retrying failed URLs", "urls", n)
+	}
+	if e.cfg.Continuous {
+		return rv, nil
+	}
+	n, err := e.TakeAllDue(ctx, rv, now)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		e.log.Info("queued URLs due for a revisit or a retry", "urls", n)
+	}
+	return rv, nil
 }
 
 // stopAtLimit ends the hand-out once the budget is spent.
@@ -596,13 +657,17 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	if s.known != nil && !relinks {
 		report = s.known.filter(discovered)
 	}
+	sc := s.rv.scheduleOf(req, v, s.rv.now(), s.log.Warn)
 	out, err := s.st.Complete(ctx, req, crawlstate.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
 		SimHash: v.SimHash, NearDistance: s.cfg.NearDupDistance,
-		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd}, report)
+		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd,
+		Schedule: sc.entry, Due: sc.due, Failed: sc.failed}, report)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
 	}
+	s.rv.count(sc)
+	s.rv.finished(req.URL)
 	if s.known != nil && !relinks {
 		s.known.add(report)
 	}

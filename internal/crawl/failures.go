@@ -31,6 +31,9 @@ type FailedURL struct {
 // Failed reports whether a URL that ended with outcome failed: every
 // outcome but a 2xx or 3xx answer (a redirect's target is a URL of its own).
 func Failed(outcome string) bool {
+	if outcome == OutcomeSitemap || outcome == OutcomeNoSitemap {
+		return false // a sitemap read, or a site without one (sitemaps.go)
+	}
 	code, err := strconv.Atoi(outcome)
 	if err != nil {
 		return true
@@ -62,6 +65,8 @@ func Hint(outcome string) string {
 		return "robots.txt answered an error after --max-retries retries, so the host counts as disallowed (RFC 9309): try again later"
 	case OutcomeTooManyRedirects:
 		return "a redirect chain was longer than --max-redirects: raise it, or check the site for a redirect loop"
+	case OutcomeSitemapFailed:
+		return "a sitemap (a robots.txt Sitemap: line or /sitemap.xml) could not be read: see the error of its line in DATA/records.jsonl; the crawl went on without it (--sitemaps=false reads none)"
 	case OutcomeError:
 		return "see the error of each URL's line in DATA/records.jsonl"
 	}

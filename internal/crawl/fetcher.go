@@ -71,6 +71,23 @@ type Visit struct {
 	// in the process.
 	PageNext   int64 `json:"-"`
 	RecordsEnd int64 `json:"-"`
+
+	// What the answer said for the revisit schedule (Scheduler.Finish, on
+	// whichever process schedules: the JSON fields travel from a remote
+	// worker). Conditional: the request carried If-None-Match or
+	// If-Modified-Since (from Request.Schedule's validators). NotModified:
+	// the answer was 304 (to a conditional request: the page is unchanged;
+	// to an unconditional one: a failure). ETag and LastModified: the
+	// answer's validators (zero: none). ContentHash: the body's
+	// fingerprint when the page has no text Fingerprint (a non-HTML body),
+	// so that its changes are seen too. RetryAfter: the server's
+	// Retry-After of a failed answer (429, 5xx).
+	Conditional  bool          `json:"conditional,omitempty"`
+	NotModified  bool          `json:"not_modified,omitempty"`
+	ETag         string        `json:"etag,omitempty"`
+	LastModified time.Time     `json:"last_modified,omitzero"`
+	ContentHash  uint64        `json:"content_hash,omitempty"`
+	RetryAfter   time.Duration `json:"retry_after,omitempty"`
 }
 
 // Fetcher is the fetch role: robots.txt, HTTP, parsing, link filtering and
@@ -516,6 +533,10 @@ func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
 	v := fd.Turn()
 	v.Outcome, v.Discovered, v.Beyond, v.Fingerprint, v.Text = res.rec.Outcome, res.discovered, res.beyond, res.fp, res.text
 	v.SimHash = res.sim
+	v.Conditional, v.NotModified, v.ETag, v.LastModified, v.RetryAfter = res.conditional, res.notModified, res.etag, res.lastModified, res.retryAfter
+	if res.fp == 0 && res.body != nil {
+		v.ContentHash = dedup.Fingerprint(res.body)
+	}
 	if res.retry || ctx.Err() != nil {
 		return v, nil
 	}
@@ -577,6 +598,11 @@ type result struct {
 	// pageBase the URL its links resolve against; nil once parsed.
 	page     *fetch.Response
 	pageBase *url.URL
+	// The revisit schedule's view of the answer (Visit.Conditional …).
+	conditional, notModified bool
+	etag                     string
+	lastModified             time.Time
+	retryAfter               time.Duration
 }
 
 // visit checks robots.txt, fetches and parses one URL.
@@ -652,7 +678,9 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	if f.cfg.DelayFrom == DelayFromStart {
 		fctx, tr = traceRequest(ctx)
 	}
-	resp, err := f.client.Fetch(fctx, &fetch.Request{URL: u})
+	freq := &fetch.Request{URL: u}
+	res.conditional = conditionalHeaders(freq, req.Schedule)
+	resp, err := f.client.Fetch(fctx, freq)
 	if tr != nil {
 		res.requested = f.arrivalBound(tr)
 	}
@@ -677,12 +705,21 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	if resp.Truncated {
 		rec.Error = fmt.Sprintf("body truncated at %d bytes", f.cfg.MaxBodyBytes)
 	}
+	res.etag, res.lastModified = validatorsOf(resp)
+	res.retryAfter = resp.RetryAfter
 
 	switch {
 	case resp.Status == 429 || resp.Status >= 500:
 		if req.Attempt < f.cfg.MaxRetries {
 			res.retry, res.delay = true, f.backoff(req.Attempt, resp.RetryAfter)
 			return res
+		}
+	case resp.Status == 304:
+		// Not modified: the stored copy stands. The record says so (status
+		// 304, no page); readers of records keep the URL's previous one.
+		res.notModified = true
+		if !res.conditional {
+			rec.Error = "304 Not Modified to a request without validators (the server's fault): no copy to keep"
 		}
 	case resp.Status >= 300 && resp.Status < 400:
 		f.redirect(&res, resp, req)

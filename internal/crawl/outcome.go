@@ -22,6 +22,11 @@ const (
 	OutcomeError             = "error"             // any other failure; the record says which
 )
 
+// NotModifiedStatus is the HTTP status of a revisit answered "not
+// modified" (304): its record (outcome "304") stores no page, and readers
+// of records.jsonl keep the URL's previous record, whose copy stands.
+const NotModifiedStatus = 304
+
 // Table rows of SPEC §3's per-node HTTP result table.
 const (
 	Row200      = "200"

@@ -64,6 +64,10 @@ func (s *Scheduler) EndTurn(lease *frontier.Lease, turn Visit) {
 	s.fr.EndTurn(lease, turn.doneInfo(lease))
 }
 
+// drainedPoll is how often an idle fetch worker of a continuous crawl
+// asks the frontier again.
+const drainedPoll = 100 * time.Millisecond
+
 // pipelineHooks are test hooks of the engine's pipeline; nil fields are
 // not called.
 type pipelineHooks struct {
@@ -141,6 +145,16 @@ func (e *Engine) fetchWorker(ctx, nextCtx context.Context, slots chan struct{}, 
 			case <-nextCtx.Done():
 				return nil
 			case <-time.After(time.Duration(e.topics.cfg.Tick)):
+				continue
+			}
+		}
+		if errors.Is(err, frontier.ErrDrained) && e.cfg.Continuous {
+			// A continuous crawl runs until stopped: FeedRevisits queues
+			// the URLs that come due, AddSeeds new ones.
+			select {
+			case <-nextCtx.Done():
+				return ctx.Err()
+			case <-time.After(drainedPoll):
 				continue
 			}
 		}

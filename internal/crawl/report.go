@@ -44,9 +44,12 @@ type Summary struct {
 }
 
 // latestRecords reads a data directory's records, keeping the last record
-// of each URL, in first-seen order. It opens records.jsonl read-only (safe
-// beside a running crawl, whose partial last line it leaves unread) and
-// creates nothing: a directory without it is an error naming the path.
+// of each URL, in first-seen order. A 304 (not modified) record does not
+// replace the URL's earlier one: the copy that record stored stands (a
+// revisit confirmed it, or, to a request without validators, the server
+// answered wrongly). It opens records.jsonl read-only (safe beside a
+// running crawl, whose partial last line it leaves unread) and creates
+// nothing: a directory without it is an error naming the path.
 func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, dups int64, err error) {
 	recs, err := store.OpenRecords(dataDir, store.Options{ReadOnly: true})
 	if err != nil {
@@ -57,7 +60,9 @@ func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, du
 	var all []store.Record
 	corrupt, err = recs.Iterate(func(r store.Record) error {
 		if i, ok := index[r.URL]; ok {
-			all[i] = r
+			if r.Status != NotModifiedStatus || all[i].Status == NotModifiedStatus {
+				all[i] = r
+			}
 			dups++
 			return nil
 		}

@@ -71,6 +71,9 @@ type Entry struct {
 	LastMod    time.Time // zero when absent or unreadable
 	ChangeFreq string    // "always" … "never", "" when absent or invalid
 	Priority   float64   // 0.0–1.0; -1 when absent or invalid
+	// Index: the entry names a sitemap (a <sitemap> of a sitemap index),
+	// not a page.
+	Index bool
 }
 
 // Options tune Parse. The zero value applies the protocol's limits and no location rule.
@@ -294,6 +297,7 @@ func (p *parser) emit(e Entry) error {
 		return errStop
 	}
 	p.res.Entries++
+	e.Index = p.res.Kind == KindIndex
 	return p.fn(e)
 }
 

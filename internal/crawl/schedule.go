@@ -1,0 +1,449 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spider-crawler/spider/internal/crawlstate"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/revisit"
+)
+
+// The revisit schedule (issue 26) in the scheduling role. Scheduler.Finish
+// turns every Visit into the URL's schedule entry (revisit.Entry, carried by
+// the request as frontier.Request.Schedule and kept by the State as
+// crawlstate.Outcome.Schedule/Due/Failed) with one revisit.Policy, whatever
+// the topology: the engine, the master–worker master and the p2p nodes all
+// finish visits here. The rules:
+//
+//   - change is judged by the content fingerprint (the text's, or the body's
+//     for a non-HTML page), never by validators: an ETag that changes with
+//     the same fingerprint is no change;
+//   - a 304 to a conditional request is "unchanged"; a 304 to a request
+//     without validators is a failure (revisit.ClassProtocol);
+//   - a Last-Modified in the future is not kept (never sent back);
+//   - a failure (DNS, refused, time-out, 5xx, 429, 404, 410 …) is retried on
+//     its class's back-off (revisit.RetryAfter) in every mode, --revisit off
+//     included, and marked Failed so --retry-failed makes it due at once;
+//   - a fetched page is revisited only with --revisit fixed or adaptive;
+//     under off its record is removed (done for good). Redirects, robots.txt
+//     exclusions and too-many-redirects are done for good in every mode.
+//
+// TakeDue and FeedRevisits move due URLs from a crawlstate.Revisits into the
+// frontier; the engine calls them at Start (one-shot crawls: everything due
+// then) and in a loop (--continuous).
+
+// RevisitPolicy returns the revisit policy of c (validated, defaults filled).
+func (c Config) RevisitPolicy() (revisit.Policy, error) {
+	mode := revisit.ModeOff
+	if c.Revisit != "" {
+		m, err := revisit.ParseMode(c.Revisit)
+		if err != nil {
+			return revisit.Policy{}, err
+		}
+		mode = m
+	}
+	// The interval of a page that changes at every visit (Policy.Target) is
+	// the first one: slower pages get longer intervals.
+	p := revisit.Policy{Mode: mode, Initial: time.Duration(c.RevisitInitial), Min: time.Duration(c.RevisitMin), Max: time.Duration(c.RevisitMax),
+		Target: time.Duration(c.RevisitInitial)}
+	bounds := func(m map[string]RevisitBounds) map[string]revisit.Bounds {
+		if len(m) == 0 {
+			return nil
+		}
+		out := make(map[string]revisit.Bounds, len(m))
+		for k, b := range m {
+			out[k] = revisit.Bounds{Min: time.Duration(b.Min), Max: time.Duration(b.Max)}
+		}
+		return out
+	}
+	p.Hosts, p.Topics = bounds(c.RevisitHosts), bounds(c.RevisitTopics)
+	if err := p.Validate(); err != nil {
+		return revisit.Policy{}, fmt.Errorf("cannot use the revisit settings: %w", err)
+	}
+	return p, nil
+}
+
+// revisitState is the Scheduler's revisit bookkeeping.
+type revisitState struct {
+	policy revisit.Policy
+	now    func() time.Time // the clock of Due times (tests move it)
+
+	wake chan struct{} // a revisit finished: FeedRevisits may take more (capacity 1)
+
+	outMu sync.Mutex
+	out   map[string]struct{} // URLs taken from the schedule by TakeDue, not yet finished
+
+	revisits, notModified, changed, unchanged, retried, failed, taken atomic.Int64
+
+	mu         sync.Mutex
+	failedNext time.Time // earliest Due of a failure scheduled in this run
+
+	m *revisitMetrics
+}
+
+// revisitMetrics are the revisit schedule's Prometheus series.
+type revisitMetrics struct {
+	revisits    *prometheus.CounterVec
+	failed      *prometheus.CounterVec
+	taken       prometheus.Counter
+	notModified prometheus.Counter
+}
+
+func newRevisitState(cfg Config, reg prometheus.Registerer) (*revisitState, error) {
+	p, err := cfg.RevisitPolicy()
+	if err != nil {
+		return nil, err
+	}
+	m := &revisitMetrics{
+		revisits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spider_revisits_total", Help: "Revisits of fetched pages completed, by result: changed, unchanged (a new fetch with the same fingerprint, or a 304 to a conditional request), failed.",
+		}, []string{"result"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spider_failures_scheduled_total", Help: "Failed fetches scheduled for a retry on their class's back-off (final: not retried unless --retry-failed), by failure class.",
+		}, []string{"class", "final"}),
+		taken: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spider_revisits_taken_total", Help: "Due URLs (revisits and retries of failures) moved from the schedule into the frontier.",
+		}),
+		notModified: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spider_not_modified_total", Help: "Conditional requests answered 304 Not Modified (no body).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.revisits, m.failed, m.taken, m.notModified)
+	}
+	return &revisitState{policy: p, now: time.Now, wake: make(chan struct{}, 1), out: map[string]struct{}{}, m: m}, nil
+}
+
+// RevisitCounts are the revisit schedule's counts of one run.
+type RevisitCounts struct {
+	// Revisits are completions of URLs fetched before (2xx or 304 then);
+	// NotModified of them were answered 304 to a conditional request,
+	// Changed saw a new fingerprint, Unchanged did not (304s included).
+	Revisits, NotModified, Changed, Unchanged int64
+	// Retried are completions of URLs whose previous fetch had failed.
+	Retried int64
+	// Failed are failures scheduled for a retry (not final); FailedNext
+	// is the earliest of their Due times (zero: none).
+	Failed     int64
+	FailedNext time.Time
+	// Taken are the due URLs moved into the frontier (TakeDue).
+	Taken int64
+}
+
+// RevisitCounts returns this run's revisit counts.
+func (s *Scheduler) RevisitCounts() RevisitCounts {
+	r := s.rv
+	r.mu.Lock()
+	next := r.failedNext
+	r.mu.Unlock()
+	return RevisitCounts{
+		Revisits: r.revisits.Load(), NotModified: r.notModified.Load(), Changed: r.changed.Load(), Unchanged: r.unchanged.Load(),
+		Retried: r.retried.Load(), Failed: r.failed.Load(), FailedNext: next, Taken: r.taken.Load(),
+	}
+}
+
+// schedule is what Finish records about a URL's revisit schedule.
+type schedule struct {
+	entry    string    // Outcome.Schedule ("" removes the URL's record)
+	due      time.Time // Outcome.Due
+	failed   bool      // Outcome.Failed
+	revisit  bool      // the URL had been fetched before (2xx or 304)
+	retry    bool      // its previous fetch had failed
+	changed  bool      // the fetch saw a new fingerprint
+	notMod   bool      // a 304 to a conditional request
+	class    revisit.Class
+	observed bool // the outcome is one the schedule follows
+}
+
+// scheduleOf applies v (a visit of req, not a retry) to req's schedule
+// entry with the policy at now.
+func (r *revisitState) scheduleOf(req frontier.Request, v Visit, now time.Time, log func(msg string, args ...any)) schedule {
+	var e revisit.Entry
+	if req.Schedule != "" {
+		var err error
+		if e, err = revisit.UnmarshalEntry([]byte(req.Schedule)); err != nil {
+			log("cannot read a URL's revisit schedule; it starts again as new", "url", req.URL, "err", err)
+			e = revisit.Entry{}
+		}
+	}
+	out := schedule{revisit: !e.LastFetch.IsZero(), retry: e.Failures > 0}
+	o, ok := observationOf(v, now)
+	if !ok {
+		return out // done for good: the record (if any) is removed
+	}
+	out.observed = true
+	out.failed = o.Outcome == revisit.Failed || o.Outcome == revisit.NotModified && !o.Conditional
+	out.notMod = o.Outcome == revisit.NotModified && o.Conditional
+	out.changed = r.policy.Observe(&e, o, hostname(req.URL), req.Topic)
+	if out.failed {
+		out.class = e.FailClass
+	}
+	if !out.failed && r.policy.Mode == revisit.ModeOff {
+		return out // fetched once, done
+	}
+	out.entry = string(e.AppendBinary(nil))
+	out.due = e.Next
+	return out
+}
+
+// observationOf maps a visit to the revisit policy's observation; ok is
+// false for outcomes the schedule does not follow (a redirect, robots.txt
+// exclusion, too many redirects).
+func observationOf(v Visit, now time.Time) (o revisit.Observation, ok bool) {
+	o = revisit.Observation{At: now, Conditional: v.Conditional, ETag: v.ETag, LastModified: v.LastModified, RetryAfter: v.RetryAfter}
+	if code, err := strconv.Atoi(v.Outcome); err == nil {
+		switch {
+		case code == 304 || v.NotModified:
+			o.Outcome = revisit.NotModified
+		case code >= 200 && code < 300:
+			o.Outcome, o.Fingerprint = revisit.Fetched, v.Fingerprint
+			if o.Fingerprint == 0 {
+				o.Fingerprint = v.ContentHash
+			}
+		case code >= 300 && code < 400:
+			return o, false
+		default:
+			o.Outcome, o.Class = revisit.Failed, statusClass(code)
+		}
+		return o, true
+	}
+	var c revisit.Class
+	switch v.Outcome {
+	case OutcomeRobots, OutcomeTooManyRedirects:
+		return o, false
+	case OutcomeDNS:
+		c = revisit.ClassDNS
+	case OutcomeRefused, OutcomeReset, OutcomeUnreachable, OutcomeTLS:
+		c = revisit.ClassConnect
+	case OutcomeTimeout:
+		c = revisit.ClassTimeout
+	case OutcomeRobotsUnavailable:
+		c = revisit.ClassServer
+	case OutcomeForbiddenAddress:
+		c = revisit.ClassGone // a setting (--allow-private), not the network: final
+	default:
+		c = revisit.ClassNone
+	}
+	o.Outcome, o.Class = revisit.Failed, c
+	return o, true
+}
+
+// statusClass is the failure class of an HTTP status that is not 2xx/3xx.
+func statusClass(code int) revisit.Class {
+	switch {
+	case code == 429 || code == 503:
+		return revisit.ClassThrottled
+	case code >= 500:
+		return revisit.ClassServer
+	case code == 404:
+		return revisit.ClassNotFound
+	}
+	return revisit.ClassGone // 410 and the other 4xx: final, until --retry-failed
+}
+
+// hostname is the host name of a URL, without port (the key of the
+// per-host revisit bounds).
+func hostname(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
+// outstanding is the number of URLs taken from the schedule and not yet
+// finished.
+func (r *revisitState) outstanding() int {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	return len(r.out)
+}
+
+// taking marks urls taken from the schedule (FeedRevisits counts them).
+func (r *revisitState) taking(reqs []frontier.Request) {
+	r.outMu.Lock()
+	for _, q := range reqs {
+		r.out[q.URL] = struct{}{}
+	}
+	r.outMu.Unlock()
+}
+
+// finished ends url's count as taken, if it was, and wakes FeedRevisits.
+func (r *revisitState) finished(url string) {
+	r.outMu.Lock()
+	_, ok := r.out[url]
+	delete(r.out, url)
+	r.outMu.Unlock()
+	if ok {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// count records a finished schedule in the counters and metrics.
+func (r *revisitState) count(sc schedule) {
+	if !sc.observed {
+		return
+	}
+	if sc.retry {
+		r.retried.Add(1)
+	}
+	switch {
+	case sc.failed:
+		final := sc.due.IsZero()
+		r.m.failed.WithLabelValues(sc.class.String(), strconv.FormatBool(final)).Inc()
+		if sc.revisit {
+			r.m.revisits.WithLabelValues("failed").Inc()
+		}
+		if !final {
+			r.failed.Add(1)
+			r.mu.Lock()
+			if r.failedNext.IsZero() || sc.due.Before(r.failedNext) {
+				r.failedNext = sc.due
+			}
+			r.mu.Unlock()
+		}
+	case sc.revisit:
+		r.revisits.Add(1)
+		if sc.notMod {
+			r.notModified.Add(1)
+			r.m.notModified.Inc()
+		}
+		if sc.changed {
+			r.changed.Add(1)
+			r.m.revisits.WithLabelValues("changed").Inc()
+		} else {
+			r.unchanged.Add(1)
+			r.m.revisits.WithLabelValues("unchanged").Inc()
+		}
+	}
+}
+
+// revisits returns the State's revisit schedule, or nil when the State
+// keeps none.
+func (s *Scheduler) revisits() crawlstate.Revisits {
+	rv, _ := s.st.(crawlstate.Revisits)
+	return rv
+}
+
+// TakeDue moves up to max URLs due at now from rv (the State's revisit
+// schedule, crawlstate.Revisits) into the frontier: rv makes them pending
+// again, the frontier queues them under the hosts' politeness like any URL.
+// It returns how many. The master–worker master and the p2p nodes call it
+// with their State; the engine with its own (Start, FeedRevisits).
+func (s *Scheduler) TakeDue(ctx context.Context, rv crawlstate.Revisits, now time.Time, max int) (int, error) {
+	return s.takeDue(ctx, rv, now, max, true)
+}
+
+// takeDue is TakeDue; track counts the URLs as outstanding (FeedRevisits).
+func (s *Scheduler) takeDue(ctx context.Context, rv crawlstate.Revisits, now time.Time, max int, track bool) (int, error) {
+	if max <= 0 {
+		return 0, nil
+	}
+	reqs, err := rv.TakeDue(ctx, now, max)
+	if err != nil {
+		return 0, fmt.Errorf("cannot take the URLs due for a revisit: %w", err)
+	}
+	if len(reqs) == 0 {
+		return 0, nil
+	}
+	if track {
+		s.rv.taking(reqs)
+	}
+	s.rv.taken.Add(int64(len(reqs)))
+	s.rv.m.taken.Add(float64(len(reqs)))
+	if err := s.fr.PushAll(reqs); err != nil {
+		return 0, fmt.Errorf("cannot queue the URLs due for a revisit: %w", err)
+	}
+	return len(reqs), nil
+}
+
+// TakeAllDue moves every URL due at now from rv into the frontier, in
+// batches (a one-shot crawl's start: no share applies), and returns how
+// many.
+func (s *Scheduler) TakeAllDue(ctx context.Context, rv crawlstate.Revisits, now time.Time) (int, error) {
+	const batch = 1000
+	total := 0
+	for {
+		n, err := s.takeDue(ctx, rv, now, batch, false)
+		total += n
+		if err != nil || n < batch {
+			return total, err
+		}
+	}
+}
+
+// FeedRevisits takes due URLs from rv into the frontier until ctx ends (a
+// continuous crawl): while new URLs wait in the frontier, revisits
+// outstanding (taken, not yet finished) stay within Config.RevisitShare of
+// Config.Concurrency; when none wait, up to twice Concurrency are taken at
+// a time, so revisits use the free capacity. With nothing due it sleeps
+// until rv's NextDue (at most maxFeedSleep, so a URL another process made
+// due is found), or until a revisit finishes. It returns nil when ctx ends
+// and the first error of rv otherwise.
+func (s *Scheduler) FeedRevisits(ctx context.Context, rv crawlstate.Revisits) error {
+	share := max(1, int(math.Ceil(s.cfg.RevisitShare*float64(s.cfg.Concurrency))))
+	idle := 2 * s.cfg.Concurrency
+	for {
+		out := s.rv.outstanding()
+		st := s.fr.Stats()
+		waiting := st.Queued + int(st.Spilled) + st.Leased - out // new URLs (and retries) waiting
+		limit := idle
+		if waiting > 0 {
+			limit = share
+		}
+		want := limit - out
+		n, err := s.TakeDue(ctx, rv, s.rv.now(), want)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		sleep := maxFeedSleep
+		switch {
+		case want <= 0 || n == want:
+			// At the bound, or more may be due: look again when a revisit
+			// finishes or shortly.
+			sleep = minFeedSleep * 4
+		default:
+			next, ok, err := rv.NextDue(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cannot read the next revisit time: %w", err)
+			}
+			if ok {
+				sleep = min(max(next.Sub(s.rv.now()), minFeedSleep), maxFeedSleep)
+			}
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-s.rv.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// The continuous crawl's feeding loop sleeps between minFeedSleep and
+// maxFeedSleep.
+const (
+	minFeedSleep = 25 * time.Millisecond
+	maxFeedSleep = 5 * time.Second
+)
