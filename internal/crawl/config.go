@@ -175,6 +175,13 @@ type Config struct {
 	// (store.Record.Canonical, so the index folds the page into it) and it
 	// is queued at the page's depth. NewConfig sets true.
 	Canonical bool `yaml:"canonical"`
+	// Sitemaps reads each host's sitemaps (the Sitemap: lines of its
+	// robots.txt and /sitemap.xml) and crawls the pages they list at
+	// depth 1, through the same filters as links (sitemaps.go). The
+	// spider command turns it on by default (--sitemaps); NewConfig and
+	// the zero Config leave it off, so that a library caller crawls links
+	// alone unless it asks.
+	Sitemaps bool `yaml:"sitemaps"`
 	// Seen selects the URL-seen test: "exact" (default) or "bloom" (a Bloom
 	// filter only: faster, may drop URLs at FPRate).
 	Seen string `yaml:"seen"`

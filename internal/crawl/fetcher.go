@@ -118,6 +118,8 @@ type Fetcher struct {
 	fastestRTT    time.Duration        // fastest request round trip (write to first byte), with DelayFrom "start"
 
 	share RobotsShare // robots.txt answers shared with other processes; nil: none
+
+	sm sitemapState // sitemaps.go
 }
 
 // RobotsShare shares robots.txt answers between the processes that fetch
@@ -666,6 +668,7 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 		}
 		return res
 	}
+	res.discovered = f.hostSitemaps(u, rb, leaseStart) // sitemaps.go: when robots.txt was fetched under this lease
 	if !group.Allowed(u.RequestURI()) {
 		res.rec.Outcome = OutcomeRobots
 		return res
@@ -677,6 +680,13 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	res.requested = time.Now()
 	if f.cfg.DelayFrom == DelayFromStart {
 		fctx, tr = traceRequest(ctx)
+	}
+	if req.Kind == frontier.KindSitemap {
+		f.readSitemap(ctx, fctx, &res, req, u) // sitemaps.go
+		if tr != nil {
+			res.requested = f.arrivalBound(tr)
+		}
+		return res
 	}
 	freq := &fetch.Request{URL: u}
 	res.conditional = conditionalHeaders(freq, req.Schedule)

@@ -51,6 +51,10 @@ func Row(outcome string) string {
 		return RowTimeout
 	case OutcomeRobots, OutcomeRobotsUnavailable:
 		return RowRobots
+	case OutcomeSitemap: // a sitemap read (sitemaps.go): a 2xx answer
+		return Row200
+	case OutcomeNoSitemap:
+		return Row404
 	}
 	code, err := strconv.Atoi(outcome)
 	if err != nil {
