@@ -70,7 +70,9 @@ type BuildStats struct {
 // batch, each batch a new segment committed with its checkpoint, so a
 // crash or Ctrl-C loses at most the batch in progress. Pages of a running
 // crawl can be indexed: only complete records and pages are read, and
-// nothing of the crawl is written. The last record of a URL wins.
+// nothing of the crawl is written. The latest version of a URL wins
+// (Record.Supersedes): a changed page replaces its older version, a page
+// gone (404, 410) leaves the index, a 304 or a failed attempt keeps it.
 func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, error) {
 	start := time.Now()
 	var st BuildStats
@@ -231,8 +233,9 @@ type rangeResult struct {
 }
 
 // analyzeRange reads the record lines of dataDir/records.jsonl in [from,
-// to) (to < 0: to the end), at most maxRecords of them, keeps the last
-// record of each URL and analyses the indexable pages with workers
+// to) (to < 0: to the end), at most maxRecords of them, keeps the latest
+// version of each URL (follow: a 304 or a failed attempt does not replace
+// the page) and analyses the indexable pages with workers
 // goroutines. done is called after each page (from the workers) with the
 // Doc (nil if skipped) and the body size. The embedded build and the
 // distributed mappers share it, so both make the same documents.
@@ -241,12 +244,22 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 	var r rangeResult
 	at := map[string]int{}
 	end, err := ScanRecords(dataDir, from, to, func(rec Record, end int64) bool {
-		it := rangeItem{url: rec.URL, rec: rec, offset: end}
-		if k, ok := at[rec.URL]; ok {
-			r.items[k] = it
-		} else {
-			at[rec.URL] = len(r.items)
-			r.items = append(r.items, it)
+		// The URL's latest version in the range (follow); a URL whose
+		// records here supersede nothing (a 304, a failed attempt) keeps
+		// what older segments hold: no item, neither a page nor a deletion.
+		k, held := at[rec.URL]
+		var cur Record
+		if held {
+			cur = r.items[k].rec
+		}
+		if next, ok := follow(cur, held, rec); ok && (!held || next != cur) {
+			it := rangeItem{url: rec.URL, rec: next, offset: end}
+			if held {
+				r.items[k] = it
+			} else {
+				at[rec.URL] = len(r.items)
+				r.items = append(r.items, it)
+			}
 		}
 		r.records++
 		return maxRecords <= 0 || r.records < maxRecords
@@ -308,6 +321,7 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 					it.anchors = as
 				}
 				if ok {
+					d.Fetched = it.rec.FetchedAt
 					it.doc = &d
 					done(&d, len(body))
 				} else {

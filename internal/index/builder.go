@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spider-crawler/spider/internal/index/analysis"
 )
@@ -38,6 +39,9 @@ type Doc struct {
 	// not a field of its own, FieldWeights.Title 0).
 	Len   int
 	Terms []TermPositions
+	// Fetched is when the page was last fetched (its record's time, or a
+	// later 304's); zero when unknown. Stored to the second.
+	Fetched time.Time
 }
 
 // TermPositions is one term of a Doc: its positions in the title and main
@@ -398,6 +402,7 @@ func (b *segmentData) write(w io.Writer) (docs, terms int, err error) {
 		tmp = appendBytes(tmp, []byte(d.Title))
 		tmp = appendBytes(tmp, d.Text)
 		tmp = appendBytes(tmp, d.Marks)
+		tmp = appendFetched(tmp, d.Fetched)
 		sw.write(tmp)
 		total += int64(d.Len)
 	}

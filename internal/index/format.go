@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -20,7 +21,8 @@ import (
 //	header   8-byte magic "SPDXSEG\x00", u32 format version, u32 zero
 //	docs     per document: uv len, URL; uv len, title; uv len, stored text
 //	         (raw DEFLATE of the first StoredTextBytes of the text); uv
-//	         len, snippet marks (see Doc.Marks)
+//	         len, snippet marks (see Doc.Marks); uv last fetched, Unix
+//	         seconds (Doc.Fetched; 0: unknown; not in version 3)
 //	doctab   per document: u64 offset of its entry in docs, u32 length
 //	         of the main text in words (Doc.Len)
 //	hashes   per document: u64 xxhash64 of its URL
@@ -45,11 +47,13 @@ import (
 // reads it; decoding is also bounds-checked, so even a file whose checksums
 // were forged cannot crash a query. Segments of versions 1 and 2 (before
 // BM25F: one frequency per posting, no field weights) are refused with
-// ErrOldFormat; spider index rebuilds such an index.
+// ErrOldFormat; spider index rebuilds such an index. Version 3 segments
+// (before the last-fetched time) are read, their documents' fetch time
+// unknown; a merge rewrites them as version 4.
 const (
 	segMagic      = "SPDXSEG\x00"
 	segEndMagic   = "SPDXEND\x00"
-	segVersion    = 3 // written and read; 1 and 2 are refused with ErrOldFormat
+	segVersion    = 4 // written and read; 3 read; 1 and 2 are refused with ErrOldFormat
 	headerSize    = 16
 	numSections   = 7
 	footerSize    = numSections*20 + 4 + 8 + 8 + 4 + 8
@@ -113,7 +117,7 @@ func decodeSegment(name string, data []byte) (*segment, error) {
 		return nil, fmt.Errorf("cannot open index segment %s: it is of format version %d, written before ranking by fields (BM25F with anchor text); this spider reads version %d: run spider index --data DIR to rebuild the index: %w",
 			name, version, segVersion, ErrOldFormat)
 	}
-	if version != segVersion {
+	if version != segVersion && version != 3 {
 		return nil, bad("format version %d, this spider reads version %d", version, segVersion)
 	}
 	foot := data[len(data)-footerSize:]
@@ -194,8 +198,9 @@ func (s *segment) tomb(i int) uint64 { return binary.LittleEndian.Uint64(s.sec[s
 // storedDoc is a document's stored fields.
 type storedDoc struct {
 	URL, Title string
-	Text       []byte // raw DEFLATE of the stored text
-	Marks      []byte // snippet marks (Doc.Marks); nil in version 1 segments
+	Text       []byte    // raw DEFLATE of the stored text
+	Marks      []byte    // snippet marks (Doc.Marks); nil in version 1 segments
+	Fetched    time.Time // last fetched (Doc.Fetched); zero: unknown (version 3 segments)
 }
 
 // doc decodes document i's stored fields.
@@ -212,6 +217,11 @@ func (s *segment) doc(i int) (storedDoc, error) {
 	d := storedDoc{URL: string(r.bytes()), Title: string(r.bytes()), Text: r.bytes()}
 	if s.version >= 2 {
 		d.Marks = r.bytes()
+	}
+	if s.version >= 4 {
+		if sec := r.uvarint(); sec > 0 && sec < 1<<40 {
+			d.Fetched = time.Unix(int64(sec), 0).UTC()
+		}
 	}
 	if r.err {
 		return storedDoc{}, fmt.Errorf("document %d of segment %s is damaged: %w", i, s.name, ErrCorrupt)
@@ -511,4 +521,13 @@ func createFile(dir, name string, fn func(io.Writer) error) (size int64, err err
 		return 0, fmt.Errorf("cannot rename %s into place: %w", name, err)
 	}
 	return info.Size(), nil
+}
+
+// appendFetched appends a document's last-fetched time as the docs
+// section stores it: Unix seconds, 0 for unknown.
+func appendFetched(b []byte, t time.Time) []byte {
+	if t.IsZero() || t.Unix() <= 0 {
+		return binary.AppendUvarint(b, 0)
+	}
+	return binary.AppendUvarint(b, uint64(t.Unix()))
 }

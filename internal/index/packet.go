@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Result packets of the distributed build travel from mappers to the single
@@ -167,6 +168,9 @@ func decodePacket(b []byte) (*packet, error) {
 			r.off++
 			if has == 1 {
 				d := &Doc{URL: it.url}
+				if it.fetched > 0 {
+					d.Fetched = time.Unix(0, it.fetched).UTC()
+				}
 				d.Title = string(r.bytes())
 				d.Text = append([]byte(nil), r.bytes()...)
 				if m := r.bytes(); len(m) > 0 {

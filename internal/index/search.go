@@ -106,6 +106,10 @@ type Hit struct {
 	// (exact and near duplicates, pages whose canonical URL is this one;
 	// dupes.go): they are not shown beside it.
 	Similar int
+	// Fetched is when the crawl last fetched the page (a 304 "not
+	// modified" counts), to the second; zero when the index does not know
+	// (built before spider kept it: spider index --rebuild).
+	Fetched time.Time
 }
 
 // Fragment is a piece of a snippet: plain text, Match marks a query term.
@@ -841,7 +845,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		if ranks != nil && c.pr == 0 {
 			c.pr = ranks.scores[d.URL]
 		}
-		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr, Similar: similar[i]}
+		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr, Similar: similar[i], Fetched: d.Fetched}
 		// Positions are counted over title and body; the stored text is
 		// the body, which starts at the base the marks store (version 1
 		// segments: found by analysing the title).

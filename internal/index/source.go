@@ -42,6 +42,68 @@ type Record struct {
 	Fingerprint string    `json:"fingerprint,omitempty"` // hex text fingerprint (duplicate clusters, dupes.go)
 	SimHash     string    `json:"simhash,omitempty"`     // hex SimHash of the text (near-duplicate clusters)
 	Canonical   string    `json:"canonical,omitempty"`   // the page's canonical URL, if another
+	Outcome     string    `json:"outcome,omitempty"`     // outcome class ("200", "timeout", "sitemap"…)
+}
+
+// A crawl that revisits pages leaves several records of a URL in
+// records.jsonl, oldest first. The index holds each URL's latest version:
+// a record that Supersedes the ones before it replaces them (a changed
+// page's new text, or a deletion when the page is gone: 404, 410, a
+// redirect, a page no longer HTML); a 304 "not modified" keeps the
+// version held and moves its fetch time forward; an attempt that got no
+// usable answer (a network failure, robots.txt, a 5xx or 429, which a
+// crawl retries) keeps the version held as it is; a sitemap's record is
+// no page at all. Every reader of records that wants "the page as the
+// index has it" goes through follow.
+
+// Supersedes reports whether r replaces what the index holds for r.URL:
+// an answer that says what the URL now is (2xx, 3xx, 4xx but 429), not a
+// 304, not a failure to get an answer, not a sitemap.
+func (r Record) Supersedes() bool {
+	switch r.Outcome {
+	case "sitemap", "no-sitemap", "sitemap-failed":
+		return false // crawl.OutcomeSitemap…: a sitemap, no page
+	}
+	return r.Status >= 200 && r.Status < 500 && r.Status != 304 && r.Status != 429
+}
+
+// follow applies rec, the next record of a URL, to the version the index
+// holds for it (cur; held: one is) and returns the version held after it.
+func follow(cur Record, held bool, rec Record) (Record, bool) {
+	switch {
+	case rec.Supersedes():
+		return rec, true
+	case held && rec.Status == 304 && rec.FetchedAt.After(cur.FetchedAt):
+		cur.FetchedAt = rec.FetchedAt // not modified: the same version, fetched later
+	}
+	return cur, held
+}
+
+// latestRecords keeps each URL's latest version (follow) over a run of
+// records, in order of the URL's first superseding record.
+type latestRecords struct {
+	at   map[string]int
+	recs []Record
+}
+
+func (l *latestRecords) add(rec Record) {
+	if l.at == nil {
+		l.at = map[string]int{}
+	}
+	k, held := l.at[rec.URL]
+	var cur Record
+	if held {
+		cur = l.recs[k]
+	}
+	next, ok := follow(cur, held, rec)
+	switch {
+	case !ok:
+	case held:
+		l.recs[k] = next
+	default:
+		l.at[rec.URL] = len(l.recs)
+		l.recs = append(l.recs, next)
+	}
 }
 
 // Indexable reports whether the record's page is indexed: status 200, an
@@ -347,18 +409,16 @@ var contentOptions = content.Options{MaxSites: 1 << 14, MaxHashes: 1 << 16, Pars
 // the embedded build does with those of its batch (a crawl gives each site
 // to one node).
 func nodeSites(ctx context.Context, dataDir string, pages *pageReader, workers int) (*content.Model, error) {
-	var items []rangeItem
-	at := map[string]int{}
+	var latest latestRecords
 	if _, err := ScanRecords(dataDir, 0, -1, func(rec Record, end int64) bool {
-		if k, ok := at[rec.URL]; ok {
-			items[k].rec = rec
-		} else {
-			at[rec.URL] = len(items)
-			items = append(items, rangeItem{url: rec.URL, rec: rec})
-		}
+		latest.add(rec)
 		return true
 	}); err != nil {
 		return nil, err
+	}
+	items := make([]rangeItem, len(latest.recs))
+	for k, rec := range latest.recs {
+		items[k] = rangeItem{url: rec.URL, rec: rec}
 	}
 	return observeSites(ctx, items, pages, workers)
 }
@@ -451,7 +511,7 @@ type Page struct {
 }
 
 // ReadPages calls fn with the title and text of every page the index would
-// hold for dataDir (the last record of each URL, indexable, not noindex),
+// hold for dataDir (the latest version of each URL, indexable, not noindex),
 // in records order. It exists for benchmarks that feed the same text to
 // other engines.
 func ReadPages(ctx context.Context, dataDir string, fn func(Page) error) error {
@@ -460,22 +520,17 @@ func ReadPages(ctx context.Context, dataDir string, fn func(Page) error) error {
 		return err
 	}
 	defer pages.close()
-	last := map[string]Record{}
-	var order []string
+	var latest latestRecords
 	if _, err := ScanRecords(dataDir, 0, -1, func(rec Record, _ int64) bool {
-		if _, ok := last[rec.URL]; !ok {
-			order = append(order, rec.URL)
-		}
-		last[rec.URL] = rec
+		latest.add(rec)
 		return true
 	}); err != nil {
 		return err
 	}
-	for _, u := range order {
+	for _, rec := range latest.recs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rec := last[u]
 		if !rec.Indexable() {
 			continue
 		}

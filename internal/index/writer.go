@@ -436,6 +436,7 @@ func mergeSegments(ctx context.Context, w io.Writer, segs []*segment, deleted []
 			tmp = appendBytes(tmp, []byte(doc.Title))
 			tmp = appendBytes(tmp, doc.Text)
 			tmp = appendBytes(tmp, doc.Marks)
+			tmp = appendFetched(tmp, doc.Fetched)
 			sw.write(tmp)
 		}
 	}
