@@ -118,11 +118,13 @@ func (s *Store) loadSim(tx *bolt.Tx) error {
 }
 
 // nearTx looks h up in the near-duplicate tables of distance k and returns
-// the URL of the nearest page filed there (ties: the first filed), other
-// than owner. When there is none it files h under owner (a log entry in tx,
-// and the tables) and returns "". The lookup reads memory only
-// (dedup.SimIndex: its cost does not grow with the crawl).
-func (s *Store) nearTx(tx *bolt.Tx, h uint64, k int, owner string) (string, error) {
+// the URL of the nearest page filed there (ties: the first filed). When
+// that page is owner or self (the request's URL: a revisited page is never
+// a near-duplicate of itself) it returns "" and files nothing; when there
+// is none it files h under owner (a log entry in tx, and the tables) and
+// returns "". The lookup reads memory only (dedup.SimIndex: its cost does
+// not grow with the crawl).
+func (s *Store) nearTx(tx *bolt.Tx, h uint64, k int, owner, self string) (string, error) {
 	if _, err := dedup.NewSimTables(k); err != nil {
 		return "", err
 	}
@@ -140,9 +142,10 @@ func (s *Store) nearTx(tx *bolt.Tx, h uint64, k int, owner string) (string, erro
 			if len(v) < 9 {
 				return "", fmt.Errorf("simhash log entry %d is missing or damaged", seq)
 			}
-			if u := string(v[9:]); u != owner {
+			if u := string(v[9:]); u != owner && u != self {
 				return u, nil
 			}
+			return "", nil
 		}
 	}
 	seq, err := b.NextSequence()

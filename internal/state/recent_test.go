@@ -597,17 +597,24 @@ func TestStateFormat(t *testing.T) {
 		}))
 		return was
 	}
-	if was := setFormat("2"); was != "2" {
-		t.Errorf("format after opening an old directory: %q, want 2", was)
+	if was := setFormat("2"); was != "3" {
+		t.Errorf("format after opening an old directory: %q, want 3", was)
 	}
-	for _, v := range []string{"3", "x"} {
-		setFormat(v)
-		_, err := Open(dir, Options{ExpectedURLs: 1000})
-		if err == nil || !strings.Contains(err.Error(), "this spider reads formats up to 2") {
-			t.Errorf("format %q: Open: %v, want a refusal", v, err)
+	// A format-2 directory (before the revisit schedule) is upgraded in
+	// place: its new buckets start empty.
+	s = openTest(t, dir, Options{})
+	must(t, s.Close())
+	for _, v := range []string{"4", "x"} {
+		if was := setFormat(v); was != "3" {
+			t.Errorf("format after opening a format-2 directory: %q, want 3", was)
 		}
+		_, err := Open(dir, Options{ExpectedURLs: 1000})
+		if err == nil || !strings.Contains(err.Error(), "this spider reads formats up to 3") {
+			t.Fatalf("format %q: Open: %v, want a refusal", v, err)
+		}
+		setFormat("3")
 	}
-	setFormat("2")
+	setFormat("3")
 	s = openTest(t, dir, Options{})
 	must(t, s.Close())
 }

@@ -55,7 +55,25 @@ type Inspection struct {
 	// and the records file that completions recorded (Store.PageNext,
 	// Store.RecordsEnd).
 	PageNext, RecordsEnd int64
-	Problems             []string
+	// Revisits are the revisit records that decode (in key order); a
+	// damaged one is a Problem and is left out (a rebuild drops it).
+	Revisits []Revisit
+	// Taken is how many URLs TakeDue made pending, ever; MetaRevisits and
+	// MetaDue the stored counts of revisit records and due entries.
+	Taken, MetaRevisits, MetaDue int64
+	Problems                     []string
+}
+
+// Revisit is one URL's revisit record (crawlstate.Revisits), as Inspect
+// reads it and Rebuild writes it.
+type Revisit struct {
+	// Request is the request as last completed, its Schedule set; Seq is
+	// the Seq TakeDue made it pending under (0: not taken since).
+	Request frontier.Request
+	// Due is when it is due (zero: not in the due index).
+	Due time.Time
+	// Failed: its last completion had Outcome.Failed.
+	Failed bool
 }
 
 // Completed returns how many URLs the state counts as completed: the sum
@@ -204,11 +222,15 @@ func (in *Inspection) read(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if err := in.readRevisits(tx); err != nil {
+		return err
+	}
 	meta := tx.Bucket(bMeta)
 	created, err := time.Parse(time.RFC3339Nano, string(meta.Get(mCreated)))
 	if err != nil {
 		return fmt.Errorf("meta %q: %w", mCreated, err)
 	}
+	in.Taken, in.MetaRevisits, in.MetaDue = getInt(meta, mTaken), getInt(meta, mRevisits), getInt(meta, mDue)
 	in.Created = created
 	in.MetaSeen, in.MetaPending, in.MetaPages = getInt(meta, mSeen), getInt(meta, mPending), getInt(meta, mPages)
 	in.PageNext, in.RecordsEnd = getInt(meta, mPageEnd), getInt(meta, mRecEnd)
@@ -313,8 +335,14 @@ func (in *Inspection) compare() {
 	if missing > 0 {
 		in.Problems = append(in.Problems, fmt.Sprintf("%d pending URLs are not in the seen set", missing))
 	}
-	if done := int64(len(in.Seen)) - int64(len(in.Pending)) + int64(missing); in.Completed() != done {
-		in.Problems = append(in.Problems, fmt.Sprintf("outcome counters add up to %d completed URLs, the seen set less the pending ones is %d", in.Completed(), done))
+	// Every accepted URL and every URL TakeDue made pending again is
+	// either pending or counted once more.
+	if done := int64(len(in.Seen)) - int64(len(in.Pending)) + int64(missing) + in.Taken; in.Completed() != done {
+		if in.Taken == 0 {
+			in.Problems = append(in.Problems, fmt.Sprintf("outcome counters add up to %d completed URLs, the seen set less the pending ones is %d", in.Completed(), done))
+		} else {
+			in.Problems = append(in.Problems, fmt.Sprintf("outcome counters add up to %d completions, the seen set less the pending ones plus the %d revisits taken is %d", in.Completed(), in.Taken, done))
+		}
 	}
 }
 
@@ -348,6 +376,10 @@ type RebuildSpec struct {
 	// Store.RecordsEnd): the page count and the records file's size that
 	// the rebuilt state agrees with.
 	PageNext, RecordsEnd int64
+	// Revisits are the revisit records kept (their URLs must be in
+	// Pending or Completed): a pending one's Seq is set to its URL's new
+	// Seq, the due index and the failed set are rebuilt from them.
+	Revisits []Revisit
 	// NearDistance, when 1 to dedup.MaxNearDistance, refiles the Completed
 	// URLs' SimHashes in the near-duplicate tables of that distance, in
 	// order, as Complete would have (a page whose fingerprint an earlier one
@@ -397,7 +429,7 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 		return nil
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent} {
+		for _, name := range [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent, bRevisit, bDue, bFailed} {
 			if _, err := tx.CreateBucket(name); err != nil {
 				return err
 			}
@@ -448,6 +480,9 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 			}
 		}
 		if err := pend.SetSequence(seq); err != nil {
+			return err
+		}
+		if err := rebuildRevisits(tx, spec, byKey); err != nil {
 			return err
 		}
 		if err := rebuildSim(tx, spec); err != nil {

@@ -167,10 +167,13 @@ var (
 
 // stateFormat is the state format this package writes, kept in meta
 // "_format": 2 has the recent bucket (a state without "_format" is format
-// 1 and is upgraded at Open). Open refuses a newer format: an older
-// spider would not see the URLs a newer one keeps elsewhere, and would
-// accept them again.
-const stateFormat = 2
+// 1 and is upgraded at Open); 3 has the revisit schedule (the revisit,
+// due and failed buckets, revisit.go) and pending requests in the version 2
+// request encoding (Kind, Schedule), which a format-2 spider cannot read.
+// Open upgrades an older format in place (the new buckets start empty).
+// Open refuses a newer format: an older spider would not see the URLs a
+// newer one keeps elsewhere, and would accept them again.
+const stateFormat = 3
 
 // ErrLocked is wrapped by Open when another process holds the data
 // directory. It is store.ErrLocked, which the crawl's directory lock
@@ -440,7 +443,7 @@ func readPID(dir string) string {
 // set, and restores the Bloom filter (from the snapshot written by Close,
 // or by walking the seen bucket and the recent set).
 func (s *Store) init() error {
-	buckets := [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent, bSim}
+	buckets := [][]byte{bPending, bSeen, bFP, bCounters, bMeta, bLinks, bRecent, bSim, bRevisit, bDue, bFailed}
 	var fresh bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, name := range buckets {
@@ -1101,16 +1104,19 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 				if err := fp.Put(fk, []byte(owner)); err != nil {
 					return err
 				}
-			case string(prev) != owner:
+			case string(prev) != owner && string(prev) != r.URL: // never a duplicate of itself
 				res.DuplicateOf = string(prev)
 			}
 		}
 		if res.DuplicateOf == "" && o.SimHash != 0 && o.NearDistance > 0 {
-			dup, err := s.nearTx(tx, o.SimHash, o.NearDistance, owner)
+			dup, err := s.nearTx(tx, o.SimHash, o.NearDistance, owner, r.URL)
 			if err != nil {
 				return err
 			}
 			res.DuplicateOf, res.Near = dup, dup != ""
+		}
+		if err := revisitTx(tx, r, o); err != nil {
+			return err
 		}
 		kids := discovered
 		if s.opt.Relink {

@@ -19,7 +19,11 @@
 // smaller depth on to the links it had, those beyond MaxDepth included,
 // and a URL lowered while in flight completes with its links shifted: the
 // pages within the depth limit are those of a level-by-level crawl, none
-// fetched twice.
+// fetched twice. The revisit schedule (crawlstate.Revisits, revisit.go):
+// TakeDue hands due URLs out earliest first, exactly once, never before
+// their Due nor while pending; Complete replaces or removes a URL's record;
+// RetryFailed requeues the failed; a revisited page is never a duplicate of
+// itself; all of it survives a reopen.
 package statetest
 
 import (
@@ -92,6 +96,12 @@ func Run(t *testing.T, open Opener) {
 	t.Run("RelinkFetchedURL", r.testRelinkFetched)
 	t.Run("RelinkWhileInFlight", r.testRelinkInFlight)
 	t.Run("RelinkRedirect", r.testRelinkRedirect)
+	t.Run("RevisitTakeDueOrder", r.testTakeDueOrder)
+	t.Run("RevisitTakeDueExactlyOnce", r.testTakeDueExactlyOnce)
+	t.Run("RevisitReplace", r.testRevisitReplace)
+	t.Run("RevisitRetryFailed", r.testRetryFailed)
+	t.Run("RevisitNotDuplicateOfItself", r.testNotDuplicateOfItself)
+	t.Run("RevisitReopen", r.testRevisitReopen)
 }
 
 // runner hands out store names that are unique within one Run.
