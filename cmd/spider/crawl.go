@@ -63,6 +63,21 @@ func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.Var(listFlag{&c.DenyHosts}, "deny-host", "never crawl these hosts (repeatable)")
 	fs.StringVar(&c.Topics, "topics", c.Topics, "YAML file of crawl topics: multi-topic priority scheduling (PQ-MCSA, docs/design.md §4)")
 	fs.Float64Var(&c.MaxRate, "max-rate", c.MaxRate, fmt.Sprintf("requests/s over the whole crawl; 0 = per-host limits only; at most %d", crawl.HardMaxRate))
+	revisitFlags(fs, c)
+}
+
+// revisitFlags binds the revisit schedule's settings (docs/crawling.md,
+// "Keeping a crawl fresh"); per-host and per-topic bounds are config-file
+// keys (revisit_hosts, revisit_topics).
+func revisitFlags(fs *pflag.FlagSet, c *crawl.Config) {
+	span := fmt.Sprintf("range %s to %s", time.Duration(crawl.MinRevisit), time.Duration(crawl.MaxRevisit))
+	fs.StringVar(&c.Revisit, "revisit", c.Revisit, "fetch pages again: off (once), fixed (every --revisit-initial) or adaptive (each page's interval follows the changes seen); failed URLs are retried on their own back-off in every mode")
+	fs.Var(durationFlag{&c.RevisitMin}, "revisit-min", "shortest revisit interval ("+span+"; per host or topic: revisit_hosts, revisit_topics in the --config file)")
+	fs.Var(durationFlag{&c.RevisitMax}, "revisit-max", "longest revisit interval ("+span+")")
+	fs.Var(durationFlag{&c.RevisitInitial}, "revisit-initial", "a page's first revisit interval; adaptive: the interval of a page that changes at every visit, slower pages get longer ones ("+span+")")
+	fs.Float64Var(&c.RevisitShare, "revisit-share", c.RevisitShare, "with --continuous: the largest share of the fetch slots revisits and retries take while new URLs wait (range above 0 to 1)")
+	fs.BoolVar(&c.Continuous, "continuous", c.Continuous, "run until stopped (Ctrl-C, spider control stop): new URLs and due revisits share the frontier under the same politeness; sleeps until the next URL is due")
+	fs.BoolVar(&c.RetryFailed, "retry-failed", c.RetryFailed, "make every URL whose last fetch failed due now, then crawl")
 }
 
 // crawlConfigFlags starts a command that takes the crawl settings: the
@@ -195,10 +210,18 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	p := eng.Progress()
+	sched, hasSched, schedErr := eng.ScheduleStatus(context.WithoutCancel(ctx))
 	if cerr := eng.Close(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	stoppedContinuous := interrupted && cfg.Continuous // Ctrl-C is how a continuous crawl ends: exit 0
+	if stoppedContinuous {
+		interrupted, runErr = false, nil
+	}
+	if runErr == nil && schedErr != nil {
+		runErr = schedErr
+	}
 	if runErr != nil && !interrupted {
 		return runErr
 	}
@@ -215,6 +238,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if interrupted {
 			verb = "interrupted after"
 		}
+		if stoppedContinuous {
+			verb = "continuous crawl stopped after"
+		}
 		rate := float64(p.Fetched) / max(p.Elapsed.Seconds(), 1e-9)
 		urlsWord := "URLs"
 		if p.Fetched == 1 {
@@ -222,6 +248,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "%s %d %s in %s (%.1f/s) into %s\n", verb, p.Fetched, urlsWord, p.Elapsed.Round(time.Millisecond), rate, cfg.Data)
 		s.Print(stdout)
+		if hasSched {
+			sched.Print(stdout, time.Now(), p.Fetched)
+		}
 	}
 	if interrupted {
 		return runErr

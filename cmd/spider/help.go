@@ -21,6 +21,7 @@ var flagGroups = []struct{ key, heading string }{
 	{"network", "Network flags (connections, names, time-outs)"},
 	{"distributed", "Distributed flags (Redis, peers, master–worker, the de-dup protocol)"},
 	{"modes", "Mode flags (layered rounds, topics)"},
+	{"revisits", "Revisit flags (keeping a crawl fresh, retries of failures)"},
 }
 
 // flagGroupOf is the group of every flag of the commands that take the
@@ -56,6 +57,9 @@ var flagGroupOf = map[string]string{
 	"noise-threshold": "modes", "noise-rule": "modes", "noise-samples": "modes", "cluster-threshold": "modes",
 	"noise-similarity": "modes", "noise-deviation": "modes", "cache-size": "modes",
 	"dom-pass": "modes", "cluster-pass": "modes", "lease-ttl": "modes",
+
+	"revisit": "revisits", "revisit-min": "revisits", "revisit-max": "revisits", "revisit-initial": "revisits",
+	"revisit-share": "revisits", "continuous": "revisits", "retry-failed": "revisits",
 }
 
 // groupedCommands print their flags by group; the others print one list.

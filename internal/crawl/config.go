@@ -503,7 +503,7 @@ func (c *Config) validateRevisit() []error {
 		}
 	}
 	if c.RevisitMax < c.RevisitMin {
-		bad("--revisit-max %s is below --revisit-min %s: raise --revisit-max or lower --revisit-min", time.Duration(c.RevisitMax), time.Duration(c.RevisitMin))
+		bad("--revisit-max %s is below --revisit-min %s: use a --revisit-max of at least --revisit-min", time.Duration(c.RevisitMax), time.Duration(c.RevisitMin))
 	}
 	if !(c.RevisitShare > 0 && c.RevisitShare <= 1) { // NaN too
 		bad("--revisit-share %g is out of range: use a share above 0 up to 1 of the requests", c.RevisitShare)
@@ -517,7 +517,7 @@ func (c *Config) validateRevisit() []error {
 				}
 			}
 			if b.Min != 0 && b.Max != 0 && b.Max < b.Min {
-				bad("revisit bounds of %s %q have max %s below min %s (config file revisit_%ss): swap them", kind, name, time.Duration(b.Max), time.Duration(b.Min), kind)
+				bad("revisit bounds of %s %q have max %s below min %s (config file revisit_%ss): use a max of at least the min", kind, name, time.Duration(b.Max), time.Duration(b.Min), kind)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package crawl
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -74,6 +75,23 @@ func TestValidateRanges(t *testing.T) {
 		{"--scope", func(c *Config) { c.Scope = "planet" }, false},
 		{"--scope-regexp", func(c *Config) { c.Scope, c.ScopeRegexp = "regexp", "(" }, false},
 		{"--topics", func(c *Config) { c.Topics = "/nonexistent/topics.yaml" }, false},
+		{"--revisit", func(c *Config) { c.Revisit = "sometimes" }, false},
+		{"--revisit", func(c *Config) { c.Revisit = RevisitAdaptive }, true},
+		{"--revisit-min", func(c *Config) { c.RevisitMin = MinRevisit - 1 }, false},
+		{"--revisit-min", func(c *Config) { c.RevisitMin = -1 }, false},
+		{"--revisit-min", func(c *Config) { c.RevisitMin = MinRevisit }, true},
+		{"--revisit-max", func(c *Config) { c.RevisitMax = MaxRevisit + 1 }, false},
+		{"--revisit-max", func(c *Config) { c.RevisitMax = MaxRevisit }, true},
+		{"--revisit-max", func(c *Config) { c.RevisitMin, c.RevisitMax = Duration(2*time.Hour), Duration(time.Hour) }, false},
+		{"--revisit-initial", func(c *Config) { c.RevisitInitial = 0 }, false},
+		{"--revisit-share", func(c *Config) { c.RevisitShare = 0 }, false},
+		{"--revisit-share", func(c *Config) { c.RevisitShare = 1.01 }, false},
+		{"--revisit-share", func(c *Config) { c.RevisitShare = math.NaN() }, false},
+		{"--revisit-share", func(c *Config) { c.RevisitShare = 1 }, true},
+		{"revisit_hosts", func(c *Config) { c.RevisitHosts = map[string]RevisitBounds{"a.test": {Min: Duration(time.Hour), Max: Duration(time.Minute)}} }, false},
+		{"revisit_hosts", func(c *Config) { c.RevisitHosts = map[string]RevisitBounds{"a.test": {Min: 1}} }, false},
+		{"revisit_topics", func(c *Config) { c.RevisitTopics = map[string]RevisitBounds{"news": {Max: MaxRevisit + 1}} }, false},
+		{"revisit_topics", func(c *Config) { c.RevisitTopics = map[string]RevisitBounds{"news": {Min: Duration(time.Minute)}} }, true},
 	}
 	base := NewConfig()
 	if err := base.Validate(); err != nil {
@@ -94,7 +112,7 @@ func TestValidateRanges(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		if strings.Contains(msg, "\n") || !strings.Contains(msg, strings.TrimPrefix(tt.flag, "--")) {
+		if strings.Contains(msg, "\n") || !strings.Contains(msg, strings.TrimPrefix(tt.flag, "--")) && !strings.Contains(msg, strings.TrimSuffix(strings.TrimPrefix(tt.flag, "revisit_"), "s")) {
 			t.Errorf("%s: error %q is not one line naming the flag", tt.flag, msg)
 		}
 		if strings.Contains(tt.flag, "agent") || tt.flag == "--delay-from" || tt.flag == "--seen" || strings.HasPrefix(tt.flag, "--scope") || tt.flag == "--topics" {
@@ -175,6 +193,49 @@ func TestLocalFieldsAreLocal(t *testing.T) {
 		copied := reflect.DeepEqual(cv.Field(i).Interface(), dv.Field(i).Interface()) && !dv.Field(i).IsZero()
 		if copied != slices.Contains(LocalFields, name) {
 			t.Errorf("field %s: copied by SetLocal %v, in LocalFields %v", name, copied, !copied)
+		}
+	}
+}
+
+// TestRevisitBoundsFromFile: the config file's revisit keys bind to the
+// policy: per-host bounds win over the topic's, field by field, and the
+// flags' bounds hold elsewhere. It fails if a key is not read or the
+// policy ignores it.
+func TestRevisitBoundsFromFile(t *testing.T) {
+	path := t.TempDir() + "/spider.yaml"
+	yaml := "revisit: adaptive\nrevisit_min: 30m\nrevisit_max: 48h\nrevisit_initial: 6h\n" +
+		"revisit_hosts:\n  news.test: {min: 5m, max: 2h}\n  slow.test: {min: 24h}\n" +
+		"revisit_topics:\n  prices: {max: 1h}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := NewConfig()
+	if err := LoadFile(path, &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.RevisitPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode.String() != "adaptive" || p.Initial != 6*time.Hour {
+		t.Fatalf("policy %+v", p)
+	}
+	for _, tc := range []struct {
+		host, topic string
+		lo, hi      time.Duration
+	}{
+		{"news.test", "", 5 * time.Minute, 2 * time.Hour},
+		{"news.test", "prices", 5 * time.Minute, 2 * time.Hour}, // the host's bounds win
+		{"slow.test", "", 24 * time.Hour, 48 * time.Hour},       // min from the host, max from the flags
+		{"other.test", "prices", 30 * time.Minute, time.Hour},
+		{"other.test", "", 30 * time.Minute, 48 * time.Hour},
+	} {
+		lo, hi := p.Bounds(tc.host, tc.topic)
+		if lo != tc.lo || hi != tc.hi {
+			t.Errorf("bounds of %s/%s = [%s, %s], want [%s, %s]", tc.host, tc.topic, lo, hi, tc.lo, tc.hi)
 		}
 	}
 }

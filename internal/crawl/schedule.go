@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"strconv"
@@ -86,6 +87,7 @@ type revisitState struct {
 
 	mu         sync.Mutex
 	failedNext time.Time // earliest Due of a failure scheduled in this run
+	sleepUntil time.Time // when FeedRevisits looks again (a Due before it wakes it)
 
 	m *revisitMetrics
 }
@@ -284,15 +286,29 @@ func (r *revisitState) finished(url string) {
 	delete(r.out, url)
 	r.outMu.Unlock()
 	if ok {
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.signal()
 	}
 }
 
-// count records a finished schedule in the counters and metrics.
+// signal wakes FeedRevisits (at most one wake-up is pending).
+func (r *revisitState) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// count records a finished schedule in the counters and metrics, and
+// wakes FeedRevisits when the URL is due before it would look again.
 func (r *revisitState) count(sc schedule) {
+	if !sc.due.IsZero() {
+		r.mu.Lock()
+		early := sc.due.Before(r.sleepUntil)
+		r.mu.Unlock()
+		if early {
+			r.signal()
+		}
+	}
 	if !sc.observed {
 		return
 	}
@@ -395,7 +411,14 @@ func (s *Scheduler) TakeAllDue(ctx context.Context, rv crawlstate.Revisits, now 
 func (s *Scheduler) FeedRevisits(ctx context.Context, rv crawlstate.Revisits) error {
 	share := max(1, int(math.Ceil(s.cfg.RevisitShare*float64(s.cfg.Concurrency))))
 	idle := 2 * s.cfg.Concurrency
+	fail := func(err error) error {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	for {
+		now := s.rv.now()
 		out := s.rv.outstanding()
 		st := s.fr.Stats()
 		waiting := st.Queued + int(st.Spilled) + st.Leased - out // new URLs (and retries) waiting
@@ -404,31 +427,31 @@ func (s *Scheduler) FeedRevisits(ctx context.Context, rv crawlstate.Revisits) er
 			limit = share
 		}
 		want := limit - out
-		n, err := s.TakeDue(ctx, rv, s.rv.now(), want)
+		// NextDue first: a read, where TakeDue writes even when nothing is due.
+		next, has, err := rv.NextDue(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+			return fail(fmt.Errorf("cannot read the next revisit time: %w", err))
+		}
+		n := 0
+		if want > 0 && has && !next.After(now) {
+			if n, err = s.TakeDue(ctx, rv, now, want); err != nil {
+				return fail(err)
 			}
-			return err
 		}
 		sleep := maxFeedSleep
 		switch {
-		case want <= 0 || n == want:
+		case want <= 0 || n > 0 && n == want:
 			// At the bound, or more may be due: look again when a revisit
-			// finishes or shortly.
+			// finishes, or soon.
 			sleep = minFeedSleep * 4
-		default:
-			next, ok, err := rv.NextDue(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("cannot read the next revisit time: %w", err)
-			}
-			if ok {
-				sleep = min(max(next.Sub(s.rv.now()), minFeedSleep), maxFeedSleep)
-			}
+		case has && n == 0:
+			sleep = min(max(next.Sub(now), minFeedSleep), maxFeedSleep)
+		case has:
+			sleep = minFeedSleep
 		}
+		s.rv.mu.Lock()
+		s.rv.sleepUntil = now.Add(sleep)
+		s.rv.mu.Unlock()
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
@@ -447,3 +470,71 @@ const (
 	minFeedSleep = 25 * time.Millisecond
 	maxFeedSleep = 5 * time.Second
 )
+
+// ScheduleStatus is the revisit schedule of a crawl as its summary shows
+// it: the State's records and due index (crawlstate.Revisits.Scheduled,
+// NextDue) and this run's counts.
+type ScheduleStatus struct {
+	// Records are the URLs with a revisit record (pages to revisit,
+	// failures to retry); Due of them are in the due index, the earliest
+	// at Next (zero: none).
+	Records, Due int64
+	Next        time.Time
+	Counts      RevisitCounts
+}
+
+// ScheduleStatus reads the State's revisit schedule; ok is false when the
+// State keeps none. Call it before Close.
+func (s *Scheduler) ScheduleStatus(ctx context.Context) (st ScheduleStatus, ok bool, err error) {
+	st.Counts = s.RevisitCounts()
+	rv := s.revisits()
+	if rv == nil {
+		return st, false, nil
+	}
+	if st.Records, st.Due, err = rv.Scheduled(ctx); err != nil {
+		return st, true, fmt.Errorf("cannot read the revisit schedule: %w", err)
+	}
+	next, has, err := rv.NextDue(ctx)
+	if err != nil {
+		return st, true, fmt.Errorf("cannot read the revisit schedule: %w", err)
+	}
+	if has {
+		st.Next = next
+	}
+	return st, true, nil
+}
+
+// Print writes the schedule's lines of the crawl summary at now: the
+// revisits of this run, the failures that will be retried and when, and,
+// when this run fetched nothing (fetched), when the next URL is due.
+func (st ScheduleStatus) Print(w io.Writer, now time.Time, fetched int64) {
+	c := st.Counts
+	if c.Revisits > 0 || c.Retried > 0 {
+		fmt.Fprintf(w, "revisits: %d (not modified, 304: %d; changed: %d; unchanged: %d); retries of failed URLs: %d\n",
+			c.Revisits, c.NotModified, c.Changed, c.Unchanged, c.Retried)
+	}
+	if c.Failed > 0 {
+		fmt.Fprintf(w, "%d failed %s will be retried after %s; spider crawl --retry-failed retries them now\n",
+			c.Failed, "URL"+plural(c.Failed), when(c.FailedNext, now))
+		return
+	}
+	if fetched == 0 && !st.Next.IsZero() {
+		fmt.Fprintf(w, "nothing was due yet: %d %s scheduled, the next at %s; spider crawl --retry-failed retries failed URLs now\n",
+			st.Due, "URL"+plural(st.Due), when(st.Next, now))
+	}
+}
+
+// when writes t for a person at now: "15:04:05 UTC (in 1m30s)", with the
+// date when it is not today.
+func when(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	layout := "15:04:05 UTC"
+	if t.YearDay() != now.YearDay() || t.Year() != now.Year() {
+		layout = "2006-01-02 15:04:05 UTC"
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return t.Format(layout) + " (now)"
+	}
+	return fmt.Sprintf("%s (in %s)", t.Format(layout), d.Round(time.Second))
+}

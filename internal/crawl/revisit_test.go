@@ -1,0 +1,350 @@
+package crawl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// allRecords reads every record of a data directory, in file order.
+func allRecords(t *testing.T, dir string) []store.Record {
+	t.Helper()
+	rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []store.Record
+	if _, err := rs.Iterate(func(r store.Record) error { out = append(out, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runFor runs a crawl of cfg for d (a continuous crawl ends only so) and
+// returns its revisit counts.
+func runFor(t *testing.T, cfg crawl.Config, d time.Duration, clock func() time.Time) crawl.RevisitCounts {
+	t.Helper()
+	eng, err := crawl.New(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if clock != nil {
+		crawl.SetRevisitClock(eng, clock)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := eng.Run(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("crawl failed: %v", err)
+	}
+	c := eng.RevisitCounts()
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestContinuousRevisits crawls websim's changing pages continuously with
+// the adaptive policy and judges every revisit against websim's history:
+// an unchanged page must be answered 304 without a body (the issue's goal:
+// ≥ 80 %), a changed page must be fetched and stored again with its new
+// fingerprint, and no 304 may stand for a page that changed. It fails if
+// the fetcher sends no validators (no 304 at all), if a 304 stores a page
+// or change detection follows validators instead of content.
+func TestContinuousRevisits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 6 s")
+	}
+	srv := startWeb(t, websim.Config{Seed: 7, Hosts: 3, PagesPerHost: 12, ChangeDay: 2 * time.Second, DisappearShare: -1})
+	cfg := crawlConfig(t, srv, websim.TruthRules{Seeds: srv.SeedURLs(3), MaxDepth: -1, Scope: websim.ScopeSeeds})
+	cfg.Revisit = crawl.RevisitAdaptive
+	cfg.RevisitMin = crawl.Duration(200 * time.Millisecond)
+	cfg.RevisitInitial = crawl.Duration(400 * time.Millisecond)
+	cfg.RevisitMax = crawl.Duration(1500 * time.Millisecond)
+	cfg.Continuous = true
+	c := runFor(t, cfg, 6*time.Second, nil)
+
+	web := srv.Web
+	const slack = 150 * time.Millisecond // a request reaches the server after its record's time
+	ambiguous := func(u string, at time.Time) bool {
+		a, _ := web.VersionAt(u, at.Add(-slack))
+		b, _ := web.VersionAt(u, at.Add(slack))
+		return a != b
+	}
+	last := map[string]store.Record{} // the URL's last record that answered (200 or 304)
+	fp := map[string]string{}         // the stored copy's fingerprint
+	var unchanged, got304, changed, restored, skipped int
+	for _, r := range allRecords(t, cfg.Data) {
+		if r.Status != 200 && r.Status != 304 {
+			continue
+		}
+		prev, seen := last[r.URL]
+		last[r.URL] = r
+		if r.Status == 304 && r.PageNo >= 0 {
+			t.Errorf("%s: a 304 record points at a stored page %d", r.URL, r.PageNo)
+		}
+		if !seen {
+			if r.Status == 304 {
+				t.Errorf("%s: first fetch answered 304 (a conditional request without a copy?)", r.URL)
+			}
+			fp[r.URL] = r.Fingerprint
+			continue
+		}
+		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
+			skipped++
+			if r.Status == 200 {
+				fp[r.URL] = r.Fingerprint
+			}
+			continue
+		}
+		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
+		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
+		if v0 == v1 {
+			unchanged++
+			if r.Status == 304 {
+				got304++
+			} else if r.Fingerprint != fp[r.URL] {
+				t.Errorf("%s: unchanged (version %d) but fetched with a new fingerprint", r.URL, v1)
+			}
+			continue
+		}
+		changed++
+		switch {
+		case r.Status == 304:
+			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
+		case r.PageNo < 0 || r.Fingerprint == "" || r.Fingerprint == fp[r.URL]:
+			t.Errorf("%s: changed (version %d → %d) but not stored with a new fingerprint (page %d, %q)", r.URL, v0, v1, r.PageNo, r.Fingerprint)
+		default:
+			restored++
+		}
+		fp[r.URL] = r.Fingerprint
+	}
+	t.Logf("revisits judged: %d unchanged (%d answered 304), %d changed (%d stored again), %d near a change skipped; counts %+v",
+		unchanged, got304, changed, restored, skipped, c)
+	if unchanged < 20 || changed < 3 {
+		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 20 and ≥ 3)", unchanged, changed)
+	}
+	if float64(got304) < 0.8*float64(unchanged) {
+		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%%", got304, unchanged)
+	}
+	if c.Revisits == 0 || c.NotModified == 0 || c.Changed == 0 || c.Taken == 0 {
+		t.Errorf("revisit counts not kept: %+v", c)
+	}
+}
+
+// freePort returns a loopback port nothing listens on (just closed).
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// serveAt serves h on addr (loopback) until the test ends.
+func serveAt(t *testing.T, addr string, h http.Handler) {
+	t.Helper()
+	var l net.Listener
+	var err error
+	for range 50 { // the port was just closed: retry briefly
+		if l, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("cannot listen on %s again: %v", addr, err)
+	}
+	s := &http.Server{Handler: h}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+}
+
+// oneSite is a crawl config of the site served at addr (the URL host
+// site.test resolves there), seed / only.
+func oneSite(t *testing.T, addr string) crawl.Config {
+	_, port, _ := net.SplitHostPort(addr)
+	c := crawl.NewConfig()
+	c.Data = t.TempDir()
+	c.Seeds = []string{"http://site.test:" + port + "/"}
+	c.MaxDepth = 0
+	c.Resolve = []string{"site.test:" + port + ":127.0.0.1"}
+	c.AllowPrivate = true
+	c.Delay = 0
+	c.MaxRetries = 0
+	c.Concurrency = 2
+	c.Timeout = crawl.Duration(3 * time.Second)
+	return c
+}
+
+func page(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/robots.txt" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html")
+	fmt.Fprint(w, "<html><title>up</title><body><p>the server is up again and serves this page</p></body></html>")
+}
+
+// TestFailedSeedRetried: a crawl whose seed failed with the server down
+// (connection refused) schedules a retry on the class's back-off and says
+// when; a run before then fetches nothing, a run after it (the clock moved
+// past the back-off) fetches the seed, and --retry-failed fetches it at
+// once. It fails if failures are completed for good (the second `spider
+// crawl` of a new user "crawled 0 URLs" for ever).
+func TestFailedSeedRetried(t *testing.T) {
+	for _, how := range []string{"due", "retry-failed"} {
+		t.Run(how, func(t *testing.T) {
+			addr := freePort(t)
+			cfg := oneSite(t, addr)
+			start := time.Now()
+			c := runFor(t, cfg, 30*time.Second, nil)
+			recs := allRecords(t, cfg.Data)
+			if len(recs) != 1 || recs[0].Outcome != crawl.OutcomeRefused {
+				t.Fatalf("server down: want one refused record, got %+v", recs)
+			}
+			if c.Failed != 1 || c.FailedNext.Before(start.Add(20*time.Second)) || c.FailedNext.After(time.Now().Add(40*time.Second)) {
+				t.Fatalf("want one failure retried in about 30 s (refused), got %+v", c)
+			}
+			serveAt(t, addr, http.HandlerFunc(page))
+			// Before the back-off: nothing is due.
+			runFor(t, cfg, 30*time.Second, nil)
+			if n := len(allRecords(t, cfg.Data)); n != 1 {
+				t.Fatalf("a run before the retry is due fetched %d records, want none", n-1)
+			}
+			var clock func() time.Time
+			if how == "due" {
+				clock = func() time.Time { return time.Now().Add(time.Minute) }
+			} else {
+				cfg.RetryFailed = true
+			}
+			c = runFor(t, cfg, 30*time.Second, clock)
+			recs = allRecords(t, cfg.Data)
+			if len(recs) != 2 || recs[1].Status != 200 || recs[1].PageNo < 0 {
+				t.Fatalf("want the seed fetched on the next run, got %+v", recs)
+			}
+			if c.Retried != 1 || c.Failed != 0 {
+				t.Errorf("counts: want one retry and no failure, got %+v", c)
+			}
+		})
+	}
+}
+
+// badServer answers / as a bad server does (the issue's bad input) and
+// notes the conditional headers of every request.
+type badServer struct {
+	mu   sync.Mutex
+	n    int
+	kind string
+	inm  []string // If-None-Match of each request of /
+	ims  []string // If-Modified-Since
+}
+
+func (b *badServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	b.mu.Lock()
+	b.n++
+	n := b.n
+	b.inm = append(b.inm, r.Header.Get("If-None-Match"))
+	b.ims = append(b.ims, r.Header.Get("If-Modified-Since"))
+	b.mu.Unlock()
+	switch b.kind {
+	case "etag-every-answer":
+		w.Header().Set("ETag", fmt.Sprintf(`"answer-%d"`, n))
+	case "future-last-modified":
+		w.Header().Set("Last-Modified", time.Now().Add(365*24*time.Hour).UTC().Format(http.TimeFormat))
+	case "unconditional-304":
+		// No validators ever, so no request can be conditional.
+		if n > 1 {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	page(w, r)
+}
+
+// TestBadValidators revisits a page of a bad server (fixed policy, every
+// 200 ms, for 1.5 s): ETags new at every answer with the same content are
+// no change; a Last-Modified in the future is never sent back; a 304 to a
+// request without validators is a failure, the stored copy stays. Each
+// fails if the fetcher or the policy trusts validators over content.
+func TestBadValidators(t *testing.T) {
+	for _, kind := range []string{"etag-every-answer", "future-last-modified", "unconditional-304"} {
+		t.Run(kind, func(t *testing.T) {
+			addr := freePort(t)
+			b := &badServer{kind: kind}
+			serveAt(t, addr, b)
+			cfg := oneSite(t, addr)
+			cfg.Revisit = crawl.RevisitFixed
+			cfg.RevisitMin = crawl.Duration(100 * time.Millisecond)
+			cfg.RevisitInitial = crawl.Duration(200 * time.Millisecond)
+			cfg.Continuous = true
+			c := runFor(t, cfg, 1500*time.Millisecond, nil)
+			recs := allRecords(t, cfg.Data)
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			t.Logf("%d requests; counts %+v; If-None-Match %q; If-Modified-Since %q", b.n, c, b.inm, b.ims)
+			if kind == "unconditional-304" {
+				// The revisit has no validators to send: its 304 is the
+				// server's fault, a failure (retried in 10 minutes), and
+				// the copy of the first fetch stays.
+				if b.n != 2 || b.inm[1] != "" || b.ims[1] != "" {
+					t.Fatalf("want one unconditional revisit, got %d requests (%q, %q)", b.n, b.inm, b.ims)
+				}
+				if len(recs) != 2 || recs[0].Status != 200 || recs[0].PageNo < 0 || recs[1].Status != 304 || recs[1].PageNo >= 0 || recs[1].Error == "" {
+					t.Fatalf("want a stored 200 then a 304 record with no page and an error, got %+v", recs)
+				}
+				if c.NotModified != 0 || c.Failed != 1 || c.Changed != 0 {
+					t.Errorf("a 304 to an unconditional request must count as a failure, not as not modified: %+v", c)
+				}
+				s, err := crawl.Stats(cfg.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Outcomes["200"] != 1 {
+					t.Errorf("the summary lost the stored copy behind the 304: outcomes %v", s.Outcomes)
+				}
+				return
+			}
+			if b.n < 3 {
+				t.Fatalf("only %d requests of the page in 1.5 s at a 200 ms interval", b.n)
+			}
+			switch kind {
+			case "etag-every-answer":
+				for i := 1; i < b.n; i++ {
+					if want := fmt.Sprintf(`"answer-%d"`, i); b.inm[i] != want {
+						t.Errorf("request %d sent If-None-Match %q, want the last answer's %q", i+1, b.inm[i], want)
+					}
+				}
+				if c.Changed != 0 || c.Unchanged == 0 {
+					t.Errorf("new ETags with the same content seen as changes: %+v", c)
+				}
+			case "future-last-modified":
+				for i, v := range b.ims {
+					if v != "" {
+						t.Errorf("request %d sent If-Modified-Since %q: a Last-Modified in the future was kept", i+1, v)
+					}
+				}
+				if c.Changed != 0 {
+					t.Errorf("unchanged content seen as changed: %+v", c)
+				}
+			}
+		})
+	}
+}
