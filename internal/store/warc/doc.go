@@ -8,9 +8,12 @@
 // in a directory. Each file starts with a warcinfo record, and every other
 // record names it in WARC-Warcinfo-ID; every record is its own gzip member,
 // the layout that lets an index point at a record by offset. The records are
-// built, digested, validated and serialised by nlnwa/gowarc, the WARC library
-// of the National Library of Norway's crawlers; the files themselves (rolling,
-// one write per exchange, fsync at checkpoints) are kept by hand, see Writer.
+// assembled and serialised by nlnwa/gowarc's record builder and marshaler
+// (gowarc: the WARC library of the National Library of Norway's crawlers),
+// which the tests also use to read every kind of record back under strict
+// validation; the digests, and the files themselves (rolling, one write per
+// exchange, fsync at checkpoints), are kept here, see Writer and
+// recordOptions for why.
 // WriteExchange stores one HTTP fetch as three records written together:
 //
 //   - request: application/http;msgtype=request, the request line and the

@@ -172,8 +172,10 @@ func responseHead(ex *Exchange) ([]byte, error) {
 		status, fields = synthHead(ex)
 	}
 	fields, changed := consistent(fields, ex)
-	if ex.RawResponseHeader != nil && !changed && bytes.HasSuffix(ex.RawResponseHeader, []byte("\r\n\r\n")) &&
-		bytes.Count(ex.RawResponseHeader, []byte("\r\n\r\n")) == 1 {
+	// Verbatim only with CRLF line ends throughout (a bare LF would end the
+	// header early for a reader: "…\n\r\n") and one empty line, its last.
+	if raw := ex.RawResponseHeader; raw != nil && !changed && len(raw) >= 4 &&
+		bytes.Index(raw, []byte("\r\n\r\n")) == len(raw)-4 && bytes.Count(raw, []byte("\n")) == bytes.Count(raw, []byte("\r\n")) {
 		return ex.RawResponseHeader, nil
 	}
 	var b bytes.Buffer

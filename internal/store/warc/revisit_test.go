@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -259,4 +260,80 @@ func TestRevisitRejects(t *testing.T) {
 	if err := w.WriteExchange(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzResponseHead drives the hand-written response header handling
+// (splitHead, consistent) with arbitrary raw headers: it never panics, and
+// a header it accepts comes out as HTTP/… lines ending in CRLF, without
+// Transfer-Encoding, and, when the body is complete and may have a length,
+// with at most one Content-Length, equal to the stored body's length (and
+// present when a Transfer-Encoding was dropped), and its record passes
+// gowarc's strict validation.
+func FuzzResponseHead(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n\r\n"), 200, false, 5)
+	f.Add([]byte("HTTP/1.0 404 Not Found\nX-Long: a\n  b\nContent-Length: 3\nContent-Length: 3\n\n"), 404, false, 3)
+	f.Add([]byte("HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n"), 304, false, 0)
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 999\r\n\r\n"), 200, true, 10)
+	f.Add([]byte("garbage"), 200, false, 1)
+	f.Fuzz(func(t *testing.T, raw []byte, status int, truncated bool, n int) {
+		if n < 0 || n > 4096 {
+			return
+		}
+		ex := testExchange(1)
+		ex.RawResponseHeader, ex.Status, ex.Truncated, ex.Body = raw, status, truncated, bytes.Repeat([]byte("b"), n)
+		head, err := responseHead(&ex)
+		if err != nil {
+			return
+		}
+		if !bytes.HasPrefix(head, []byte("HTTP/")) || !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+			t.Fatalf("header %q", head)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(head), "\r\n\r\n"), "\r\n")
+		lengths := 0
+		for _, l := range lines[1:] {
+			name, value, ok := strings.Cut(l, ":")
+			if !ok || l[0] == ' ' || l[0] == '\t' { // not a field (kept as is), a continuation
+				continue
+			}
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "transfer-encoding":
+				t.Fatalf("Transfer-Encoding kept: %q", head)
+			case "content-length":
+				lengths++
+				if mayHaveLength(&ex) && strings.TrimSpace(value) != fmt.Sprint(n) {
+					t.Fatalf("Content-Length %q for %d stored bytes: %q", value, n, head)
+				}
+			}
+		}
+		chunked := teField.Match(raw)
+		if mayHaveLength(&ex) && (lengths > 1 || (chunked && lengths != 1)) {
+			t.Fatalf("%d Content-Length fields: %q", lengths, head)
+		}
+		dir := t.TempDir()
+		w, err := NewWriter(dir, "fuzz", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.WriteExchange(context.Background(), ex)
+		if cerr := w.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
+		if errors.Is(err, ErrBadExchange) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gowarcCheck(filepath.Join(dir, FileName("fuzz", 0))); err != nil {
+			t.Fatalf("header %q: %v", raw, err)
+		}
+	})
+}
+
+// teField matches a Transfer-Encoding field line of a raw header.
+var teField = regexp.MustCompile(`(?im)^transfer-encoding[ \t]*:`)
+
+// mayHaveLength: the stored header must give the stored body's length.
+func mayHaveLength(ex *Exchange) bool {
+	return !ex.Truncated && ex.Status/100 != 1 && ex.Status != 204 && ex.Status != 304
 }
