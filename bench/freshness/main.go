@@ -26,6 +26,15 @@
 // busiest day's revisits over the budget per day.
 //
 //	go run ./bench/freshness [-hosts 40] [-pages 250] [-seed 26] [-days 365] [-warmup 90] [-uniform 7]
+//
+// With -crawl it runs the real crawler instead (crawl.go): a continuous crawl of a
+// changing websim served on loopback, one model day lasting -day of real time, once with
+// --revisit fixed (every -uniform days: the uniform policy) and once with --revisit
+// adaptive, both capped at the uniform policy's request rate; freshness and age come
+// from the access log against the change truth, and the share of revisits to unchanged
+// pages answered 304 is counted.
+//
+//	go run ./bench/freshness -crawl [-day 2s] [-days 60] [-warmup 20] [-uniform 7]
 package main
 
 import (
@@ -36,7 +45,6 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/revisit"
-	"github.com/spider-crawler/spider/internal/websim"
 )
 
 func main() {
@@ -46,11 +54,36 @@ func main() {
 	days := flag.Float64("days", 365, "simulated days")
 	warmup := flag.Float64("warmup", 90, "days before freshness and age are measured (the adaptive policy learns)")
 	uniform := flag.Float64("uniform", 7, "the uniform policy's revisit interval in days: sets the budget")
+	crawlMode := flag.Bool("crawl", false, "run the real crawler (continuous, loopback websim) instead of the simulation")
+	day := flag.Duration("day", 2*time.Second, "-crawl: the real duration of a model day")
+	concurrency := flag.Int("concurrency", 32, "-crawl: the crawl's --concurrency")
+	verbose := flag.Bool("v", false, "-crawl: print each crawl's requests by status and per 3 model days")
 	flag.Parse()
+	if *crawlMode {
+		p := crawlParams{seed: *seed, hosts: *hosts, pages: *pages, days: *days, warmup: *warmup, uniform: *uniform, day: *day, concurrency: *concurrency, verbose: *verbose}
+		if !flagSet("days") {
+			p.days = 60
+		}
+		if !flagSet("warmup") {
+			p.warmup = 20
+		}
+		if err := crawlPolicies(os.Stdout, p); err != nil {
+			fmt.Fprintln(os.Stderr, "freshness:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Stdout, *seed, *hosts, *pages, *days, *warmup, *uniform); err != nil {
 		fmt.Fprintln(os.Stderr, "freshness:", err)
 		os.Exit(1)
 	}
+}
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // adaptivePolicy is the policy the simulation runs for a uniform interval of uniform
@@ -67,13 +100,7 @@ func run(out io.Writer, seed int64, hosts, pages int, days, warmup, uniform floa
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "websim seed %d, %d hosts × %d pages = %d pages; change distribution (websim.ChangeClasses: Cho & Garcia-Molina, VLDB 2000, Fig. 2a):\n", seed, hosts, pages, len(wd.pages))
-	sum := web.SummarizeChanges(hosts)
-	for i, c := range websim.ChangeClasses {
-		fmt.Fprintf(out, "  mean change interval %-15s %4.0f%% of pages (drawn %4.1f%%), log-uniform in [%g, %g] days\n", c.Name, 100*c.Share, 100*sum.ClassShares[i], c.MinDays, c.MaxDays)
-	}
-	fmt.Fprintf(out, "  expected share changing within a day %.1f%%; unchanged over 120 days %.1f%%; changes per page-day %.3f\n",
-		100*sum.ChangedWithinDay, 100*sum.UnchangedFourMonths, sum.MeanChangesPerPageDay)
+	printWorld(out, wd, web, seed, hosts, pages)
 	fmt.Fprintf(out, "simulated %g days (measured from day %g); budget %.0f revisits (every page every %g days on average)\n\n", days, warmup, wd.budget(), uniform)
 
 	rows := []result{wd.uniformPolicy(), wd.proportionalPolicy()}

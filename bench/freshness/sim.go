@@ -228,14 +228,19 @@ func (wd *world) adaptiveRun(p revisit.Policy, oracle bool) [][]float64 {
 }
 
 // calibrated finds the Target whose run spends the budget (within 1%) and returns its
-// figures and the Target.
+// figures and the Target. With p.Initial zero, a page's first interval is the Target
+// too, as in the crawler (crawl.Config.RevisitInitial is both).
 func (wd *world) calibrated(name string, p revisit.Policy, oracle bool) (result, time.Duration) {
+	tied := p.Initial == 0
 	lo, hi := math.Log(float64(time.Hour)), math.Log(float64(120*dayDur))
 	var best result
 	var bestT time.Duration
 	for range 24 {
 		mid := (lo + hi) / 2
 		p.Target = time.Duration(math.Exp(mid))
+		if tied {
+			p.Initial = p.Target
+		}
 		r := wd.measure(name, wd.adaptiveRun(p, oracle))
 		best, bestT = r, p.Target
 		ratio := float64(r.fetches) / wd.budget()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPolicies runs the simulation on 2,000 pages for a year and checks what the
@@ -65,6 +66,36 @@ func TestRunPrints(t *testing.T) {
 	for _, want := range []string{"Cho & Garcia-Molina", "| uniform |", "| adaptive (estimated rates) |", "goal (issue 26)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestCrawlModeRuns runs the -crawl mode on a tiny web: both policies crawl for real,
+// revisit pages, and the server answers revisits of unchanged pages 304.
+func TestCrawlModeRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls for a few seconds")
+	}
+	var out strings.Builder
+	p := crawlParams{seed: 26, hosts: 2, pages: 20, days: 24, warmup: 8, uniform: 4, day: 150 * time.Millisecond, concurrency: 8}
+	if err := crawlPolicies(&out, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| uniform (--revisit fixed) |", "| adaptive (--revisit adaptive) |", "goal (issue 26)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(line, "| uniform") && !strings.HasPrefix(line, "| adaptive") {
+			continue
+		}
+		cells := strings.Split(line, "|")
+		if revisits := strings.TrimSpace(cells[2]); revisits == "0" {
+			t.Errorf("no revisit: %s", line)
+		}
+		if nm := strings.TrimSpace(cells[8]); nm == "NaN%" || nm == "0.0%" {
+			t.Errorf("no 304 for the revisits of unchanged pages: %s", line)
 		}
 	}
 }
