@@ -11,7 +11,9 @@
 //	                 read-only, every bucket decodes, bbolt's tx.Check
 //	                 passes, the stored counts match the buckets, the
 //	                 outcome counters add up to the seen URLs less the
-//	                 pending ones
+//	                 pending ones (plus the revisits taken); every revisit
+//	                 record decodes, the due index and the failed marks
+//	                 agree with the records
 //	pages/           PageIndex lines well formed and in sequence, every
 //	                 page's bytes inside its PageData file, nothing after
 //	                 the last indexed page
@@ -52,6 +54,12 @@
 //     their links through the crawl's own filters and depth limit (which
 //     the data directory does not store); the pages at the edge of the
 //     crawl are fetched twice;
+//   - a state rebuilt from a readable one keeps its revisit schedule: a
+//     damaged revisit record is dropped (its URL stays completed and is no
+//     longer revisited: its validators and change history are what is
+//     lost), the due index and the failed marks are rebuilt from the
+//     records; a state rebuilt from records.jsonl alone has no schedule
+//     (a continuous crawl schedules each URL again when it is fetched);
 //   - a damaged index, or one built from records that repair rewrote, is
 //     reset (the next `spider index` indexes every record again); damaged
 //     graph and rank files are removed (`spider rank` rebuilds them).
@@ -772,6 +780,16 @@ func (c *checked) lostURLs() (known []frontier.Request, total int, stale bool, e
 			counts[c.lines[i].outcome]++
 		}
 	}
+	if c.in.Taken > 0 {
+		// Revisits count every completion of a URL, the records' last
+		// outcomes once per URL: a counter below its kept records is stale.
+		for class, n := range counts {
+			if n > c.in.Counters[class] {
+				stale = true
+			}
+		}
+		return known, total, stale, nil
+	}
 	for class, n := range c.in.Counters {
 		if n != counts[class] {
 			stale = true
@@ -878,7 +896,7 @@ func (c *checked) completedURL(i int, depth int) state.CompletedURL {
 // again, the lost unknown ones forgotten and the counters recomputed from
 // the kept records.
 func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
-	spec := state.RebuildSpec{Created: c.in.Created, FP: c.in.FP, UserMeta: c.in.UserMeta, Pages: c.in.MetaPages}
+	spec := state.RebuildSpec{Created: c.in.Created, FP: c.in.FP, UserMeta: c.in.UserMeta, Pages: c.in.MetaPages, Revisits: c.in.Revisits}
 	spec.Pending = append(spec.Pending, c.in.Pending...)
 	spec.Pending = append(spec.Pending, lost...)
 	keys := make([]dedup.Key, 0, len(c.completed)+len(c.unknown))

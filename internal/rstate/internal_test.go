@@ -50,7 +50,7 @@ func TestReplyReplay(t *testing.T) {
 			}
 			// Complete with a duplicate fingerprint and a new link, twice.
 			cargs := []any{"", mode, s.k, replyTTLArg, "1", "http://a/", "0", "200", "1",
-				binary.BigEndian.AppendUint64(nil, 1), "http://a/", dedup.KeyOf("http://a/").AppendBinary(nil), "0", "", 1, ""}
+				binary.BigEndian.AppendUint64(nil, 1), "http://a/", dedup.KeyOf("http://a/").AppendBinary(nil), "0", "", 1, "", "", "", "0"}
 			cargs = append(cargs, s.appendGroups(nil, []frontier.Request{{URL: "http://c/"}})...)
 			ckeys := s.callKeys()
 			r1, err := completeScript.Run(ctx, c, ckeys, cargs...).Slice()

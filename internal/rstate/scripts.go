@@ -16,6 +16,9 @@ const (
 	kCall  // the reply-cache key of this call (Discover and Complete)
 	kLinks // with Options.Relink: fetched URL key → kept-links record
 	kSim   // near-duplicate tables: dedup.SimTables key → filed pages (near.go)
+	kRv     // revisit records: URL key → request encoding (revisit.go)
+	kDue    // due index: sorted set of URL keys by Due (Unix ms)
+	kFailed // set of the URL keys whose last completion failed
 	numKeys
 )
 
@@ -27,7 +30,7 @@ const (
 // never raise an error: a malformed record gives nil. Lua numbers are
 // doubles, so varints are exact up to 2^53; Seqs and depths stay far below.
 const luaLib = `
-local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL, K_LINKS, K_SIM = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+local K_META, K_PENDING, K_SEQ, K_SEEN, K_BLOOM, K_LIVE, K_COUNTERS, K_FP, K_FENCE, K_CALL, K_LINKS, K_SIM, K_RV, K_DUE, K_FAILED = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
 
 -- fence returns an error reply when the fence key does not hold v ('' = no fence).
 local function fence(v)
@@ -68,9 +71,12 @@ local function putuv(v)
 end
 
 -- fields parses a request record: its URL and Depth and where its Depth (ds),
--- Seq (ss), Redirects (rs) and Topic (ts) start.
+-- Seq (ss), Redirects (rs) and Topic (ts) start, and its Seq. Version 1
+-- ends with the Topic; version 2 adds the Kind (one byte, 0 or 1) and the
+-- Schedule (length-prefixed), never both zero (UnmarshalBinary's rules).
 local function fields(s)
-  if string.byte(s, 1) ~= 1 then return nil end
+  local ver = string.byte(s, 1)
+  if ver ~= 1 and ver ~= 2 then return nil end
   local n, p = uv(s, 2)
   if not n or p + n - 1 > #s then return nil end
   local f = {url = string.sub(s, p, p + n - 1)}
@@ -85,8 +91,9 @@ local function fields(s)
   z, p = uv(s, p)
   if not z then return nil end
   f.ss = p
-  z, p = uv(s, p)
-  if not z then return nil end
+  f.seq, p = uv(s, p)
+  if not f.seq then return nil end
+  f.se = p
   z, p = uv(s, p)
   if not z then return nil end
   f.rs = p
@@ -94,8 +101,28 @@ local function fields(s)
   if not z then return nil end
   f.ts = p
   n, p = uv(s, p)
+  if ver == 1 then
+    if not n or p + n - 1 ~= #s then return nil end
+    return f
+  end
+  if not n or p + n - 1 >= #s then return nil end
+  p = p + n
+  local kind = string.byte(s, p)
+  if kind > 1 then return nil end
+  n, p = uv(s, p + 1)
   if not n or p + n - 1 ~= #s then return nil end
+  if kind == 0 and n == 0 then return nil end
   return f
+end
+
+-- pendingAs reports whether the URL of revisit record f (fields) is
+-- pending under the Seq the record holds (TakeDue's).
+local function pendingAs(f)
+  if f.seq == 0 then return false end
+  local rec = redis.call('HGET', KEYS[K_PENDING], string.format('%.0f', f.seq))
+  if not rec then return false end
+  local p = fields(rec)
+  return p ~= nil and p.url == f.url
 end
 
 -- bitsop reports whether the bits at the k positions ARGV[at..at+k-1]
@@ -215,12 +242,13 @@ end
 -- under owner in every table (a table key's entries stop growing at
 -- SIM_MAX bytes).
 local SIM_MAX = 16384
-local function nearest(arg, owner)
+local function nearest(arg, owner, self)
   local pop = nil -- popcounts of bytes, built when a table key has entries
   local k = string.byte(arg, 1)
   local h = {string.byte(arg, 2, 9)}
   local n = math.floor((#arg - 9) / 10)
   local best, bestD = nil, k + 1
+  local mineD = k + 1
   local vals = {}
   for i = 0, n - 1 do
     local v = redis.call('HGET', KEYS[K_SIM], string.sub(arg, 10 + 10 * i, 19 + 10 * i))
@@ -238,15 +266,19 @@ local function nearest(arg, owner)
       while p + 9 <= #v do
         local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
         local u = string.sub(v, p + 10, p + 9 + len)
-        if u ~= owner then
-          local d = 0
-          for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
-          if d < bestD then best, bestD = u, d end
+        local d = 0
+        for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
+        if u == owner or u == self then
+          if d < mineD then mineD = d end
+        elseif d < bestD then
+          best, bestD = u, d
         end
         p = p + 10 + len
       end
     end
   end
+  -- The page itself (a revisit) nearest: not a duplicate, nothing filed.
+  if mineD <= k and mineD <= bestD then return '' end
   if best then return best end
   if #owner > 65535 then return '' end
   local e = string.sub(arg, 2, 9) .. string.char(math.floor(#owner / 256), #owner % 256) .. owner
@@ -295,8 +327,9 @@ return out
 // completeScript: ARGV: fence value, mode, k, reply ttl, Seq, URL, depth,
 // class, stored ("1"/"0"), fingerprint (8 bytes or ""), fingerprint owner,
 // urlkey, relink ("1"/"0"), kept requests (keptRequests encoding, "" for
-// none), n, the near-duplicate lookup (simArg: "" for none), then n request
-// groups. Reply: {done (0 = not pending), duplicate-of, damaged, relinked,
+// none), n, the near-duplicate lookup (simArg: "" for none), the revisit
+// record ("" for none: the URL's record is removed), its Due in Unix ms
+// ("" for none), failed ("1"/"0"), then n request groups. Reply: {done (0 = not pending), duplicate-of, damaged, relinked,
 // near (1: duplicate-of found by SimHash), item...}.
 //
 // With relink, the URL's depth is its seen depth when that is below the
@@ -337,14 +370,31 @@ if ARGV[10] ~= '' then
   local owner = redis.call('HGET', KEYS[K_FP], ARGV[10])
   if not owner then
     redis.call('HSET', KEYS[K_FP], ARGV[10], ARGV[11])
-  elseif owner ~= ARGV[11] then
+  elseif owner ~= ARGV[11] and owner ~= ARGV[6] then
     dup = owner
   end
 end
 local near = 0
 if dup == '' and ARGV[16] ~= '' then
-  dup = nearest(ARGV[16], ARGV[11])
+  dup = nearest(ARGV[16], ARGV[11], ARGV[6])
   if dup ~= '' then near = 1 end
+end
+local rk = ARGV[12]
+if ARGV[17] == '' then
+  redis.call('HDEL', KEYS[K_RV], rk)
+  redis.call('ZREM', KEYS[K_DUE], rk)
+else
+  redis.call('HSET', KEYS[K_RV], rk, ARGV[17])
+  if ARGV[18] ~= '' then
+    redis.call('ZADD', KEYS[K_DUE], ARGV[18], rk)
+  else
+    redis.call('ZREM', KEYS[K_DUE], rk)
+  end
+end
+if ARGV[19] == '1' then
+  redis.call('SADD', KEYS[K_FAILED], rk)
+else
+  redis.call('SREM', KEYS[K_FAILED], rk)
 end
 local out = {1, dup, 0, '', near}
 local n = tonumber(ARGV[15])
@@ -356,7 +406,7 @@ end
 if cur < depth then
   for _ = 1, n do out[#out + 1] = 0 end
 else
-  out[3] = discover(17, n, bloom, tonumber(ARGV[3]), relink, out)
+  out[3] = discover(20, n, bloom, tonumber(ARGV[3]), relink, out)
 end
 local keep = dup ~= '' or out[4] ~= ''
 for i = 6, #out do
@@ -378,4 +428,63 @@ if not f then return redis.error_reply('DAMAGED pending record ' .. ARGV[2] .. '
 if f.url ~= ARGV[3] then return redis.error_reply('MISMATCH pending record ' .. ARGV[2] .. ' holds another URL') end
 redis.call('HSET', KEYS[K_PENDING], ARGV[2], ARGV[4])
 return 1
+`)
+
+// takeDueScript makes up to max due URLs pending again (Revisits.TakeDue):
+// the earliest in the due set with a score at or below now, each given a
+// fresh Seq (its revisit record's request with that Seq becomes its pending
+// record, and the revisit record keeps the Seq); a URL still pending under
+// its record's Seq, or without a record, only leaves the due set.
+//
+//	ARGV: fence value, reply ttl, now (Unix ms), max. Reply: the pending
+//	records made, in Due order.
+var takeDueScript = redis.NewScript("#!lua\n" + luaLib + `
+local prev = replay()
+if prev then return prev end
+local e = fence(ARGV[1])
+if e then return e end
+local now, max = ARGV[3], tonumber(ARGV[4])
+local out, damaged = {}, 0
+while #out < max do
+  local ks = redis.call('ZRANGEBYSCORE', KEYS[K_DUE], '-inf', now, 'LIMIT', 0, max - #out)
+  if #ks == 0 then break end
+  for _, k in ipairs(ks) do
+    redis.call('ZREM', KEYS[K_DUE], k)
+    local rec = redis.call('HGET', KEYS[K_RV], k)
+    local f = rec and fields(rec)
+    if rec and not f then damaged = damaged + 1 end
+    if f and not pendingAs(f) then
+      local seq = redis.call('INCR', KEYS[K_SEQ])
+      local nrec = string.sub(rec, 1, f.ss - 1) .. putuv(seq) .. string.sub(rec, f.se)
+      redis.call('HSET', KEYS[K_PENDING], string.format('%.0f', seq), nrec)
+      redis.call('HSET', KEYS[K_RV], k, nrec)
+      out[#out + 1] = nrec
+    end
+  end
+end
+if #out > 0 then
+  redis.call('HINCRBY', KEYS[K_META], 'taken', #out)
+  remember(out, ARGV[2])
+end
+if damaged > 0 then redis.log(redis.LOG_WARNING, 'spider: ' .. damaged .. ' damaged revisit records left the due set of ' .. KEYS[K_DUE]) end
+return out
+`)
+
+// retryFailedScript puts every URL of the failed set that has a revisit
+// record and is not pending in the due set at now (Revisits.RetryFailed).
+//
+//	ARGV: fence value, now (Unix ms). Reply: how many.
+var retryFailedScript = redis.NewScript("#!lua\n" + luaLib + `
+local e = fence(ARGV[1])
+if e then return e end
+local n = 0
+for _, k in ipairs(redis.call('SMEMBERS', KEYS[K_FAILED])) do
+  local rec = redis.call('HGET', KEYS[K_RV], k)
+  local f = rec and fields(rec)
+  if f and not pendingAs(f) then
+    redis.call('ZADD', KEYS[K_DUE], ARGV[2], k)
+    n = n + 1
+  end
+end
+return n
 `)

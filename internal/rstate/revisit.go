@@ -1,0 +1,136 @@
+package rstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/crawlstate"
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// The revisit schedule (crawlstate.Revisits), in the bucket's hash tag:
+//
+//	spider:<crawl>:{<bucket>}:rv      HASH  dedup.KeyOf(URL) → the request as last
+//	                                        completed (frontier.Request encoding,
+//	                                        Schedule set, Attempt 0; Seq 0, or the
+//	                                        Seq TakeDue made it pending under)
+//	spider:<crawl>:{<bucket>}:due     ZSET  dedup.KeyOf(URL), score its Due in Unix ms
+//	spider:<crawl>:{<bucket>}:failed  SET   dedup.KeyOf(URL) of the URLs whose last
+//	                                        completion had Outcome.Failed
+//
+// The complete script writes all three with the completion; the take-due
+// script moves due URLs to pending in one call (fenced, its reply kept for
+// OneCall like Discover's and Complete's); the retry script fills the due
+// set from the failed set. A URL that TakeDue made pending keeps its
+// record with its new Seq: while the pending hash holds the URL under that
+// Seq it is not taken again, nor made due by RetryFailed.
+
+// revisitArgs are the complete script's revisit arguments for o: the
+// record ("" when o has neither a Schedule nor Failed: the record goes),
+// its Due in Unix ms ("" for none) and failed ("1"/"0").
+func revisitArgs(r frontier.Request, o crawlstate.Outcome) (rec []byte, due, failed string, err error) {
+	failed = "0"
+	if o.Failed {
+		failed = "1"
+	}
+	if o.Schedule == "" && !o.Failed {
+		return []byte{}, "", failed, nil
+	}
+	r.Seq, r.Attempt, r.Schedule = 0, 0, o.Schedule
+	if rec, err = r.MarshalBinary(); err != nil {
+		return nil, "", "", err
+	}
+	if !o.Due.IsZero() {
+		due = strconv.FormatInt(max(o.Due.UnixMilli(), 1), 10)
+	}
+	return rec, due, failed, nil
+}
+
+// TakeDue makes up to max URLs whose Due is at or before now pending
+// again, earliest Due first, in one script call (crawlstate.Revisits):
+// each leaves the due set and is pending under a fresh Seq with its
+// record's request. A URL still pending is skipped. Under OneCall a retry
+// after a lost reply returns the first run's requests. It fails with
+// ErrFenced when the bucket's lease is lost.
+func (s *Store) TakeDue(ctx context.Context, now time.Time, max int) ([]frontier.Request, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	v, err := takeDueScript.Run(ctx, s.rdb, s.callKeysFor(ctx), s.fence, replyTTLArg,
+		strconv.FormatInt(now.UnixMilli(), 10), max).Slice()
+	if err != nil {
+		return nil, s.fail("cannot take due revisits", err)
+	}
+	out := make([]frontier.Request, 0, len(v))
+	for _, it := range v {
+		rec, ok := it.(string)
+		if !ok {
+			return nil, fmt.Errorf("cannot take due revisits: unexpected script reply item %T", it)
+		}
+		var r frontier.Request
+		if err := r.UnmarshalBinary([]byte(rec)); err != nil {
+			return nil, fmt.Errorf("cannot take due revisits: a pending record made does not decode: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// NextDue reports the earliest Due in the bucket's due set; ok is false
+// when no URL is scheduled.
+func (s *Store) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
+	if err := s.usable(ctx); err != nil {
+		return time.Time{}, false, err
+	}
+	z, err := s.rdb.ZRangeWithScores(ctx, s.keys[kDue], 0, 0).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return time.Time{}, false, s.fail("cannot read the next due revisit", err)
+	}
+	if len(z) == 0 {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(int64(z[0].Score)), true, nil
+}
+
+// RetryFailed sets Due to now for every URL of the bucket whose last
+// Complete had Outcome.Failed (a URL pending meanwhile is left alone), in
+// one script call, and returns how many. It fails with ErrFenced when the
+// bucket's lease is lost.
+func (s *Store) RetryFailed(ctx context.Context, now time.Time) (int, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, err
+	}
+	n, err := retryFailedScript.Run(ctx, s.rdb, s.keys, s.fence, strconv.FormatInt(max(now.UnixMilli(), 1), 10)).Int()
+	if err != nil {
+		return 0, s.fail("cannot requeue the failed URLs", err)
+	}
+	return n, nil
+}
+
+// Scheduled reports how many URLs of the bucket have a revisit record and
+// how many of those are in the due set.
+func (s *Store) Scheduled(ctx context.Context) (records, due int64, err error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, 0, err
+	}
+	var h, z *redis.IntCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		h = p.HLen(ctx, s.keys[kRv])
+		z = p.ZCard(ctx, s.keys[kDue])
+		return nil
+	})
+	if err != nil {
+		return 0, 0, s.fail("cannot count the revisit schedule", err)
+	}
+	return h.Val(), z.Val(), nil
+}
+
+var _ crawlstate.Revisits = (*Store)(nil)
