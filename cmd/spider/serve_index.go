@@ -99,7 +99,7 @@ func searchResultOf(res *index.Result) *server.SearchResult {
 		for j, f := range h.Snippet {
 			frags[j] = server.Fragment{Text: f.Text, Match: f.Match}
 		}
-		out.Hits[i] = server.Hit{URL: h.URL, Title: h.Title, Snippet: frags, Score: h.Score, BM25: h.BM25, PageRank: h.PageRank, Explain: h.Explain, Similar: h.Similar}
+		out.Hits[i] = server.Hit{URL: h.URL, Title: h.Title, Snippet: frags, Score: h.Score, BM25: h.BM25, PageRank: h.PageRank, Explain: h.Explain, Similar: h.Similar, FetchedAt: h.Fetched}
 	}
 	return out
 }

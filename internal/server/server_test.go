@@ -76,6 +76,7 @@ func testHits() []Hit {
 			URL: fmt.Sprintf("http://www.d0.test/s/1/a/%d.html", i), Title: fmt.Sprintf("Crawler article %d", i),
 			Snippet: []Fragment{{Text: "a polite "}, {Text: "crawler", Match: true}, {Text: " fetches pages"}},
 			Score:   1 - float64(i)/100, BM25: 2.5, PageRank: 0.001 * float64(i+1), Explain: "bm25=2.5 pagerank=0.001",
+			FetchedAt: time.Date(2026, 3, 1, 10, 4, 5, 0, time.UTC),
 		})
 	}
 	hits = append(hits,
@@ -423,7 +424,9 @@ func TestStaticAndPages(t *testing.T) {
 		{"/static/vendor/uplot/README.md", "", 200, []string{"uPlot 1.6.32"}},
 		{"/static/vendor/uplot/", "", 404, nil},
 		{"/", "text/html", 200, []string{"28 pages indexed"}},
-		{"/?q=crawler", "text/html", 200, []string{"Results 1–10 of 25", `id="next" href="/?p=2&amp;q=crawler"`, "<mark>crawler</mark>", "page 1 of 3"}},
+		{"/?q=crawler", "text/html", 200, []string{"Results 1–10 of 25", `id="next" href="/?p=2&amp;q=crawler"`, "<mark>crawler</mark>", "page 1 of 3",
+			`fetched <time datetime="2026-03-01T10:04:05Z">1 Mar 2026 10:04 UTC</time>`}},
+		{"/api/search?q=crawler&limit=1", "application/json", 200, []string{`"fetched_at": "2026-03-01T10:04:05Z"`}},
 		{"/?q=crawler&p=3", "text/html", 200, []string{"Results 21–25 of 25", `id="prev" href="/?p=2&amp;q=crawler"`, `start="21"`}},
 		{"/?q=crawler&signals=1", "text/html", 200, []string{"BM25 2.5000", "bm25=2.5 pagerank=0.001", `signals=1`}},
 		{"/?q=%E5%88%86%E5%B8%83%E5%BC%8F", "text/html", 200, []string{"分布式爬虫", "<mark>分布式</mark>"}},

@@ -58,6 +58,9 @@ type Hit struct {
 	// Similar is the number of other pages in the hit's duplicate cluster
 	// (exact and near duplicates, pages naming it canonical), not listed.
 	Similar int `json:"similar,omitempty"`
+	// FetchedAt is when the crawl last fetched the page (a 304 "not
+	// modified" answer counts); zero (absent) when the index does not know.
+	FetchedAt time.Time `json:"fetched_at,omitzero"`
 }
 
 // SearchResult is a page of hits out of Total matches; Terms are the

@@ -44,7 +44,15 @@
       const a = el("a", "title", h.title || h.url);
       a.href = safeHref(h.url);
       a.rel = "noopener noreferrer nofollow";
-      li.append(a, el("div", "url", h.url));
+      const u = el("div", "url", h.url);
+      if (h.fetched_at) {
+        const t = el("time", "", new Date(h.fetched_at).toUTCString().replace(/^\w+, 0?/, "").replace(/:\d\d GMT$/, " UTC"));
+        t.dateTime = h.fetched_at;
+        const f = el("span", "fetched", "fetched ");
+        f.append(t);
+        u.append(" · ", f);
+      }
+      li.append(a, u);
       const p = el("p", "snippet");
       for (const f of h.snippet) p.append(f.match ? el("mark", "", f.text) : document.createTextNode(f.text));
       li.append(p);
