@@ -18,6 +18,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/revisit"
 )
 
 // warcRecord is one record as gowarc read it under strict validation.
@@ -181,5 +182,74 @@ func TestWARCAsReceived(t *testing.T) {
 		rv.header.Get(gowarc.WarcRefersToTargetURI) != srv.URL+"/a" ||
 		rv.header.Get(gowarc.WarcPayloadDigest) != orig.header.Get(gowarc.WarcPayloadDigest) {
 		t.Fatalf("copy's revisit %v, original %v", rv.header, orig.header)
+	}
+}
+
+// TestWARCRevisitNotModified: a revisit whose schedule entry holds an ETag
+// sends If-None-Match; the server's 304 is archived as a revisit record of
+// the server-not-modified profile naming the URL and the capture the entry
+// kept, beside the request record with the validator; a 304 to a request
+// without validators stays a response record. gowarc validates the file.
+func TestWARCRevisitNotModified(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+		case r.Header.Get("If-None-Match") == `"v1"` || r.URL.Path == "/lying":
+			w.Header().Set("ETag", `"v1"`)
+			w.WriteHeader(http.StatusNotModified)
+		default:
+			w.Header().Set("ETag", `"v1"`)
+			io.WriteString(w, "<html><title>p</title>unchanged</html>")
+		}
+	}))
+	defer srv.Close()
+	cfg := crawl.NewConfig()
+	cfg.Data = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/p"}
+	cfg.WARC = true
+	cfg.AllowPrivate = true
+	cfg.Delay = 0
+	cfg.Scope = "any"
+	f, err := crawl.NewFetcher(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	entry := revisit.Entry{LastFetch: stored.Add(time.Hour), LastChange: stored, ETag: `"v1"`}
+	sched, _ := entry.MarshalBinary()
+	key := strings.TrimPrefix(srv.URL, "http://")
+	for _, req := range []frontier.Request{
+		{URL: srv.URL + "/p", Key: key, Schedule: string(sched)},
+		{URL: srv.URL + "/lying", Key: key},
+	} {
+		if v, err := f.Visit(context.Background(), req, time.Now()); err != nil || v.Outcome != "304" {
+			t.Fatalf("%s: outcome %q, %v", req.URL, v.Outcome, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := gowarcRecords(t, filepath.Join(cfg.Data, "warc"))
+	var types []string
+	for _, r := range recs {
+		types = append(types, r.typ)
+	}
+	want := "[warcinfo request response metadata request revisit metadata request response metadata]" // robots.txt's 404 first
+	if fmt.Sprint(types) != want {
+		t.Fatalf("record types\n %v\nwant %s", types, want)
+	}
+	req, rv := recs[4], recs[5]
+	if !bytes.Contains(req.block, []byte("\r\nIf-None-Match: \"v1\"\r\n")) {
+		t.Fatalf("request record without the validator:\n%s", req.block)
+	}
+	if rv.header.Get(gowarc.WarcProfile) != gowarc.ProfileServerNotModifiedV1_1 ||
+		rv.header.Get(gowarc.WarcRefersToTargetURI) != srv.URL+"/p" ||
+		rv.header.Get(gowarc.WarcRefersToDate) != "2026-03-04T05:06:07Z" ||
+		!bytes.HasPrefix(rv.block, []byte("HTTP/1.1 304 Not Modified\r\n")) {
+		t.Fatalf("revisit %v\n%s", rv.header, rv.block)
+	}
+	if lying := recs[8]; lying.header.Get(gowarc.WarcTargetURI) != srv.URL+"/lying" {
+		t.Fatalf("last response is %s", lying.header.Get(gowarc.WarcTargetURI))
 	}
 }
