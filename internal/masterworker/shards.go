@@ -129,6 +129,7 @@ func OpenState(ctx context.Context, rdb redis.UniversalClient, crawlName string,
 		st, err := rstate.Open(ctx, rdb, rstate.Options{
 			Crawl: crawlName, Bucket: tag, SeenMode: opt.SeenMode, ExpectedURLs: per, FPRate: opt.FPRate,
 			Logger: opt.Logger, Relink: opt.Relink, MaxDepth: opt.MaxDepth,
+			DupTags: shardTags, // duplicates across the parts' hosts too
 		})
 		if err != nil {
 			s.Close()

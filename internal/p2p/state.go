@@ -13,6 +13,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
@@ -54,6 +55,17 @@ func bucketOf(rawURL string, m int) int {
 	return partition.Bucket(u.Hostname(), m)
 }
 
+// dupTags are the hash tags of the crawl's duplicate tables (rstate
+// Options.DupTags), the same on every node: 12 tags spread evenly over a
+// Redis Cluster's slots, whose keys count as the crawl's p2p keys.
+var dupTags = func() []string {
+	t := make([]string, 12)
+	for i := range t {
+		t[i] = crawls.SpreadTag("dd-", i, len(t))
+	}
+	return t
+}()
+
 // acquire opens bucket n's store, fenced by the lease token.
 func (b *buckets) acquire(ctx context.Context, n int, token int64) (*rstate.Store, error) {
 	st, err := rstate.Open(ctx, b.rdb, rstate.Options{
@@ -62,6 +74,7 @@ func (b *buckets) acquire(ctx context.Context, n int, token int64) (*rstate.Stor
 		Fence:  &rstate.Fence{Key: b.keys.Owner(n), Value: cluster.OwnerValue(b.node, token)},
 		Logger: b.log,
 		Relink: b.Relinks(), MaxDepth: b.cfg.MaxDepth,
+		DupTags: dupTags, // duplicates across the buckets' hosts too
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open bucket %d: %w", n, err)

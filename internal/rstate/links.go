@@ -199,15 +199,16 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	if o.Stored {
 		stored = "1"
 	}
-	rv, due, failed, err := revisitArgs(r, o)
-	if err != nil {
-		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+	fpArg, simArg := fp, sim
+	if s.dups != nil {
+		// Crawl-wide tables, filed after the script completed the URL
+		// (near.go).
+		fpArg, simArg = nil, []byte{}
 	}
-	args := make([]any, 0, 19+len(local)*s.groupArgs())
+	args := make([]any, 0, 16+len(local)*s.groupArgs())
 	args = append(args, s.fence, s.mode(), s.k, replyTTLArg,
-		strconv.FormatUint(r.Seq, 10), r.URL, strconv.Itoa(r.Depth), o.Class, stored, fp, owner,
-		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), s.relinkArg(), kept, len(local), sim,
-		rv, due, failed)
+		strconv.FormatUint(r.Seq, 10), r.URL, strconv.Itoa(r.Depth), o.Class, stored, fpArg, owner,
+		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), s.relinkArg(), kept, len(local), simArg)
 	args = s.appendGroups(args, local)
 	v, err := completeScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -226,6 +227,17 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	res.DuplicateOf, _ = v[1].(string)
 	if near, _ := v[4].(int64); near == 1 {
 		res.Near = true
+	}
+	if s.dups != nil {
+		// The URL is completed: a failure here only leaves it out of the
+		// tables (a later copy is not found at crawl time).
+		s.dupMu.Lock()
+		res.DuplicateOf, res.Near, err = s.dups.file(ctx, s.rdb, fp, sim, owner, r.URL)
+		s.dupMu.Unlock()
+		if err != nil {
+			s.log.Warn("crawl state: a completed page is not filed in the crawl's duplicate tables", "url", r.URL, "err", err)
+			res.DuplicateOf, res.Near = "", false
+		}
 	}
 	var relink []frontier.Request
 	if rec, _ := v[3].(string); rec != "" {

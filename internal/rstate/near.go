@@ -1,8 +1,13 @@
 package rstate
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
@@ -35,3 +40,229 @@ func simArg(o crawlstate.Outcome) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Crawl-wide duplicate tables (Options.DupTags).
+//
+// Each bucket's own tables (the fp and sim hashes, filed inside the
+// complete script) find the copies of a page only among the pages of that
+// bucket: two copies on hosts of different buckets (a p2p crawl, a
+// master–worker crawl's state parts) were never found. With DupTags the
+// tables are the crawl's, spread over the given hash tags: a fingerprint
+// by its value, a near-duplicate table key (the table number and the
+// hash's bits in the table's blocks, dedup.SimTables.AppendKey) by an
+// FNV-1a hash of it, so every call touches one slot and the tables, the
+// largest part of a crawl state in bloom mode, spread over a Redis
+// Cluster's masters:
+//
+//	spider:C:{TAG}:dupfp    fingerprint (8 bytes) → owner URL
+//	spider:C:{TAG}:dupsim   table key (10 bytes) → entries (8-byte hash,
+//	                        2-byte URL length, URL), at most simMax bytes
+//
+// A completion runs the bucket's complete script first, told no
+// fingerprint or SimHash (the bucket's own tables stay empty). Only when
+// it completed the URL are the crawl's tables touched, under the Store's
+// lock (one page at a time per Store): HSETNX of the fingerprint (another
+// URL already there: an exact duplicate); for a page no exact duplicate,
+// the SimHash's table keys read in one pipeline of HGETs (compared here)
+// and, when none is within the distance, simFileScript per tag, which
+// looks the keys of its tag up again and files the page there unless a
+// copy was filed meanwhile (one pipeline). So a URL not completed (not
+// pending any more, fenced, an error) is never filed, and the copies
+// completed through one Store behave as with the bucket's own tables
+// (exactly one filed, the others its duplicates). Two copies completed at
+// the same moment through two Stores (two buckets) may both miss each
+// other at the lookup, but their filings meet in a table they share, whose
+// script is atomic: at least one of them is reported the other's
+// duplicate (both, rarely, when they meet in two tags in opposite
+// orders; the earlier filed in the tags where it came first). The window
+// left: a process that dies (or loses its connection) between the
+// bucket's completion and the filing (two or three round trips) leaves
+// the page out of the tables: a later copy of it is not found at crawl
+// time (the index's clusters, computed from the records, still find it)
+// and Result.DuplicateOf of that completion is lost.
+
+// simMax bounds a table key's entries, as the bucket script's SIM_MAX.
+const simMax = 16384
+
+// dupTables are the crawl-wide tables' keys, one pair per tag.
+type dupTables struct {
+	fp, sim []string
+}
+
+func newDupTables(crawl string, tags []string) *dupTables {
+	if len(tags) == 0 {
+		return nil
+	}
+	d := &dupTables{}
+	for _, t := range tags {
+		d.fp = append(d.fp, KeyPrefix(crawl, t)+"dupfp")
+		d.sim = append(d.sim, KeyPrefix(crawl, t)+"dupsim")
+	}
+	return d
+}
+
+// part is the tag of a fingerprint or table key: FNV-1a of its bytes.
+func (d *dupTables) part(b []byte) int {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return int(h % uint64(len(d.fp)))
+}
+
+// file files a completed page, owner, in the crawl's tables: fp (8 bytes,
+// nil for none) when no other URL owns it, else the page is that URL's
+// exact duplicate; then sim (simArg, empty for none) unless a page within
+// the distance is filed, whose near-duplicate the page then is. Entries of
+// owner and of self (the request's URL) are the page's own: never its
+// duplicate, and when one is the nearest within the distance (a revisit of
+// an unchanged page) nothing is filed, as in the complete script. The
+// caller holds the Store's lock.
+func (d *dupTables) file(ctx context.Context, rdb redis.UniversalClient, fp, sim []byte, owner, self string) (dup string, near bool, err error) {
+	if len(fp) > 0 {
+		key := d.fp[d.part(fp)]
+		ok, err := rdb.HSetNX(ctx, key, string(fp), owner).Result()
+		if err != nil {
+			return "", false, err
+		}
+		if !ok {
+			o, err := rdb.HGet(ctx, key, string(fp)).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return "", false, err
+			}
+			if o != "" && o != owner && o != self {
+				return o, false, nil
+			}
+		}
+	}
+	if len(sim) == 0 || len(owner) > 65535 {
+		return "", false, nil
+	}
+	k, h := int(sim[0]), binary.BigEndian.Uint64(sim[1:9])
+	var keys [][]byte
+	for i := 9; i+dedup.SimKeyLen <= len(sim); i += dedup.SimKeyLen {
+		keys = append(keys, sim[i:i+dedup.SimKeyLen])
+	}
+	// The lookup: every table key, one pipeline.
+	cmds := make([]*redis.StringCmd, len(keys))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range keys {
+			cmds[i] = p.HGet(ctx, d.sim[d.part(key)], string(key))
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return "", false, err
+	}
+	bestD, mineD := k+1, k+1
+	for _, c := range cmds {
+		v := c.Val()
+		for len(v) >= 10 {
+			n := int(v[8])<<8 | int(v[9])
+			if len(v) < 10+n {
+				break
+			}
+			u, dd := v[10:10+n], dedup.HammingDistance(h, binary.BigEndian.Uint64([]byte(v[:8])))
+			if u == owner || u == self {
+				mineD = min(mineD, dd)
+			} else if dd < bestD {
+				dup, bestD = u, dd
+			}
+			v = v[10+n:]
+		}
+	}
+	if mineD <= k && mineD <= bestD {
+		return "", false, nil // the page itself is the nearest
+	}
+	if dup != "" {
+		return dup, true, nil
+	}
+	// The filing, per tag, each looking its keys up again.
+	byPart := map[int][]any{}
+	var parts []int
+	for _, key := range keys {
+		p := d.part(key)
+		if byPart[p] == nil {
+			parts = append(parts, p)
+			byPart[p] = []any{k, sim[1:9], owner, self}
+		}
+		byPart[p] = append(byPart[p], key)
+	}
+	// By SHA in one pipeline; a server that does not know the script yet
+	// (NOSCRIPT) gets it loaded by Run, call by call.
+	runs := make([]*redis.Cmd, len(parts))
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			runs[i] = simFileScript.EvalSha(ctx, p, []string{d.sim[part]}, byPart[part]...)
+		}
+		return nil
+	})
+	for i, c := range runs {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			c = simFileScript.Run(ctx, rdb, []string{d.sim[parts[i]]}, byPart[parts[i]]...)
+		}
+		v, err := c.Slice()
+		if err != nil {
+			return "", false, err
+		}
+		if len(v) < 2 {
+			return "", false, errors.New("short reply of the near-duplicate script")
+		}
+		u, _ := v[0].(string)
+		dd, _ := v[1].(int64)
+		if u != "" && int(dd) < bestD {
+			dup, bestD = u, int(dd)
+		}
+	}
+	return dup, dup != "", nil
+}
+
+// simFileScript looks a SimHash up in one tag's near-duplicate tables and
+// files it there when none but the page's own is within the distance (the
+// bucket script's nearest over the tag's keys). KEYS: the tag's dupsim
+// hash. ARGV: k,
+// the hash (8 bytes), owner, self (the request's URL), then the hash's
+// table keys of that tag. Reply: {nearest URL, or the empty string when filed (or when
+// the nearest is the page itself: owner or self); its distance}.
+var simFileScript = redis.NewScript(`
+local k = tonumber(ARGV[1])
+local h = {string.byte(ARGV[2], 1, 8)}
+local owner, self = ARGV[3], ARGV[4]
+local pop = nil
+local best, bestD, mineD = '', k + 1, k + 1
+local vals, mine = {}, {}
+for i = 5, #ARGV do
+  local v = redis.call('HGET', KEYS[1], ARGV[i]) or ''
+  vals[i] = v
+  local p = 1
+  while p + 9 <= #v do
+    local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
+    local u = string.sub(v, p + 10, p + 9 + len)
+    if not pop then
+      pop = {}
+      for b = 0, 255 do
+        local c, x = 0, b
+        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
+        pop[b] = c
+      end
+    end
+    local d = 0
+    for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
+    if u == owner or u == self then
+      if u == owner then mine[i] = true end
+      if d < mineD then mineD = d end
+    elseif d < bestD then
+      best, bestD = u, d
+    end
+    p = p + 10 + len
+  end
+end
+if mineD <= k and mineD <= bestD then return {'', 0} end
+if best ~= '' then return {best, bestD} end
+local e = ARGV[2] .. string.char(math.floor(#owner / 256), #owner % 256) .. owner
+for i = 5, #ARGV do
+  if not mine[i] and #vals[i] + #e <= ` + strconv.Itoa(simMax) + ` then
+    redis.call('HSET', KEYS[1], ARGV[i], vals[i] .. e)
+  end
+end
+return {'', 0}
+`)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -107,6 +108,14 @@ type Options struct {
 	// MaxDepth is the largest depth accepted with Relink (negative: no
 	// limit). Unused without Relink, where the caller filters depth.
 	MaxDepth int
+	// DupTags, when set, makes the exact and near-duplicate tables the
+	// crawl's instead of the bucket's, spread over these hash tags (see
+	// near.go), so that Complete finds the copies of a page on every
+	// bucket's hosts. Every Store of a crawl must be given the same tags
+	// in the same order (a store without them keeps its own tables and
+	// sees none of the others'). Their keys are not in Keys: they are
+	// shared by the crawl's buckets. Same alphabet as Bucket.
+	DupTags []string
 }
 
 // Stats are a bucket's sizes.
@@ -136,6 +145,8 @@ type Store struct {
 	m       uint64
 	k       int
 	created time.Time
+	dups    *dupTables // crawl-wide duplicate tables (Options.DupTags), nil for the bucket's own
+	dupMu   sync.Mutex // one filing in dups at a time (near.go)
 
 	callID string // random prefix of this Store's call ids
 	calls  atomic.Uint64
@@ -202,6 +213,11 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	for _, t := range o.DupTags {
+		if err := checkName("duplicate tables' tag", t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -226,10 +242,10 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Stor
 		bloom:  opt.SeenMode == SeenBloom,
 		callID: hex.EncodeToString(id[:]),
 	}
+	s.dups = newDupTables(opt.Crawl, opt.DupTags)
 	s.keys = make([]string, numKeys)
 	for i, name := range [numKeys]string{kMeta: "meta", kPending: "pending", kSeq: "seq", kSeen: "seen",
-		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links", kSim: "sim",
-		kRv: "rv", kDue: "due", kFailed: "failed"} {
+		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links", kSim: "sim"} {
 		s.keys[i] = s.prefix + name
 	}
 	if opt.Fence != nil {
@@ -717,8 +733,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // bucket's hash tag. The caller owns the slice.
 func (s *Store) Keys() []string {
 	return []string{s.keys[kMeta], s.keys[kPending], s.keys[kSeq], s.keys[kSeen], s.keys[kBloom],
-		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks], s.keys[kSim],
-		s.keys[kRv], s.keys[kDue], s.keys[kFailed]}
+		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks], s.keys[kSim]}
 }
 
 // Prefix returns the common prefix of the Store's keys (KeyPrefix).
