@@ -205,10 +205,15 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 		// (near.go).
 		fpArg, simArg = nil, []byte{}
 	}
-	args := make([]any, 0, 16+len(local)*s.groupArgs())
+	rv, due, failed, err := revisitArgs(r, o)
+	if err != nil {
+		return crawlstate.Result{}, nil, fmt.Errorf("cannot complete %q: %w", r.URL, err)
+	}
+	args := make([]any, 0, 19+len(local)*s.groupArgs())
 	args = append(args, s.fence, s.mode(), s.k, replyTTLArg,
 		strconv.FormatUint(r.Seq, 10), r.URL, strconv.Itoa(r.Depth), o.Class, stored, fpArg, owner,
-		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), s.relinkArg(), kept, len(local), simArg)
+		dedup.KeyOf(r.URL).AppendBinary(make([]byte, 0, 16)), s.relinkArg(), kept, len(local), simArg,
+		rv, due, failed)
 	args = s.appendGroups(args, local)
 	v, err := completeScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {

@@ -245,7 +245,8 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Stor
 	s.dups = newDupTables(opt.Crawl, opt.DupTags)
 	s.keys = make([]string, numKeys)
 	for i, name := range [numKeys]string{kMeta: "meta", kPending: "pending", kSeq: "seq", kSeen: "seen",
-		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links", kSim: "sim"} {
+		kBloom: "bloom", kLive: "live", kCounters: "counters", kFP: "fp", kFence: "meta", kCall: "meta", kLinks: "links", kSim: "sim",
+		kRv: "rv", kDue: "due", kFailed: "failed"} {
 		s.keys[i] = s.prefix + name
 	}
 	if opt.Fence != nil {
@@ -733,7 +734,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // bucket's hash tag. The caller owns the slice.
 func (s *Store) Keys() []string {
 	return []string{s.keys[kMeta], s.keys[kPending], s.keys[kSeq], s.keys[kSeen], s.keys[kBloom],
-		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks], s.keys[kSim]}
+		s.keys[kLive], s.keys[kCounters], s.keys[kFP], s.keys[kLinks], s.keys[kSim],
+		s.keys[kRv], s.keys[kDue], s.keys[kFailed]}
 }
 
 // Prefix returns the common prefix of the Store's keys (KeyPrefix).
