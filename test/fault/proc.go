@@ -210,3 +210,14 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Interrupt sends SIGINT (the operator's Ctrl-C). Interrupting an exited process does
+// nothing.
+func (p *Proc) Interrupt() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+}
