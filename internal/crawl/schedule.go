@@ -220,8 +220,14 @@ func observationOf(v Visit, now time.Time) (o revisit.Observation, ok bool) {
 	}
 	var c revisit.Class
 	switch v.Outcome {
-	case OutcomeRobots, OutcomeTooManyRedirects:
+	case OutcomeRobots, OutcomeTooManyRedirects, OutcomeNoSitemap:
 		return o, false
+	case OutcomeSitemap:
+		// A sitemap read: revisited like a page (a continuous crawl reads
+		// it again for new URLs); its content is not fingerprinted, so it
+		// is never seen to change and its interval grows to the bound.
+		o.Outcome, o.Fingerprint = revisit.Fetched, v.ContentHash
+		return o, true
 	case OutcomeDNS:
 		c = revisit.ClassDNS
 	case OutcomeRefused, OutcomeReset, OutcomeUnreachable, OutcomeTLS:
