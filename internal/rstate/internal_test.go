@@ -79,23 +79,30 @@ func TestReplyReplay(t *testing.T) {
 	}
 }
 
-// fieldsScript exposes luaLib's record parser: {url, depth, ds, ss, rs, ts}
-// or nil.
+// fieldsScript exposes luaLib's record parser: {url, depth, ds, ss, rs, ts,
+// seq, se} or nil.
 var fieldsScript = redis.NewScript("#!lua\n" + luaLib + `
 local f = fields(ARGV[1])
 if not f then return false end
-return {f.url, tostring(f.depth), f.ds, f.ss, f.rs, f.ts}
+return {f.url, tostring(f.depth), f.ds, f.ss, f.rs, f.ts, f.seq, f.se}
 `)
 
 // FuzzLuaFields checks the Lua parser of pending records against
 // frontier.Request.UnmarshalBinary on arbitrary bytes, on a real Redis:
-// both accept the same inputs, agree on URL and Depth, and the positions
-// Lua reports hold Depth, Seq, Redirects and the Topic length.
+// both accept the same inputs (version 1 and version 2, with Kind and
+// Schedule), agree on URL, Depth and Seq, and the positions Lua reports
+// hold Depth, Seq, Redirects and the Topic length; a record with another
+// Seq spliced in at Lua's Seq positions (what the take-due script writes)
+// decodes as the same request with that Seq.
 func FuzzLuaFields(f *testing.F) {
 	for _, r := range []frontier.Request{
 		{},
 		{URL: "http://a/", Key: "a:80", Depth: 3, Priority: -1, Seq: 1 << 40, Attempt: 2, Redirects: 1, Topic: "t"},
 		{URL: string(make([]byte, 200)), Depth: -1 << 40, Seq: 1<<64 - 1, Topic: "é"},
+		// Version 2: a Kind, a revisit Schedule, both.
+		{URL: "http://a/sitemap.xml", Key: "a:80", Kind: frontier.KindSitemap},
+		{URL: "http://a/", Key: "a:80", Seq: 7, Schedule: "\x01\x03sched"},
+		{URL: "http://a/s.xml", Kind: frontier.KindSitemap, Topic: "t", Schedule: string(make([]byte, 300))},
 	} {
 		b, _ := r.MarshalBinary()
 		f.Add(b)
@@ -104,6 +111,12 @@ func FuzzLuaFields(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{2, 0})
+	// Version 2 as UnmarshalBinary refuses it: no Kind and no Schedule, an
+	// unknown Kind, a Schedule longer than the record.
+	for _, tail := range [][]byte{{0, 0}, {2, 0}, {1, 5, 'a'}, {0}} {
+		v1, _ := frontier.Request{URL: "http://a/"}.MarshalBinary()
+		f.Add(append(append([]byte{2}, v1[1:]...), tail...))
+	}
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02})
 	srv := redistest.Start(f)
 	c := srv.Client()
@@ -142,6 +155,20 @@ func FuzzLuaFields(f *testing.F) {
 		}
 		if n, _ := binary.Uvarint(at(5)); n != uint64(len(r.Topic)) {
 			t.Fatalf("Topic length at ts: %d, want %d", n, len(r.Topic))
+		}
+		if r.Seq < 1<<53 && v[6].(int64) != int64(r.Seq) {
+			t.Fatalf("Lua Seq %d, Go %d", v[6], r.Seq)
+		}
+		// The take-due script's rewrite: the record with another Seq at
+		// ss..se decodes as the same request with that Seq.
+		if r.Seq < 1<<53 {
+			re := append(append(append([]byte{}, data[:v[3].(int64)-1]...), binary.AppendUvarint(nil, 42)...), data[v[7].(int64)-1:]...)
+			var r2 frontier.Request
+			want := r
+			want.Seq = 42
+			if err := r2.UnmarshalBinary(re); err != nil || r2 != want {
+				t.Fatalf("record with Seq 42 spliced at ss..se: %+v, %v; want %+v", r2, err, want)
+			}
 		}
 	})
 }

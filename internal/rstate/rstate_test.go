@@ -166,8 +166,13 @@ func TestRedisRestart(t *testing.T) {
 				}
 				acc, err := s.Discover(ctx, statetest.Reqs(urls...))
 				must(t, err)
-				for _, r := range acc[:200] {
-					if _, err := s.Complete(ctx, r, crawlstate.Outcome{Class: "200", Stored: true}, statetest.Reqs(r.URL+"/x")); err != nil {
+				for i, r := range acc[:200] {
+					// Every completed URL scheduled, the first 50 due.
+					o := crawlstate.Outcome{Class: "200", Stored: true, Schedule: "s"}
+					if i < 50 {
+						o.Due = time.UnixMilli(int64(1000 + i))
+					}
+					if _, err := s.Complete(ctx, r, o, statetest.Reqs(r.URL+"/x")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -206,6 +211,13 @@ func TestRedisRestart(t *testing.T) {
 				}
 				if c, err := s.Counters(ctx); err != nil || c["200"] != 200 {
 					t.Fatalf("%s counters after restart %v, %v", mode, c, err)
+				}
+				if r, d, err := s.Scheduled(ctx); err != nil || r != 200 || d != 50 {
+					t.Fatalf("%s schedule after restart: %d records, %d due, %v; want 200, 50", mode, r, d, err)
+				}
+				due, err := s.TakeDue(ctx, time.UnixMilli(1009), 100)
+				if err != nil || len(due) != 10 || due[0].URL != "http://r/0" || due[9].URL != "http://r/9" || due[0].Schedule != "s" {
+					t.Fatalf("%s TakeDue after restart: %v, %v; want r/0 to r/9", mode, statetest.URLs(due), err)
 				}
 			}
 		})
@@ -327,7 +339,9 @@ func TestClusterKeySlots(t *testing.T) {
 		stores = append(stores, s)
 		acc, err := s.Discover(ctx, statetest.Reqs("http://k/1", "http://k/2"))
 		must(t, err)
-		if _, err := s.Complete(ctx, acc[0], crawlstate.Outcome{Class: "200", Fingerprint: 5, Stored: true}, statetest.Reqs("http://k/3")); err != nil {
+		// A revisit record, a due entry and a failed mark: their keys too.
+		o := crawlstate.Outcome{Class: "200", Fingerprint: 5, Stored: true, Schedule: "s", Due: time.Unix(100, 0), Failed: true}
+		if _, err := s.Complete(ctx, acc[0], o, statetest.Reqs("http://k/3")); err != nil {
 			t.Fatal(err)
 		}
 		u := acc[1]

@@ -362,6 +362,10 @@ func (r *runner) testNotDuplicateOfItself(t *testing.T) {
 		{"unchanged", state.Outcome{Class: "200", Fingerprint: 11, SimHash: h, NearDistance: 3, Schedule: "s", Due: t0}},
 		{"changed a little", state.Outcome{Class: "200", Fingerprint: 12, SimHash: h ^ 1<<9, NearDistance: 3, Schedule: "s", Due: t0}},
 		{"unchanged, owner named", state.Outcome{Class: "200", Fingerprint: 11, SimHash: h, NearDistance: 3, Schedule: "s", Due: t0, URL: "http://self/a"}},
+		// Now recorded under another owner URL (say its final URL): the
+		// tables name the request's own URL, still not a duplicate.
+		{"unchanged, another owner", state.Outcome{Class: "200", Fingerprint: 11, SimHash: h, NearDistance: 3, Schedule: "s", Due: t0, URL: "http://self/a-final"}},
+		{"near, another owner", state.Outcome{Class: "200", Fingerprint: 14, SimHash: h ^ 1<<3, NearDistance: 3, Schedule: "s", Due: t0, URL: "http://self/a-final"}},
 	} {
 		got, err := rv.TakeDue(ctx, t0, 1)
 		must(t, err)
