@@ -46,6 +46,11 @@
 //	                                           record: uvarint depth now, uvarint depth it
 //	                                           was fetched at, then its discovered requests
 //	                                           (count, length-prefixed encodings; links.go)
+//	spider:<crawl>:{<bucket>}:rv       HASH    dedup.KeyOf(URL) → its revisit record: the request
+//	                                           as last completed with its Schedule (Seq: the
+//	                                           one TakeDue made it pending under; revisit.go)
+//	spider:<crawl>:{<bucket>}:due      ZSET    dedup.KeyOf(URL) by Due (Unix ms): TakeDue's index
+//	spider:<crawl>:{<bucket>}:failed   SET     dedup.KeyOf(URL) whose last completion failed
 //
 // The lease code of the cluster writes spider:<crawl>:{b<n>}:owner; a Store
 // opened with Options.Fence checks that key at the start of every write

@@ -19,13 +19,21 @@
 //	simhash   sequence number, 8 B big     the distance k (1 B), the SimHash
 //	          endian (an append-only log   (8 B), the URL of a page filed in
 //	          of the pages filed)          the near-duplicate tables (near.go)
+//	revisit   dedup.Key of a URL with a    its revisit record: version, flags
+//	          revisit schedule             (failed), Due, the request as last
+//	                                       completed with its Schedule
+//	                                       (revisit.go)
+//	due       Due (8 B, Unix ms) + key     empty: the index TakeDue walks
+//	failed    dedup.Key                    empty: last completion failed
 //	meta      "_created", "_pending",      internal values (keys starting
 //	          "_seen", "_pages",           with "_" are reserved); user keys
 //	          "_txmark", "_merged",        set with SetMeta
 //	          "_format" (stateFormat),
 //	          "_pagenext", "_recordsend"
 //	          (Outcome.PageNext and
-//	          RecordsEnd: the largest);
+//	          RecordsEnd: the largest),
+//	          "_revisits", "_due",
+//	          "_taken" (revisit.go);
 //	          user keys
 //
 // A URL is accepted exactly once (Discover), stays in pending until

@@ -23,7 +23,7 @@ func revisits(t *testing.T, b Backend) crawlstate.Revisits {
 	t.Helper()
 	rv, ok := b.(crawlstate.Revisits)
 	if !ok {
-		t.Skipf("%T does not implement crawlstate.Revisits yet", b)
+		t.Fatalf("%T does not implement crawlstate.Revisits", b)
 	}
 	return rv
 }
