@@ -12,10 +12,10 @@ const (
 	kLive
 	kCounters
 	kFP
-	kFence // the fence key, or kMeta's key when there is no fence
-	kCall  // the reply-cache key of this call (Discover and Complete)
-	kLinks // with Options.Relink: fetched URL key → kept-links record
-	kSim   // near-duplicate tables: dedup.SimTables key → filed pages (near.go)
+	kFence  // the fence key, or kMeta's key when there is no fence
+	kCall   // the reply-cache key of this call (Discover and Complete)
+	kLinks  // with Options.Relink: fetched URL key → kept-links record
+	kSim    // near-duplicate tables: dedup.SimTables key → filed pages (near.go)
 	kRv     // revisit records: URL key → request encoding (revisit.go)
 	kDue    // due index: sorted set of URL keys by Due (Unix ms)
 	kFailed // set of the URL keys whose last completion failed
