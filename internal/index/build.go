@@ -243,10 +243,11 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 	maxRecords, workers int, fields FieldWeights, keepAnchors bool, sites *content.Model, done func(d *Doc, bodyBytes int), log *slog.Logger) (rangeResult, error) {
 	var r rangeResult
 	at := map[string]int{}
+	touched := map[string]rangeItem{} // the last 304 of a URL whose version is older than the range
 	end, err := ScanRecords(dataDir, from, to, func(rec Record, end int64) bool {
 		// The URL's latest version in the range (follow); a URL whose
-		// records here supersede nothing (a 304, a failed attempt) keeps
-		// what older segments hold: no item, neither a page nor a deletion.
+		// records here supersede nothing (a failed attempt) keeps what
+		// older segments hold: no item, neither a page nor a deletion.
 		k, held := at[rec.URL]
 		var cur Record
 		if held {
@@ -259,7 +260,10 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 			} else {
 				at[rec.URL] = len(r.items)
 				r.items = append(r.items, it)
+				delete(touched, rec.URL)
 			}
+		} else if !held && rec.Status == 304 {
+			touched[rec.URL] = rangeItem{url: rec.URL, rec: rec, offset: end}
 		}
 		r.records++
 		return maxRecords <= 0 || r.records < maxRecords
@@ -268,6 +272,35 @@ func analyzeRange(ctx context.Context, a *analysis.Analyzer, dataDir string, pag
 		return r, err
 	}
 	r.end = end
+	if len(touched) > 0 && from > 0 {
+		// A 304 to a page indexed by an earlier run: the segments cannot
+		// change a stored field in place, so the page's version (the
+		// latest before the range) is analysed again from its stored copy
+		// with the 304's fetch time, and replaces the older document.
+		var older latestRecords
+		if _, err := ScanRecords(dataDir, 0, from, func(rec Record, _ int64) bool {
+			if _, ok := touched[rec.URL]; ok {
+				older.add(rec)
+			}
+			return ctx.Err() == nil
+		}); err != nil {
+			return r, err
+		}
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		for _, rec := range older.recs {
+			t := touched[rec.URL]
+			if !rec.Indexable() {
+				continue // gone before the range: nothing to touch
+			}
+			if t.rec.FetchedAt.After(rec.FetchedAt) {
+				rec.FetchedAt = t.rec.FetchedAt
+			}
+			at[rec.URL] = len(r.items)
+			r.items = append(r.items, rangeItem{url: rec.URL, rec: rec, offset: t.offset})
+		}
+	}
 	if fields.Template == 0 && sites == nil {
 		// Pass one: the site models of the range's pages.
 		if sites, err = observeSites(ctx, r.items, pages, workers); err != nil {

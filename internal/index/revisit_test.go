@@ -154,8 +154,8 @@ func TestIndexFollowsRevisits(t *testing.T) {
 	c.page(late304, "Late", "tortoise shell", t1)
 	c.answer(late304, 304, "304", t2)
 	st = c.build(BuildOptions{})
-	if st.Docs != 3 || st.Deleted != 2 {
-		t.Errorf("incremental build: %d docs, %d deleted; want 3 (changed, returned, late304) and 2 (404, 410)", st.Docs, st.Deleted)
+	if st.Docs != 4 || st.Deleted != 2 {
+		t.Errorf("incremental build: %d docs, %d deleted; want 4 (changed, returned, late304, and same again for its 304) and 2 (404, 410)", st.Docs, st.Deleted)
 	}
 
 	check := func(name string, ix *Index) {
@@ -188,6 +188,9 @@ func TestIndexFollowsRevisits(t *testing.T) {
 			}
 			if got := hits(t, ix, "tortoise")[late304].Fetched; !got.Equal(t2) {
 				t.Errorf("a page answered 304 after its fetch shows fetched %s, want the 304's %s", got, t2)
+			}
+			if got := hits(t, ix, "granite")[same].Fetched; !got.Equal(t1) {
+				t.Errorf("a page answered 304 by a revisit indexed in a later run shows fetched %s, want the 304's %s", got, t1)
 			}
 			if got := hits(t, ix, "volcano")[down].Fetched; !got.Equal(t0) {
 				t.Errorf("a page whose revisit failed shows fetched %s, want its copy's %s", got, t0)
