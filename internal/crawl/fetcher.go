@@ -188,6 +188,7 @@ func newFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer, chec
 		FirstByteTimeout: time.Duration(cfg.FirstByteTimeout),
 		TotalTimeout:     time.Duration(cfg.Timeout),
 		MaxBodyBytes:     cfg.MaxBodyBytes,
+		KeepRaw:          cfg.WARC, // the body as transferred, for the WARC records
 	}, logger, reg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot set up the fetcher: %w", err)

@@ -322,7 +322,7 @@ func (c *Client) finish(ctx context.Context, op string, req *Request, u *url.URL
 	resp := h.resp
 	defer resp.Body.Close()
 	wire := &countingReader{r: resp.Body}
-	body, raw, err := readBody(wire, resp, maxBody)
+	body, raw, err := readBody(wire, resp, maxBody, c.cfg.KeepRaw)
 	if err != nil {
 		err = ctxCause(ctx, fmt.Errorf("reading the body: %w", err))
 		c.m.observe(string(Classify(err)), wire.n, time.Since(h.start))
@@ -366,30 +366,39 @@ type readResult struct {
 }
 
 // readBody reads and content-decodes resp's body from r, capped at max
-// decoded bytes, and keeps the bytes as transferred (Response.Raw), capped
-// at max too.
-func readBody(r io.Reader, resp *http.Response, max int64) ([]byte, readResult, error) {
+// decoded bytes, and, with keepRaw, keeps the bytes as transferred
+// (Response.Raw), capped at max too. Without a content coding the raw body
+// is the body, kept or not.
+func readBody(r io.Reader, resp *http.Response, max int64, keepRaw bool) ([]byte, readResult, error) {
 	ce := strings.Join(resp.Header.Values("Content-Encoding"), ",")
-	rawBuf := &cappedBuffer{max: max}
-	if resp.ContentLength > 0 {
-		rawBuf.buf.Grow(int(min(resp.ContentLength, max, maxPresize)))
+	src := r
+	var rawBuf *cappedBuffer
+	if keepRaw {
+		rawBuf = &cappedBuffer{max: max}
+		src = io.TeeReader(r, rawBuf)
 	}
-	tee := io.TeeReader(r, rawBuf)
-	dec, err := decoder(tee, ce)
+	dec, err := decoder(src, ce)
 	if err != nil {
 		return nil, readResult{}, err
 	}
-	if dec == tee { // no content coding: the raw body is the body
+	if dec == src { // no content coding: the raw body is the body
 		body, truncated, err := readCapped(r, max, resp.ContentLength)
 		return body, readResult{raw: body, truncated: truncated, rawTruncated: truncated}, err
+	}
+	if !keepRaw {
+		body, truncated, err := readCapped(dec, max, 0)
+		return body, readResult{truncated: truncated}, err
+	}
+	if resp.ContentLength > 0 { // the announced size is the raw one's
+		rawBuf.buf.Grow(int(min(resp.ContentLength, max, maxPresize)))
 	}
 	body, truncated, err := readCapped(dec, max, 0)
 	if err == nil && !truncated {
 		// A decoder may stop at the end of its stream: what follows (a
 		// brotli stream's last bytes, trailing garbage) was transferred
-		// too. Read it into Raw, within the cap.
-		// A failure there leaves Raw short of what was sent, not Body.
-		if _, derr := io.Copy(io.Discard, io.LimitReader(tee, max-int64(rawBuf.buf.Len())+1)); derr != nil {
+		// too. Read it into Raw, within the cap; a failure there leaves
+		// Raw short of what was sent, not Body.
+		if _, derr := io.Copy(io.Discard, io.LimitReader(src, max-int64(rawBuf.buf.Len())+1)); derr != nil {
 			rawBuf.over = true
 		}
 	}

@@ -959,8 +959,9 @@ func TestNewRefusesHostileConfig(t *testing.T) {
 // TestRawBody checks Response.Raw, the body as transferred for WARC: the
 // content-coded bytes exactly as the server wrote them (not the decoded
 // text), the same slice as Body without a content coding, capped like Body
-// (a gzip bomb's Raw stays within the cap), and a chunked answer's
-// Transfer-Encoding named in RawHeader.
+// (a gzip bomb's Raw stays within the cap), a chunked answer's
+// Transfer-Encoding named in RawHeader, and an encoded body's Raw kept only
+// with Config.KeepRaw.
 func TestRawBody(t *testing.T) {
 	const text = "<html><body>raw body, raw body, raw body, raw body</body></html>"
 	const limit = 64 << 10
@@ -998,7 +999,7 @@ func TestRawBody(t *testing.T) {
 			}
 		}
 	})
-	c := newClient(t, Config{AllowPrivate: true, MaxBodyBytes: limit})
+	c := newClient(t, Config{AllowPrivate: true, MaxBodyBytes: limit, KeepRaw: true})
 	for _, tc := range []struct {
 		path    string
 		wire    []byte
@@ -1027,5 +1028,15 @@ func TestRawBody(t *testing.T) {
 	}
 	if !bytes.HasPrefix(member.Bytes(), resp.Raw[:min(len(resp.Raw), member.Len())]) {
 		t.Fatal("bomb: Raw does not start with the bytes sent")
+	}
+
+	// Without KeepRaw an encoded body's Raw is not kept; a plain one's is
+	// the body.
+	c = newClient(t, Config{AllowPrivate: true, MaxBodyBytes: limit})
+	if resp, err := get(t, c, srv.URL+"/gzip", 0); err != nil || resp.Raw != nil || string(resp.Body) != text {
+		t.Fatalf("gzip without KeepRaw: raw %d bytes, body %q, %v", len(resp.Raw), resp.Body, err)
+	}
+	if resp, err := get(t, c, srv.URL+"/identity", 0); err != nil || string(resp.Raw) != text {
+		t.Fatalf("identity without KeepRaw: raw %q, %v", resp.Raw, err)
 	}
 }

@@ -44,6 +44,10 @@ type Config struct {
 	// MaxBodyLimit. Memory for a body follows the bytes received: the
 	// server's Content-Length pre-sizes at most 1 MiB.
 	MaxBodyBytes int64
+	// KeepRaw keeps a content-coded body as transferred beside the decoded
+	// one (Response.Raw), for WARC: up to MaxBodyBytes more per answer.
+	// Default false: Raw is nil for such a body.
+	KeepRaw bool
 	// DNSCacheTTL is how long resolved addresses are reused. Default 5m.
 	DNSCacheTTL time.Duration
 	// DNSNegativeTTL is how long a failed look-up is remembered. Default 30s.

@@ -47,9 +47,10 @@ type Response struct {
 	// (gzip, br, deflate bytes) when the server used a Content-Encoding,
 	// free of the chunked transfer coding (net/http removes it; RawHeader
 	// then says Transfer-Encoding: chunked). Without a content coding Raw
-	// is Body itself (the same slice, not a copy). It is capped like Body,
-	// at Config.MaxBodyBytes, so the two together hold at most twice the
-	// cap; a gzip bomb's Raw is small.
+	// is Body itself (the same slice, not a copy); with one, it is kept
+	// only with Config.KeepRaw (else nil), capped like Body at
+	// Config.MaxBodyBytes, so the two together hold at most twice the cap;
+	// a gzip bomb's Raw is small.
 	Raw []byte
 	// RawTruncated is true when Raw is not the whole transferred body: cut
 	// at the cap, or left unread once Body reached the cap.
