@@ -52,6 +52,7 @@ func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.BoolVar(&c.FollowNofollow, "follow-nofollow", c.FollowNofollow, "also follow rel=nofollow links")
 	fs.IntVar(&c.NearDupDistance, "near-dup-distance", c.NearDupDistance, fmt.Sprintf("a page whose text's 64-bit SimHash is within this many bits of an earlier page's is its near-duplicate: recorded, links followed, shown once in search (range 0 = off to %d)", crawl.MaxNearDupDistance))
 	fs.BoolVar(&c.Canonical, "canonical", c.Canonical, "respect rel=canonical (<link> or HTTP Link header) naming another URL of the same host in scope: record it, queue it, fold the page into it in search")
+	fs.BoolVar(&c.Sitemaps, "sitemaps", c.Sitemaps, "read each host's sitemaps (robots.txt Sitemap: lines and /sitemap.xml; index files, gzip, at most 50,000 URLs or 50 MiB each) and crawl the pages they list at depth 1, through the same filters as links; not with --mode layered or --dedup protocol")
 	fs.StringVar(&c.Seen, "seen", c.Seen, "URL-seen test: exact or bloom")
 	fs.Uint64Var(&c.ExpectedURLs, "expected-urls", c.ExpectedURLs, "URLs the Bloom filter is sized for (at least 1; the filter, about 3.6 bytes per URL at --fp-rate 1e-6, must fit in 4 GiB)")
 	fs.Float64Var(&c.FPRate, "fp-rate", c.FPRate, fmt.Sprintf("Bloom filter false-positive rate (range %g to %g)", crawl.MinFPRate, crawl.MaxFPRate))
@@ -86,6 +87,7 @@ func revisitFlags(fs *pflag.FlagSet, c *crawl.Config) {
 // parses.
 func crawlConfigFlags(name, synopsis string, args []string, stderr io.Writer) (*crawl.Config, *pflag.FlagSet, error) {
 	cfg := crawl.NewConfig()
+	cfg.Sitemaps = true // the command's default; the library's is off (crawl.Config.Sitemaps)
 	if path := findConfigFlag(args); path != "" {
 		if err := crawl.LoadFile(path, &cfg); err != nil {
 			return nil, nil, err
@@ -361,8 +363,12 @@ func progressLoop(eng *crawl.Engine, w io.Writer, done <-chan struct{}) {
 			p := eng.Progress()
 			rate := float64(p.Fetched-last) / now.Sub(lastT).Seconds()
 			last, lastT = p.Fetched, now
-			fmt.Fprintf(w, "\r\033[Kpages %d  %.0f/s  queued %d  in flight %d  hosts %d  errors %d  %s",
-				p.Fetched, rate, p.Queued, p.InFlight, p.Hosts, p.Errors, p.Elapsed.Round(time.Second))
+			revisits := ""
+			if rc := eng.RevisitCounts(); rc.Revisits > 0 || rc.Retried > 0 {
+				revisits = fmt.Sprintf("  revisits %d (304: %d, changed %d)", rc.Revisits, rc.NotModified, rc.Changed)
+			}
+			fmt.Fprintf(w, "\r\033[Kpages %d  %.0f/s  queued %d  in flight %d  hosts %d  errors %d%s  %s",
+				p.Fetched, rate, p.Queued, p.InFlight, p.Hosts, p.Errors, revisits, p.Elapsed.Round(time.Second))
 		}
 	}
 }
