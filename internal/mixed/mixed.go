@@ -33,8 +33,10 @@ import (
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawl/rbudget"
+	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/protocol"
+	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/urls"
 )
@@ -102,6 +104,66 @@ func openBudget(opt Options, cfg crawl.Config) (*rbudget.Budget, func(), error) 
 	}
 	return rbudget.New(rdb, budgetKeys(opt.Host.Config.Crawl), protocol.HostAddr(opt.Host.Network, opt.Host.ID), cfg.MaxPages,
 		rbudget.SlotTTL(cfg), opt.Logger), closeFn, nil
+}
+
+// dupTags are the hash tags of a §0 crawl's duplicate tables (rstate.Dupes)
+// in the first network's center's Redis: 12 tags spread evenly over a Redis
+// Cluster's slots; their keys, spider:proto:C:{dd-I-K}:dupfp and dupsim,
+// are the crawl's §0 keys.
+var dupTags = func() []string {
+	t := make([]string, 12)
+	for i := range t {
+		t[i] = crawls.SpreadTag("dd-", i, len(t))
+	}
+	return t
+}()
+
+// dupMetrics are the duplicate counters the single-node scheduler keeps
+// too (the same series).
+type dupMetrics struct {
+	exact, near prometheus.Counter
+}
+
+// openDupes returns the crawl-wide duplicate tables (nil when the crawl has
+// no Redis to keep them in) and the function that closes what it dialled.
+// Every host of every network files its pages there, so a copy is found
+// whichever host fetched the original.
+func openDupes(opt Options) (*rstate.Dupes, func(), error) {
+	rdb, closeFn, err := firstCenter(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := rstate.NewDupes(rdb, "spider:proto:"+opt.Host.Config.Crawl+":", dupTags)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return d, closeFn, nil
+}
+
+// fileDupes files a completed page in the crawl's duplicate tables, counts a
+// duplicate and logs it as the single-node crawl does ("duplicate
+// content"). A failure only leaves the page out of the tables.
+func (l *loop) fileDupes(ctx context.Context, url string, v crawl.Visit) {
+	if l.dupes == nil || v.Fingerprint == 0 && v.SimHash == 0 {
+		return
+	}
+	dup, near, err := l.dupes.File(ctx, url, v.Fingerprint, v.SimHash, l.cfg.NearDupDistance)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Warn("a completed page is not filed in the crawl's duplicate tables", "url", url, "err", err)
+		}
+		return
+	}
+	if dup == "" {
+		return
+	}
+	if near {
+		l.dupM.near.Inc()
+	} else {
+		l.dupM.exact.Inc()
+	}
+	l.log.Debug("duplicate content", "url", url, "duplicate_of", dup, "near", near)
 }
 
 // Result is what one host did.
@@ -190,6 +252,27 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	defer fr.Close()
 
 	l := &loop{cfg: cfg, host: host, fetcher: fetcher, fr: fr, log: opt.Logger, budget: bud, taken: map[string]protocol.Taken{}}
+	l.dupM = dupMetrics{
+		exact: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spider_duplicate_content_total", Help: "Pages whose text was identical to an earlier page's.",
+		}),
+		near: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spider_near_duplicate_content_total", Help: "Pages whose text's SimHash was within --near-dup-distance bits of an earlier page's (not identical).",
+		}),
+	}
+	if err := opt.Registerer.Register(l.dupM.exact); err != nil {
+		opt.Logger.Debug("duplicate counter not registered", "err", err)
+	}
+	if err := opt.Registerer.Register(l.dupM.near); err != nil {
+		opt.Logger.Debug("near-duplicate counter not registered", "err", err)
+	}
+	if d, closeDupes, err := openDupes(opt); err != nil {
+		// Like the report: the crawl goes on without it.
+		opt.Logger.Warn("duplicate pages will not be found at crawl time", "err", err)
+	} else {
+		l.dupes = d
+		defer closeDupes()
+	}
 	// The crawl-wide report (spider status and serve --redis on the first network's
 	// center's Redis): this host's records, live every second, final at the end.
 	rep, closeRep, err := startReport(ctx, opt, l)
@@ -276,6 +359,8 @@ type loop struct {
 	log     *slog.Logger
 	stop    context.CancelFunc
 	budget  *rbudget.Budget // nil without MaxPages
+	dupes   *rstate.Dupes   // the crawl's duplicate tables; nil without
+	dupM    dupMetrics
 
 	mu    sync.Mutex
 	taken map[string]protocol.Taken // URL → its task_pool:processing entry
@@ -471,6 +556,7 @@ func (l *loop) work(ctx context.Context) error {
 		l.mu.Lock()
 		delete(l.taken, req.URL)
 		l.mu.Unlock()
+		l.fileDupes(ctx, req.URL, v) // after the completion: a URL not completed is never filed
 		if l.budget != nil {
 			l.budget.Commit() // after the completion: once spent, nothing is in flight
 		}

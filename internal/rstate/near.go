@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -90,15 +91,72 @@ type dupTables struct {
 }
 
 func newDupTables(crawl string, tags []string) *dupTables {
+	return newDupTablesAt("spider:"+crawl+":", tags)
+}
+
+// newDupTablesAt names the tables prefix+"{"+tag+"}:dupfp" and dupsim.
+func newDupTablesAt(prefix string, tags []string) *dupTables {
 	if len(tags) == 0 {
 		return nil
 	}
 	d := &dupTables{}
 	for _, t := range tags {
-		d.fp = append(d.fp, KeyPrefix(crawl, t)+"dupfp")
-		d.sim = append(d.sim, KeyPrefix(crawl, t)+"dupsim")
+		d.fp = append(d.fp, prefix+"{"+t+"}:dupfp")
+		d.sim = append(d.sim, prefix+"{"+t+"}:dupsim")
 	}
 	return d
+}
+
+// Dupes are a crawl's duplicate tables on their own, for a topology that
+// keeps no crawl state here: the §0 hosts, whose URLs the protocol
+// de-duplicates, file their pages' fingerprints and SimHashes in them
+// after each completion. The tables, the filing and its guarantees are
+// Options.DupTags' (see above). Safe for concurrent use (one filing at a
+// time).
+type Dupes struct {
+	rdb redis.UniversalClient
+	t   *dupTables
+	mu  sync.Mutex
+}
+
+// NewDupes returns the duplicate tables whose keys are
+// prefix+"{"+tag+"}:dupfp" and dupsim, spread over tags (at least one,
+// each from Bucket's alphabet; every process of the crawl must give the
+// same ones in the same order).
+func NewDupes(rdb redis.UniversalClient, prefix string, tags []string) (*Dupes, error) {
+	if len(tags) == 0 {
+		return nil, errors.New("cannot keep duplicate tables without a hash tag")
+	}
+	for _, t := range tags {
+		if err := checkName("duplicate tables' tag", t); err != nil {
+			return nil, err
+		}
+	}
+	return &Dupes{rdb: rdb, t: newDupTablesAt(prefix, tags)}, nil
+}
+
+// File files the completed page url, with its text's fingerprint fp and
+// SimHash sim (0: none) and near-duplicates within k bits (0: exact only),
+// and returns the earlier page it copies: an exact duplicate (same
+// fingerprint, another URL), else with near the page whose SimHash is the
+// nearest within k; "" when the page was filed as new (or is only near its
+// own earlier filing). It fails when Redis does, or k is outside 0 to
+// dedup.MaxNearDistance.
+func (d *Dupes) File(ctx context.Context, url string, fp, sim uint64, k int) (dup string, near bool, err error) {
+	arg, err := simArg(crawlstate.Outcome{SimHash: sim, NearDistance: k})
+	if err != nil {
+		return "", false, fmt.Errorf("cannot file %q in the duplicate tables: %w", url, err)
+	}
+	var fpb []byte
+	if fp != 0 {
+		fpb = binary.BigEndian.AppendUint64(nil, fp)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if dup, near, err = d.t.file(ctx, d.rdb, fpb, arg, url, url); err != nil {
+		return "", false, fmt.Errorf("cannot file %q in the duplicate tables: %w", url, err)
+	}
+	return dup, near, nil
 }
 
 // part is the tag of a fingerprint or table key: FNV-1a of its bytes.
