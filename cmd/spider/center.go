@@ -90,6 +90,9 @@ func dialRedis(ctx context.Context, what, rawURL string) (redis.UniversalClient,
 }
 
 func runMixed(ctx context.Context, cfg crawl.Config, mo *mixedOptions, quiet bool, logger *slog.Logger, stdout io.Writer) error {
+	// The protocol's tasks are URLs, not requests: a sitemap would be
+	// fetched as a page. Mixed crawls read no sitemaps.
+	cfg.Sitemaps = false
 	pc, nw, err := loadProtocolConfig(mo.configFile, mo.network)
 	if err != nil {
 		return err

@@ -163,7 +163,8 @@ func TestCrawlExportStats(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfgYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, append([]string{"crawl", "--config", cfgPath, "--data", data, "--max-depth", "2", "--warc"}, rules.Seeds...)...)
+	// --sitemaps=false: the truth follows links (websim's /sitemap.xml lists every page).
+	code, out, errOut := runCLI(t, append([]string{"crawl", "--config", cfgPath, "--data", data, "--max-depth", "2", "--warc", "--sitemaps=false"}, rules.Seeds...)...)
 	if code != 0 {
 		t.Fatalf("crawl: code %d\n%s", code, errOut)
 	}

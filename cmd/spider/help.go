@@ -33,6 +33,7 @@ var flagGroupOf = map[string]string{
 	"max-depth": "scope", "loose-depth": "scope", "scope": "scope", "scope-regexp": "scope",
 	"allow-host": "scope", "deny-host": "scope", "deny-suffix": "scope", "drop-param": "scope",
 	"sort-query": "scope", "follow-nofollow": "scope", "near-dup-distance": "scope", "canonical": "scope",
+	"sitemaps": "scope",
 
 	"delay": "politeness", "delay-from": "politeness", "max-crawl-delay": "politeness",
 	"per-host": "politeness", "per-ip": "politeness", "user-agent": "politeness",

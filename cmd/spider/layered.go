@@ -76,6 +76,9 @@ func (lo *layeredOptions) check() error {
 // coordinator (the first process of a crawl, or the one whose --data holds
 // it) or as a worker.
 func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf redisFlags, quiet bool, logger *slog.Logger, stdout io.Writer) error {
+	// A round carries URLs, not requests: a sitemap would be fetched as a
+	// page. Layered crawls read no sitemaps.
+	cfg.Sitemaps = false
 	opt := layered.Options{
 		Rounds: lo.rounds, Groups: lo.groups, Workers: lo.workers, NoiseThreshold: lo.noiseThreshold,
 		CacheSize: lo.cacheSize, NoDOM: !lo.domPass, NoCluster: !lo.clusterPass, LeaseTTL: lo.leaseTTL,

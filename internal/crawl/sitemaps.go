@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -62,12 +63,14 @@ const (
 	// OutcomeSitemap: the sitemap was read (maybe cut at a cap, or with
 	// entries out of place: the record's Error says so).
 	OutcomeSitemap = "sitemap"
-	// OutcomeNoSitemap: the sitemap answered 404 or 410 (most sites have
-	// no /sitemap.xml); not a failure.
+	// OutcomeNoSitemap: there is no sitemap there: a 4xx answer (most
+	// sites have no /sitemap.xml: 404), or a document that is not a
+	// sitemap (an HTML "soft 404", other XML); not a failure. The record's
+	// Error says which, but for 404 and 410.
 	OutcomeNoSitemap = "no-sitemap"
-	// OutcomeSitemapFailed: the sitemap could not be read: another 4xx,
-	// 5xx or 429 after the retries, no answer, not a sitemap (HTML, other
-	// XML) or broken XML or gzip (the entries before the fault are kept).
+	// OutcomeSitemapFailed: the sitemap could not be read: a 5xx or 429
+	// after the retries, another status that is not 2xx, no answer, or
+	// broken XML or gzip (the entries before the fault are kept).
 	OutcomeSitemapFailed = "sitemap-failed"
 )
 
@@ -125,12 +128,16 @@ func (f *Fetcher) hostSitemaps(u *url.URL, rb *robots.Robots, leaseStart time.Ti
 	origin := u.Scheme + "://" + u.Host
 	locs := append(rb.Sitemaps(), origin+"/sitemap.xml")
 	chain := f.sitemapChain()
+	group := rb.Group(f.cfg.RobotsAgent)
 	var out []frontier.Request
 	seen := map[string]bool{}
 	for _, loc := range locs {
 		n, s, err := f.norm.ResolveString(u, loc)
 		if err != nil || seen[s] || chain.Check(n, 0) != nil {
 			continue
+		}
+		if n.Scheme+"://"+n.Host == origin && !group.Allowed(n.RequestURI()) {
+			continue // disallowed by the robots.txt just read: not queued (another host's robots.txt is read when it is fetched)
 		}
 		seen[s] = true
 		f.listSitemap(s, origin)
@@ -193,6 +200,9 @@ func (f *Fetcher) readSitemap(ctx, fctx context.Context, res *result, req fronti
 		case resp.Status == 404 || resp.Status == 410:
 			rec.Outcome = OutcomeNoSitemap
 			return nil
+		case resp.Status >= 400 && resp.Status < 500:
+			rec.Outcome, rec.Error = OutcomeNoSitemap, fmt.Sprintf("sitemap answered HTTP %d", resp.Status)
+			return nil
 		case resp.Status < 200 || resp.Status >= 300:
 			rec.Outcome, rec.Error = OutcomeSitemapFailed, fmt.Sprintf("sitemap answered HTTP %d", resp.Status)
 			return nil
@@ -214,6 +224,12 @@ func (f *Fetcher) readSitemap(ctx, fctx context.Context, res *result, req fronti
 	}
 	rec.Size = int(min(parsed.Bytes, int64(^uint(0)>>1)))
 	var notes []string
+	if errors.Is(perr, sitemap.ErrNotSitemap) {
+		// An HTML page (a "soft 404"), another XML document: the site has
+		// no sitemap there.
+		rec.Outcome, rec.Error = OutcomeNoSitemap, perr.Error()
+		return
+	}
 	if perr != nil {
 		rec.Outcome = OutcomeSitemapFailed
 		notes = append(notes, perr.Error())

@@ -150,13 +150,14 @@ func TestSitemapsOff(t *testing.T) {
 }
 
 // TestSitemapsBad: a sitemap that answers 404, one that is an HTML page
-// and one whose XML breaks off are counted by outcome class, not fatal;
-// the entries before the break are crawled.
+// (no sitemap there) and one whose XML breaks off (a failure) are counted
+// by outcome class, not fatal; the entries before the break are crawled; a
+// sitemap robots.txt disallows is not queued.
 func TestSitemapsBad(t *testing.T) {
 	var host string
 	mux := http.NewServeMux()
 	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "User-agent: *\nAllow: /\nSitemap: http://%s/missing.xml\nSitemap: http://%[1]s/page.html\nSitemap: http://%[1]s/broken.xml\n", host)
+		fmt.Fprintf(w, "User-agent: *\nDisallow: /private/\nSitemap: http://%s/missing.xml\nSitemap: http://%[1]s/page.html\nSitemap: http://%[1]s/broken.xml\nSitemap: http://%[1]s/private/sitemap.xml\n", host)
 	})
 	html := func(body string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -182,7 +183,7 @@ func TestSitemapsBad(t *testing.T) {
 	recs := records(t, cfg.Data)
 	want := map[string]string{
 		"/missing.xml": crawl.OutcomeNoSitemap, "/sitemap.xml": crawl.OutcomeNoSitemap,
-		"/page.html": crawl.OutcomeSitemapFailed, "/broken.xml": crawl.OutcomeSitemapFailed,
+		"/page.html": crawl.OutcomeNoSitemap, "/broken.xml": crawl.OutcomeSitemapFailed,
 		"/": "200", "/a": "200", "/b": "200",
 	}
 	for p, o := range want {
