@@ -348,3 +348,53 @@ func TestBadValidators(t *testing.T) {
 		})
 	}
 }
+
+// TestRevisitShare: while new URLs wait, revisits take at most
+// --revisit-share of the requests. A continuous crawl of a web large
+// enough to keep new URLs waiting for seconds, every page due again 100 ms
+// after its fetch: among the requests made before the last new URL was
+// fetched, the revisits' share stays near the bound (0.25 of 8 slots: 2
+// revisits in flight at most), and revisits do happen. It fails if
+// FeedRevisits ignores the share (revisits would crowd the new URLs out:
+// half the requests or more).
+func TestRevisitShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 4 s")
+	}
+	srv := startWeb(t, websim.Config{Seed: 11, Hosts: 24, PagesPerHost: 60, Latency: 2 * time.Millisecond})
+	cfg := crawlConfig(t, srv, websim.TruthRules{Seeds: srv.SeedURLs(24), MaxDepth: -1, Scope: websim.ScopeSeeds})
+	cfg.Concurrency = 8
+	cfg.Revisit = crawl.RevisitFixed
+	cfg.RevisitMin = crawl.Duration(100 * time.Millisecond)
+	cfg.RevisitInitial = crawl.Duration(100 * time.Millisecond)
+	cfg.RevisitShare = 0.25
+	cfg.Continuous = true
+	runFor(t, cfg, 4*time.Second, nil)
+	recs := allRecords(t, cfg.Data)
+	seen := map[string]bool{}
+	lastNew := 0
+	for i, r := range recs {
+		if !seen[r.URL] {
+			seen[r.URL] = true
+			lastNew = i
+		}
+	}
+	seen = map[string]bool{}
+	var fresh, revisits int
+	for _, r := range recs[:lastNew+1] {
+		if seen[r.URL] {
+			revisits++
+		} else {
+			fresh++
+		}
+		seen[r.URL] = true
+	}
+	share := float64(revisits) / float64(revisits+fresh)
+	t.Logf("before the last new URL: %d new, %d revisits (share %.2f); %d records in all", fresh, revisits, share, len(recs))
+	if revisits == 0 || fresh < 200 {
+		t.Fatalf("nothing to judge: %d new, %d revisits", fresh, revisits)
+	}
+	if share > 0.35 {
+		t.Errorf("revisits took %.2f of the requests while new URLs waited, want ≤ 0.25 (+0.10 slack)", share)
+	}
+}

@@ -361,8 +361,11 @@ func (s *Scheduler) revisits() crawlstate.Revisits {
 
 // TakeDue moves up to max URLs due at now from rv (the State's revisit
 // schedule, crawlstate.Revisits) into the frontier: rv makes them pending
-// again, the frontier queues them under the hosts' politeness like any URL.
-// It returns how many. The master–worker master and the p2p nodes call it
+// again, the frontier queues them at the head of their hosts' queues
+// (frontier.PushUrgent: a revisit does not wait behind every new URL of its
+// host; politeness still applies), so max should stay small: FeedRevisits
+// keeps the URLs taken and not yet finished within the revisit share. It
+// returns how many. The master–worker master and the p2p nodes call it
 // with their State; the engine with its own (Start, FeedRevisits).
 func (s *Scheduler) TakeDue(ctx context.Context, rv crawlstate.Revisits, now time.Time, max int) (int, error) {
 	return s.takeDue(ctx, rv, now, max, true)
@@ -380,20 +383,23 @@ func (s *Scheduler) takeDue(ctx context.Context, rv crawlstate.Revisits, now tim
 	if len(reqs) == 0 {
 		return 0, nil
 	}
+	push := s.fr.PushAll
 	if track {
 		s.rv.taking(reqs)
+		push = s.fr.PushUrgent
 	}
 	s.rv.taken.Add(int64(len(reqs)))
 	s.rv.m.taken.Add(float64(len(reqs)))
-	if err := s.fr.PushAll(reqs); err != nil {
+	if err := push(reqs); err != nil {
 		return 0, fmt.Errorf("cannot queue the URLs due for a revisit: %w", err)
 	}
 	return len(reqs), nil
 }
 
 // TakeAllDue moves every URL due at now from rv into the frontier, in
-// batches (a one-shot crawl's start: no share applies), and returns how
-// many.
+// batches, queued like new URLs (by depth, spilled beyond the memory
+// budget: a one-shot crawl's start, where no share applies), and returns
+// how many.
 func (s *Scheduler) TakeAllDue(ctx context.Context, rv crawlstate.Revisits, now time.Time) (int, error) {
 	const batch = 1000
 	total := 0
