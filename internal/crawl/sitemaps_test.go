@@ -216,6 +216,7 @@ func TestSitemapHuge(t *testing.T) {
 	}
 	srv := startWeb(t, websim.Config{Seed: 1, Hosts: 1, PagesPerHost: 20, Sitemaps: true})
 	cfg := sitemapConfig(t, srv, srv.Web.SeedURLs(1), 3)
+	cfg.Timeout = crawl.Duration(time.Minute) // the whole read of a sitemap is one fetch (slow under -race)
 	f, err := crawl.NewFetcher(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +256,7 @@ func TestSitemapHuge(t *testing.T) {
 			}
 		}
 		if v.Outcome != crawl.OutcomeSitemap || pages != sitemap.ProtocolMaxURLs {
-			t.Errorf("%s: outcome %q, %d pages discovered; want %q and %d", path, v.Outcome, pages, crawl.OutcomeSitemap, sitemap.ProtocolMaxURLs)
+			t.Errorf("%s: outcome %q (%s), %d pages discovered; want %q and %d", path, v.Outcome, records(t, cfg.Data)[u].Error, pages, crawl.OutcomeSitemap, sitemap.ProtocolMaxURLs)
 		}
 	}
 	close(done)
