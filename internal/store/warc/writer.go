@@ -31,8 +31,9 @@ import (
 const DefaultFileSize = 1 << 30
 
 // DefaultDedup is a good Options.Dedup for a crawl: the payload digests of
-// the last 65,536 responses stored in full (about 10 MiB).
-const DefaultDedup = 1 << 16
+// the last 32,768 responses stored in full, with their record ids, URLs and
+// dates: about 11 MiB with URLs of 70 bytes (measured: 21.8 MiB for 65,536).
+const DefaultDedup = 1 << 15
 
 // The revisit profiles of WARC 1.1 §6.7 (Revisit.Profile).
 const (
