@@ -539,6 +539,8 @@ func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
 	v.Conditional, v.NotModified, v.ETag, v.LastModified, v.RetryAfter = res.conditional, res.notModified, res.etag, res.lastModified, res.retryAfter
 	if res.fp == 0 && res.body != nil {
 		v.ContentHash = dedup.Fingerprint(res.body)
+	} else if res.entriesHash != 0 {
+		v.ContentHash = res.entriesHash // a sitemap's entries (sitemaps.go)
 	}
 	if res.retry || ctx.Err() != nil {
 		return v, nil
@@ -606,6 +608,9 @@ type result struct {
 	etag                     string
 	lastModified             time.Time
 	retryAfter               time.Duration
+	// entriesHash is a sitemap's content hash (its entries as read), so
+	// that a revisit sees it change; 0 for pages.
+	entriesHash uint64
 }
 
 // visit checks robots.txt, fetches and parses one URL.

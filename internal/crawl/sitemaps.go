@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/url"
 	"slices"
@@ -56,7 +57,10 @@ import (
 // Schedule is a fresh revisit.Entry with only ChangeFreq set, which the
 // scheduler's revisit policy uses for the page's first interval and never
 // over observed changes. <lastmod> only matters for a page already fetched
-// (revisit.Policy.Hint), and such a URL is seen: the state drops it.
+// (revisit.Policy.Hint), and such a URL is seen: the state drops it. A
+// sitemap's own content hash (Visit.ContentHash) is that of its entries
+// as read, so that the revisit schedule sees a sitemap change when its
+// URLs or their lastmod do.
 
 // Outcome classes of sitemap requests.
 const (
@@ -269,7 +273,18 @@ func (f *Fetcher) parseSitemap(ctx context.Context, res *result, req frontier.Re
 		authority = append(slices.Clip(authority), u.Scheme+"://"+u.Host)
 	}
 	opt := sitemap.Options{SitemapURL: req.URL, Hosts: hosts}
+	h := fnv.New64a()
+	defer func() { res.entriesHash = h.Sum64() | 1 }()
 	return sitemap.Parse(ctx, body, opt, func(e sitemap.Entry) error {
+		// The content hash the revisit schedule judges change by: every
+		// entry as read (a new URL, a new lastmod), not the bytes (which
+		// gzip or white space may change).
+		h.Write([]byte(e.Loc))
+		h.Write([]byte{0})
+		if !e.LastMod.IsZero() {
+			h.Write(e.LastMod.AppendFormat(nil, time.RFC3339))
+		}
+		h.Write([]byte{'\n'})
 		n, s, err := f.norm.ResolveString(u, e.Loc)
 		if err != nil {
 			return nil

@@ -302,6 +302,9 @@ func TestSitemapHints(t *testing.T) {
 		t.Fatalf("index: %+v", v.Discovered)
 	}
 	v := visit("/sitemaps/1.xml")
+	if v.ContentHash == 0 || v.ContentHash == visit("/sitemaps/3.xml").ContentHash || v.ContentHash != visit("/sitemaps/1.xml").ContentHash {
+		t.Errorf("a sitemap's content hash %x: want one per content, the same on a second read", v.ContentHash)
+	}
 	hinted := 0
 	for _, d := range v.Discovered {
 		if d.Kind != frontier.KindPage {
