@@ -51,6 +51,22 @@ type Summary struct {
 // running crawl, whose partial last line it leaves unread) and creates
 // nothing: a directory without it is an error naming the path.
 func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, dups int64, err error) {
+	return latestBy(dataDir, func(prev, cur store.Record) bool {
+		return cur.Status != NotModifiedStatus || prev.Status == NotModifiedStatus
+	}, fn)
+}
+
+// latestStored is latestRecords for the pages kept: each URL's last record
+// that stored a page (PageNo ≥ 0), or its last record when none did. A
+// revisit that failed, answered 304 or found the page gone leaves the copy
+// fetched before standing (the WARC export archives what was fetched).
+func latestStored(dataDir string, fn func(store.Record) error) (corrupt int, dups int64, err error) {
+	return latestBy(dataDir, func(prev, cur store.Record) bool { return cur.PageNo >= 0 || prev.PageNo < 0 }, fn)
+}
+
+// latestBy reads the records as latestRecords does, a later record of a
+// URL replacing the kept one when replace(kept, later) says so.
+func latestBy(dataDir string, replace func(prev, cur store.Record) bool, fn func(store.Record) error) (corrupt int, dups int64, err error) {
 	recs, err := store.OpenRecords(dataDir, store.Options{ReadOnly: true})
 	if err != nil {
 		return 0, 0, err
@@ -60,7 +76,7 @@ func latestRecords(dataDir string, fn func(store.Record) error) (corrupt int, du
 	var all []store.Record
 	corrupt, err = recs.Iterate(func(r store.Record) error {
 		if i, ok := index[r.URL]; ok {
-			if r.Status != NotModifiedStatus || all[i].Status == NotModifiedStatus {
+			if replace(all[i], r) {
 				all[i] = r
 			}
 			dups++
@@ -204,7 +220,8 @@ func Export(ctx context.Context, dataDir, format string, w io.Writer) error {
 }
 
 // exportWARC rebuilds WARC records (response + metadata) from the page
-// files: it writes one WARC file into a temporary directory and copies it
+// files, each URL's last stored copy (latestStored: a later revisit that
+// failed or answered 304 does not drop it): it writes one WARC file into a temporary directory and copies it
 // to w (a .warc.gz is a series of gzip members, so it streams as is). The
 // page files and records are opened read-only (safe beside a running
 // crawl: the records are read to their end before the page files are
@@ -232,7 +249,7 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = latestRecords(dataDir, func(r store.Record) error {
+	_, _, err = latestStored(dataDir, func(r store.Record) error {
 		if r.PageNo < 0 {
 			return nil
 		}

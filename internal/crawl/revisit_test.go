@@ -1,9 +1,12 @@
 package crawl_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -275,6 +278,11 @@ func (b *badServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
+	case "fails-after-first":
+		if n > 1 {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	page(w, r)
 }
@@ -285,7 +293,7 @@ func (b *badServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request without validators is a failure, the stored copy stays. Each
 // fails if the fetcher or the policy trusts validators over content.
 func TestBadValidators(t *testing.T) {
-	for _, kind := range []string{"etag-every-answer", "future-last-modified", "unconditional-304"} {
+	for _, kind := range []string{"etag-every-answer", "future-last-modified", "unconditional-304", "fails-after-first"} {
 		t.Run(kind, func(t *testing.T) {
 			addr := freePort(t)
 			b := &badServer{kind: kind}
@@ -300,6 +308,26 @@ func TestBadValidators(t *testing.T) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			t.Logf("%d requests; counts %+v; If-None-Match %q; If-Modified-Since %q", b.n, c, b.inm, b.ims)
+			if kind == "fails-after-first" {
+				// The revisit failed (503, retried on its back-off): the
+				// summary shows the failure, the WARC export keeps the copy.
+				if len(recs) != 2 || recs[1].Status != 503 || c.Failed != 1 {
+					t.Fatalf("want a 200 then a 503 record and one failure scheduled, got %+v, %+v", recs, c)
+				}
+				var warcOut bytes.Buffer
+				if err := crawl.Export(context.Background(), cfg.Data, "warc", &warcOut); err != nil {
+					t.Fatal(err)
+				}
+				zr, err := gzip.NewReader(&warcOut)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(zr)
+				if !bytes.Contains(body, []byte("the server is up again")) {
+					t.Errorf("the WARC export lost the page's copy behind a failed revisit")
+				}
+				return
+			}
 			if kind == "unconditional-304" {
 				// The revisit has no validators to send: its 304 is the
 				// server's fault, a failure (retried in 10 minutes), and
