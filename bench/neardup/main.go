@@ -20,7 +20,9 @@
 //   - the CPU per request of the crawl with near-duplicates and canonical
 //     URLs on and off, alternated in the same run (process CPU, websim
 //     included; medians), and the CPU per page of the parser, SimHash of
-//     the visible text, and content's main text.
+//     the visible text, content's main text, and the crawl's two hashes of
+//     the text (fingerprint and SimHash) in two walks and in one
+//     (dedup.PageHashes).
 //
 //     go run ./bench/neardup [-hosts 12] [-pages 40] [-depth 3] [-seed 27] [-k 3] [-reps 3] [-hist]
 package main
@@ -33,6 +35,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -323,10 +326,26 @@ func run(seed int64, hosts, pagesPerHost, depth, k, reps int, pageModel, noise, 
 		simVis = append(simVis, sv)
 		simMain = append(simMain, dedup.PageSimHash(cp.MainText))
 	}
+	// Two passes, as the index builds its site models: every page seen
+	// once, then each classified with its site's complete model (a page
+	// already observed is not counted again).
+	var simMain2 []uint64
+	for _, u := range urlsIn {
+		base, err := url.Parse(recs[u].FinalURL)
+		if err != nil || !base.IsAbs() {
+			base, _ = url.Parse(u)
+		}
+		cp, err := model.Analyze(base, bodies[u])
+		if err != nil {
+			return err
+		}
+		simMain2 = append(simMain2, dedup.PageSimHash(cp.MainText))
+	}
 	for _, v := range []struct {
 		name string
 		sims []uint64
-	}{{"offline, records order: SimHash of the visible text", simVis}, {"offline, records order: SimHash of the main text (content)", simMain}} {
+	}{{"offline, records order: SimHash of the visible text", simVis}, {"offline, records order: SimHash of the main text (content)", simMain},
+		{"offline: SimHash of the main text, site models complete (second pass)", simMain2}} {
 		for _, kk := range []int{k} {
 			root, _, err := dedup.Clusters(fps, v.sims, kk)
 			if err != nil {
@@ -395,7 +414,7 @@ func run(seed int64, hosts, pagesPerHost, depth, k, reps int, pageModel, noise, 
 		base, _ := url.Parse(u)
 		htmlPages = append(htmlPages, pg{base: base, body: bodies[u]})
 	}
-	var tParse, tSim, tContent []float64
+	var tParse, tSim, tContent, tTwo, tOne []float64
 	for range max(reps, 3) {
 		var texts []string
 		tParse = append(tParse, perPage(htmlPages, func(p pg) {
@@ -405,6 +424,19 @@ func run(seed int64, hosts, pagesPerHost, depth, k, reps int, pageModel, noise, 
 		i := 0
 		tSim = append(tSim, perPage(htmlPages, func(pg) {
 			dedup.PageSimHash(texts[i])
+			i++
+		}))
+		// The crawl's two hashes of the text: two walks (before) and one
+		// (dedup.PageHashes, what the fetcher calls now).
+		i = 0
+		tTwo = append(tTwo, perPage(htmlPages, func(pg) {
+			dedup.Fingerprint([]byte(texts[i]))
+			dedup.PageSimHash(texts[i])
+			i++
+		}))
+		i = 0
+		tOne = append(tOne, perPage(htmlPages, func(pg) {
+			dedup.PageHashes(texts[i], true)
 			i++
 		}))
 		m := content.NewModel(content.Options{Parse: parse.Options{Unresolved: true}})
@@ -418,6 +450,9 @@ func run(seed int64, hosts, pagesPerHost, depth, k, reps int, pageModel, noise, 
 	fmt.Printf("| parse.Parse (the crawler's parser) | %.1f | 1.00 |\n", mp)
 	fmt.Printf("| dedup.PageSimHash of the visible text (what the crawl adds) | %.1f | %.2f |\n", ms, ms/mp)
 	fmt.Printf("| content.Model.Analyze + PageSimHash of the main text | %.1f | %.2f |\n", mc, mc/mp)
+	m2, m1 := median(tTwo), median(tOne)
+	fmt.Printf("| dedup.Fingerprint + dedup.PageSimHash, two walks of the text (before) | %.1f | %.2f |\n", m2, m2/mp)
+	fmt.Printf("| dedup.PageHashes, one walk (the fetcher now) | %.1f | %.2f |\n", m1, m1/mp)
 	return nil
 }
 
@@ -426,7 +461,10 @@ type pg struct {
 	body []byte
 }
 
+// perPage is fn's wall time per page, after a collection so that the
+// garbage of the measurement before is not collected during this one.
 func perPage(pages []pg, fn func(pg)) float64 {
+	runtime.GC()
 	start := time.Now()
 	for _, p := range pages {
 		fn(p)
