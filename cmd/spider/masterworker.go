@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/store"
 )
@@ -62,6 +63,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	rf.held = masterworker.Options{}.MasterConns() // its appliers, blocking pop and loops
 	rdb, err := rf.open(ctx)
 	if err != nil {
 		return err
@@ -110,6 +112,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer m.Close()
 	m.AcceptSeeds(fetcher)
+	if rv, ok := st.(crawlstate.Revisits); ok {
+		m.UseSchedule(rv) // --revisit, --continuous, --retry-failed as spider crawl has them
+	}
 	start := time.Now()
 	runErr := m.Run(ctx)
 	// Stopped by spider control: the summary, exit 0; a new run resumes.
@@ -119,6 +124,10 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	// Interrupted (Ctrl-C): the summary so far, then runErr (exit 130).
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	stoppedContinuous := interrupted && cfg.Continuous // Ctrl-C is how a continuous crawl ends: exit 0
+	if stoppedContinuous {
+		interrupted, runErr = false, nil
+	}
 	if runErr != nil && !interrupted {
 		return runErr
 	}
@@ -126,6 +135,10 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	counters, cerr := m.Counters(cctx)
+	schedule, hasSched, schedErr := m.ScheduleStatus(cctx)
+	if schedErr != nil && !interrupted {
+		return schedErr
+	}
 	rows := map[string]int64{}
 	for o, n := range counters {
 		rows[crawl.Row(o)] += n
@@ -141,6 +154,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if interrupted {
 			verb = "interrupted after"
 		}
+		if stoppedContinuous {
+			verb = "continuous crawl stopped after"
+		}
 		fmt.Fprintf(stdout, "crawl %q %s %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d\n",
 			rf.crawl, verb, p.Fetched, el.Round(time.Millisecond), float64(p.Fetched)/max(el.Seconds(), 1e-9), s.Handed, s.Results, s.Stale, s.Requeued)
 		names := make([]string, 0, len(rows))
@@ -151,6 +167,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, r := range names {
 			fmt.Fprintf(stdout, "  %-20s %d\n", r, rows[r])
 		}
+		if hasSched && schedErr == nil {
+			schedule.Print(stdout, time.Now(), p.Fetched)
+		}
 	}
 	if interrupted {
 		return runErr
@@ -160,7 +179,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("no page was fetched: every seed failed\n%s\nthe workers' records say why for each URL: spider stats --data DIR on a worker's data directory", failed)
 		}
 	}
-	if !stopped && rf.expireDone > 0 {
+	if !stopped && !stoppedContinuous && rf.expireDone > 0 {
 		// The workers leave the done crawl within a heartbeat or two;
 		// their last writes then get the expiry too.
 		if _, err := m.WaitWorkersGone(context.WithoutCancel(ctx), 2**workerTTL); err != nil {

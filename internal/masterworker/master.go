@@ -2,7 +2,6 @@ package masterworker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
 
@@ -52,7 +52,17 @@ type Master struct {
 
 	held    atomic.Bool    // paused or stopping by spider control: hand out nothing
 	fetcher *crawl.Fetcher // builds the requests of seeds added by spider control
+
+	rv crawlstate.Revisits // the state's revisit schedule (nil: none; revisit.go)
 }
+
+// UseSchedule gives the master the revisit schedule its scheduler's State
+// keeps (crawlstate.Revisits; OpenState's state has one): Run then makes
+// failed URLs due with Config.RetryFailed, queues what is due at the start
+// of a one-shot run, and, with Config.Continuous, keeps taking due URLs
+// (crawl.Scheduler.FeedRevisits) and runs until stopped. Call it before
+// Run.
+func (m *Master) UseSchedule(rv crawlstate.Revisits) { m.rv = rv }
 
 // AcceptSeeds lets the master add the seeds `spider control seed` queues:
 // f (closed or not: only its normaliser and rules are used) builds their
@@ -119,7 +129,13 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	if err := m.sched.Start(ctx, m.seeds); err != nil {
 		return err
 	}
+	if err := m.startRevisits(ctx); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
+	if m.rv != nil && m.cfg.Continuous {
+		g.Go(func() error { return m.sched.FeedRevisits(gctx, m.rv) })
+	}
 	g.Go(func() error { return m.dispatch(gctx) })
 	results := make(chan string, 2*m.opt.Collectors)
 	g.Go(func() error { return m.collect(gctx, results) })
@@ -201,6 +217,17 @@ func (m *Master) dispatch(ctx context.Context) error {
 			return m.drainThenDone(ctx)
 		}
 		lease, err := m.sched.Next(ctx)
+		if errors.Is(err, frontier.ErrDrained) && m.continuous() {
+			// A continuous crawl runs until stopped: FeedRevisits queues
+			// the URLs that come due, spider control seed new ones.
+			<-m.sem
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(drainedPoll):
+			}
+			continue
+		}
 		if errors.Is(err, frontier.ErrDrained) {
 			return m.finished(ctx)
 		}
@@ -226,7 +253,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 		id := m.nextID
 		m.leases[id] = outTask{lease: lease, at: time.Now()}
 		m.mu.Unlock()
-		b, err := json.Marshal(Task{Epoch: m.epoch, ID: id, Request: lease.Request})
+		b, err := encodeTask(m.epoch, id, lease.Request)
 		if err == nil {
 			err = cluster.Retry(ctx, func() error { return m.rdb.RPush(ctx, m.k.srq(), b).Err() })
 		}
@@ -237,6 +264,47 @@ func (m *Master) dispatch(ctx context.Context) error {
 		}
 		m.handed.Add(1)
 	}
+}
+
+// drainedPoll is how often a continuous master with nothing queued looks
+// at its frontier again.
+const drainedPoll = 50 * time.Millisecond
+
+// continuous reports whether the crawl runs until stopped (Config.Continuous
+// with a revisit schedule).
+func (m *Master) continuous() bool { return m.cfg.Continuous && m.rv != nil }
+
+// startRevisits prepares the revisit schedule of a master run as the
+// single-node engine does: with Config.RetryFailed every failed URL is
+// made due now; a one-shot run then queues every URL due now (revisits,
+// and retries of failures whose back-off has passed); a continuous one
+// leaves them to FeedRevisits.
+func (m *Master) startRevisits(ctx context.Context) error {
+	if m.rv == nil {
+		if m.cfg.RetryFailed || m.cfg.Continuous {
+			return errors.New("cannot revisit or retry URLs: this crawl state keeps no revisit schedule")
+		}
+		return nil
+	}
+	now := time.Now()
+	if m.cfg.RetryFailed {
+		n, err := m.rv.RetryFailed(ctx, now)
+		if err != nil {
+			return fmt.Errorf("cannot make the failed URLs due (--retry-failed): %w", err)
+		}
+		m.log.Info("retrying failed URLs", "urls", n)
+	}
+	if m.cfg.Continuous {
+		return nil
+	}
+	n, err := m.sched.TakeAllDue(ctx, m.rv, now)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		m.log.Info("queued URLs due for a revisit or a retry", "urls", n)
+	}
+	return nil
 }
 
 // drainThenDone waits for the tasks already out (MaxPages reached).
@@ -492,7 +560,7 @@ func (m *Master) expire(ctx context.Context) {
 	}
 	n := 0
 	for _, g := range old {
-		raw, err := json.Marshal(Task{Epoch: m.epoch, ID: g.id, Request: g.lease.Request})
+		raw, err := encodeTask(m.epoch, g.id, g.lease.Request)
 		if err != nil {
 			continue
 		}
@@ -558,6 +626,12 @@ func (m *Master) publish(ctx context.Context) {
 		"in_flight": p.InFlight, "hosts": p.Hosts, "elapsed_ms": p.Elapsed.Milliseconds(),
 		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad, "expired": s.Expired,
 	})
+}
+
+// ScheduleStatus reads the revisit schedule for the summary
+// (crawl.Scheduler.ScheduleStatus); ok is false when the state keeps none.
+func (m *Master) ScheduleStatus(ctx context.Context) (crawl.ScheduleStatus, bool, error) {
+	return m.sched.ScheduleStatus(ctx)
 }
 
 // Counters returns the crawl's outcome counters from the state.

@@ -17,6 +17,21 @@ type Task struct {
 	Epoch   int64            `json:"epoch"`
 	ID      uint64           `json:"id"` // lease id, unique within an epoch
 	Request frontier.Request `json:"request"`
+	// Schedule is Request.Schedule on the wire (the URL's revisit schedule
+	// entry, whose validators the worker sends in a conditional GET): a
+	// binary encoding, which a JSON string cannot hold (encoding/json
+	// replaces bytes that are not UTF-8), so it travels as base64 and
+	// Request.Schedule is empty in the packet. encodeTask and decodeTask
+	// move it.
+	Schedule []byte `json:"schedule,omitempty"`
+}
+
+// encodeTask is the packet of a task: the same bytes for the same task
+// (the master finds a task's copies in the lists by value).
+func encodeTask(epoch int64, id uint64, r frontier.Request) ([]byte, error) {
+	t := Task{Epoch: epoch, ID: id, Request: r, Schedule: []byte(r.Schedule)}
+	t.Request.Schedule = ""
+	return json.Marshal(t)
 }
 
 // Result is a packet on nrq: what a worker made of a task.
@@ -51,6 +66,9 @@ func decodeTask(b []byte) (Task, error) {
 	}
 	if t.Request.URL == "" || t.ID == 0 {
 		return t, fmt.Errorf("%w: task without URL or id", errPacket)
+	}
+	if len(t.Schedule) > 0 {
+		t.Request.Schedule, t.Schedule = string(t.Schedule), nil
 	}
 	return t, nil
 }
@@ -109,6 +127,25 @@ type Options struct {
 	ReportEvery time.Duration
 }
 
+// MasterConns is how many Redis connections a master's own goroutines
+// may hold at once: its Collectors appliers (each a state script at a
+// time), the collector's blocking pop of nrq, the dispatcher, the reaper,
+// the revisit feed, the crawl-wide reporter and the control follower. A
+// master's client needs that many beyond go-redis's default pool (10 per
+// CPU), or under load the reaper waits out the pool's time-out (4 s) for
+// a connection and a dead worker's tasks are not taken back in that time
+// (seen with 16 appliers on 2 CPUs: the default pool of 20).
+func (o Options) MasterConns() int {
+	c := o.Collectors
+	if c <= 0 {
+		c = defaultCollectors
+	}
+	return c + 6
+}
+
+// defaultCollectors is Options.Collectors' default.
+const defaultCollectors = 16
+
 func (o *Options) defaults() error {
 	if o.Crawl == "" {
 		return errors.New("no crawl name: pass --crawl NAME (the same on the master and every worker)")
@@ -129,7 +166,7 @@ func (o *Options) defaults() error {
 		o.MaxWorkers = 1024
 	}
 	if o.Collectors <= 0 {
-		o.Collectors = 16
+		o.Collectors = defaultCollectors
 	}
 	return nil
 }

@@ -347,6 +347,10 @@ func (w *Worker) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err() // the task stays in the processing list
 		}
+		// The master completes its own copy of the request (its lease):
+		// the schedule entry is not sent back (nor could a JSON string
+		// carry its bytes).
+		v.Request.Schedule = ""
 		res := Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: v}
 		if v.RequestAfter > 0 {
 			// Measured now, so a slow send below only makes the master

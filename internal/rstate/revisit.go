@@ -134,3 +134,8 @@ func (s *Store) Scheduled(ctx context.Context) (records, due int64, err error) {
 }
 
 var _ crawlstate.Revisits = (*Store)(nil)
+
+// DueKey is the name of the bucket's due set (a sorted set of URL keys by
+// Due in Unix ms), for a caller that merges the due URLs of several
+// buckets (ZRANGEBYSCORE) before taking them with TakeDue.
+func (s *Store) DueKey() string { return s.keys[kDue] }

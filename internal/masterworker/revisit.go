@@ -1,0 +1,135 @@
+package masterworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/crawlstate"
+	"github.com/spider-crawler/spider/internal/frontier"
+)
+
+// The revisit schedule of a master–worker crawl (issue #26): each state
+// part keeps the schedule of its hosts' URLs (rstate: the part's rv hash,
+// due set and failed set, in its hash tag), and the master runs the loop a
+// single-node crawl runs (crawl.Scheduler.TakeAllDue at the start of a
+// one-shot run, FeedRevisits under Config.Continuous): due URLs become
+// pending in their part and go through the master's frontier, under the
+// same politeness as new URLs, to the workers. A worker gets the URL's
+// schedule entry with the task (Task.Schedule) for the conditional GET,
+// and sends back the Visit (304, validators), which the master's
+// Scheduler.Finish turns into the next schedule entry.
+
+var _ crawlstate.Revisits = (*shards)(nil)
+
+// TakeDue implements crawlstate.Revisits over the parts: the max earliest
+// due entries of all parts (each part's first max read in one pipeline),
+// then each part makes its share of them pending in one script call
+// (rstate.Store.TakeDue, kept for a retry by OneCall). A URL another taker
+// took meanwhile is simply not returned.
+func (s *shards) TakeDue(ctx context.Context, now time.Time, max int) ([]frontier.Request, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	type due struct {
+		at   float64
+		part int
+	}
+	var all []due
+	limit := strconv.FormatInt(now.UnixMilli(), 10)
+	err := cluster.Retry(ctx, func() error {
+		all = all[:0]
+		cmds := make([]*redis.ZSliceCmd, len(s.parts))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, st := range s.parts {
+				cmds[i] = p.ZRangeByScoreWithScores(ctx, st.DueKey(), &redis.ZRangeBy{Min: "-inf", Max: limit, Count: int64(max)})
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		for i, c := range cmds {
+			for _, z := range c.Val() {
+				all = append(all, due{z.Score, i})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the due revisits: %w", err)
+	}
+	slices.SortFunc(all, func(a, b due) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return a.part - b.part
+	})
+	share := make([]int, len(s.parts))
+	for _, d := range all[:min(len(all), max)] {
+		share[d.part]++
+	}
+	var out []frontier.Request
+	for i, n := range share {
+		if n == 0 {
+			continue
+		}
+		st := s.parts[i]
+		cctx := st.OneCall(ctx)
+		var got []frontier.Request
+		if err := cluster.Retry(ctx, func() (err error) { got, err = st.TakeDue(cctx, now, n); return err }); err != nil {
+			return out, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// NextDue implements crawlstate.Revisits: the earliest of the parts'.
+func (s *shards) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
+	for _, st := range s.parts {
+		var t time.Time
+		var has bool
+		if err := cluster.Retry(ctx, func() (err error) { t, has, err = st.NextDue(ctx); return err }); err != nil {
+			return time.Time{}, false, err
+		}
+		if has && (!ok || t.Before(next)) {
+			next, ok = t, true
+		}
+	}
+	return next, ok, nil
+}
+
+// RetryFailed implements crawlstate.Revisits: every part's failed URLs.
+func (s *shards) RetryFailed(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for _, st := range s.parts {
+		var n int
+		if err := cluster.Retry(ctx, func() (err error) { n, err = st.RetryFailed(ctx, now); return err }); err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Scheduled implements crawlstate.Revisits: the sums over the parts.
+func (s *shards) Scheduled(ctx context.Context) (records, due int64, err error) {
+	for _, st := range s.parts {
+		var r, d int64
+		if err := cluster.Retry(ctx, func() (err error) { r, d, err = st.Scheduled(ctx); return err }); err != nil {
+			return 0, 0, err
+		}
+		records, due = records+r, due+d
+	}
+	return records, due, nil
+}

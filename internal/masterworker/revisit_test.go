@@ -1,0 +1,204 @@
+package masterworker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
+	"github.com/spider-crawler/spider/internal/dedup"
+	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/rstate"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestContinuousMasterWorkers runs a continuous, adaptive master–worker
+// crawl (the master's state split over its parts on a real redis-server)
+// over websim's changing pages for a few seconds, with a third worker
+// killed (kill -9: masterworker.Victim) holding a task once revisits flow,
+// and judges the workers' records against websim's history: pages
+// are revisited, an unchanged page's revisit is answered 304 (the worker
+// sent the validators of the schedule entry that came with its task), a
+// changed page is stored again, and every URL recorded has its revisit
+// record in the state afterwards (the dead worker's tasks lost no schedule
+// entry). It fails if the master never takes due URLs (no revisits), if the
+// schedule entry does not reach the worker intact (no 304), or if a task
+// of the killed worker leaves its URL without a record.
+func TestContinuousMasterWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 7 s")
+	}
+	f := newFixture(t, websim.Config{Seed: 7, Hosts: 3, PagesPerHost: 12, ChangeDay: 2 * time.Second, DisappearShare: -1},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeSeeds})
+	f.cfg.Revisit = crawl.RevisitAdaptive
+	f.cfg.RevisitMin = crawl.Duration(200 * time.Millisecond)
+	f.cfg.RevisitInitial = crawl.Duration(400 * time.Millisecond)
+	f.cfg.RevisitMax = crawl.Duration(1500 * time.Millisecond)
+	f.cfg.Continuous = true
+	f.cfg.Seen = "bloom"
+	const name = "mwrevisit"
+	// The master's client as spider master sizes it (Options.MasterConns).
+	f.rdb = redis.NewClient(&redis.Options{Addr: f.rs.Addr(), PoolSize: 10*runtime.GOMAXPROCS(0) + opts(name).MasterConns()})
+	t.Cleanup(func() { f.rdb.Close() })
+	ctx := context.Background()
+	st, err := masterworker.OpenState(ctx, f.rdb, name, masterworker.StateOptions{SeenMode: f.cfg.Seen, ExpectedURLs: 10_000, MaxDepth: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, ok := st.(crawlstate.Revisits)
+	if !ok {
+		t.Fatalf("the master's state %T keeps no revisit schedule", st)
+	}
+	m := f.masterOn(t, name, st)
+	m.UseSchedule(rv)
+
+	runCtx, stop := context.WithTimeout(ctx, 7*time.Second)
+	defer stop()
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return m.Run(gctx) })
+	// Each process its own Redis client, as separate processes have: a
+	// worker's blocking pops then never hold the master's connections.
+	fa, fb := *f, *f
+	fa.rdb, fb.rdb = f.rs.Client(), f.rs.Client()
+	wa, dirA := fa.worker(t, name, 4)
+	wb, dirB := fb.worker(t, name, 4)
+	g.Go(func() error { return wa.Run(gctx) })
+	g.Go(func() error { return wb.Run(gctx) })
+	// A third worker is killed (kill -9) holding a task, once revisits
+	// flow: its heartbeat stops, the task stays in its processing list.
+	time.Sleep(2500 * time.Millisecond)
+	proc := masterworker.Victim(t, f.rs.Client(), name)
+	killedAt := time.Now()
+	raw, err := f.rdb.LRange(ctx, proc, 0, -1).Result()
+	if err != nil || len(raw) != 1 {
+		t.Fatalf("the killed worker's processing list: %v, %v", raw, err)
+	}
+	var task masterworker.Task
+	if err := json.Unmarshal([]byte(raw[0]), &task); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("crawl failed: %v", err)
+	}
+	if s := m.Stats(); s.Requeued == 0 {
+		t.Errorf("the killed worker's task was not taken back: %+v", s)
+	}
+
+	// Every record, in time order, judged against the page's history.
+	var recs []store.Record
+	for _, d := range []string{dirA, dirB} {
+		rs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		rs.Close()
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].FetchedAt.Before(recs[j].FetchedAt) })
+	web := f.srv.Web
+	const slack = 150 * time.Millisecond
+	ambiguous := func(u string, at time.Time) bool {
+		a, _ := web.VersionAt(u, at.Add(-slack))
+		b, _ := web.VersionAt(u, at.Add(slack))
+		return a != b
+	}
+	last := map[string]store.Record{}
+	urls := map[string]bool{}
+	var unchanged, got304, changed, restored int
+	for _, r := range recs {
+		urls[r.URL] = true
+		if r.Status != 200 && r.Status != 304 {
+			continue
+		}
+		prev, seen := last[r.URL]
+		last[r.URL] = r
+		if !seen {
+			if r.Status == 304 {
+				t.Errorf("%s: first fetch answered 304", r.URL)
+			}
+			continue
+		}
+		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
+			continue
+		}
+		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
+		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
+		switch {
+		case v0 == v1:
+			unchanged++
+			if r.Status == 304 {
+				got304++
+			}
+		case r.Status == 304:
+			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
+		default:
+			changed++
+			if r.PageNo >= 0 {
+				restored++
+			}
+		}
+	}
+	t.Logf("%d records of %d URLs; revisits: %d unchanged (%d answered 304), %d changed (%d stored again); worker A fetched %d, B %d; the killed worker held %s (a revisit: %v)",
+		len(recs), len(urls), unchanged, got304, changed, restored, wa.Fetched(), wb.Fetched(), task.Request.URL, len(task.Schedule) > 0)
+	again := false
+	for _, r := range recs {
+		again = again || r.URL == task.Request.URL && r.FetchedAt.After(killedAt)
+	}
+	if !again {
+		t.Errorf("%s, the killed worker's task, was not fetched again after the kill", task.Request.URL)
+	}
+	if unchanged < 10 || changed < 2 {
+		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 10 and ≥ 2)", unchanged, changed)
+	}
+	if float64(got304) < 0.8*float64(unchanged) {
+		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%% (do the schedule entries reach the workers?)", got304, unchanged)
+	}
+	if restored != changed {
+		t.Errorf("%d of %d changed pages stored again", restored, changed)
+	}
+
+	// No schedule entry lost: every recorded URL has its revisit record in
+	// one of the state's parts.
+	var rvKeys []string
+	for i := range masterworker.Shards {
+		rvKeys = append(rvKeys, rstate.KeyPrefix(name, masterworker.ShardTag(i, masterworker.Shards))+"rv")
+	}
+	var lost []string
+	for u := range urls {
+		k := string(dedup.KeyOf(u).AppendBinary(nil))
+		found := false
+		for _, key := range rvKeys {
+			if ok, err := f.rdb.HExists(ctx, key, k).Result(); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			lost = append(lost, u)
+		}
+	}
+	if len(lost) > 0 {
+		sort.Strings(lost)
+		t.Errorf("%d of %d recorded URLs have no revisit record, e.g. %v", len(lost), len(urls), lost[:min(5, len(lost))])
+	}
+	records, _, err := rv.Scheduled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if records < int64(len(urls)) {
+		t.Errorf("the schedule holds %d records, %d URLs were recorded", records, len(urls))
+	}
+}
