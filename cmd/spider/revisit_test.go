@@ -201,3 +201,28 @@ func TestFailedSeedSummary(t *testing.T) {
 		t.Fatalf("--retry-failed: err %v, output:\n%s", err, out)
 	}
 }
+
+// TestRevisitFlagsRefused: bad revisit settings and modes without a
+// revisit schedule are usage errors (exit 2) naming the flag.
+func TestRevisitFlagsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad mode", []string{"--revisit", "sometimes"}, "--revisit"},
+		{"min above max", []string{"--revisit-min", "2h", "--revisit-max", "1h"}, "--revisit-max"},
+		{"min too small", []string{"--revisit-min", "1ms"}, "--revisit-min"},
+		{"share", []string{"--revisit-share", "1.5"}, "--revisit-share"},
+		{"layered", []string{"--mode", "layered", "--continuous"}, "--mode layered"},
+		{"protocol", []string{"--dedup", "protocol", "--revisit", "adaptive"}, "--dedup protocol"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(append([]string{"crawl", "--data", t.TempDir()}, c.args...), "http://a.test/")
+			code, _, errOut := runCLI(t, args...)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Fatalf("code %d, stderr %q, want exit 2 naming %q", code, errOut, c.want)
+			}
+		})
+	}
+}
