@@ -108,9 +108,9 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "index built: %d tasks, %d pages, %d deletions, %d task(s) redone, %.1f MB analysed in %s (%.0f pages/s)\n",
+		fmt.Fprintf(stdout, "index built: %d tasks, %d pages, %d deletions, %d task(s) redone, %.1f MB analysed in %s (%.0f pages/s); %d page(s) folded into duplicate clusters\n",
 			st.Tasks, st.Docs, st.Deleted, st.Requeued, float64(st.Bytes)/1e6, st.Took.Round(time.Millisecond),
-			float64(st.Docs)/max(st.Took.Seconds(), 1e-9))
+			float64(st.Docs)/max(st.Took.Seconds(), 1e-9), st.Folded)
 		return nil
 	}
 
