@@ -36,7 +36,13 @@
 //	spider:<crawl>:{<bucket>}:sim      HASH    near-duplicate tables: dedup.SimTables key
 //	                                           (10 bytes) → the pages filed under it, each
 //	                                           its SimHash (8 bytes), URL length (2 bytes),
-//	                                           URL; at most 16 KiB per key (near.go)
+//	                                           URL; at most 16 KiB per key (near.go).
+//	                                           With Options.DupTags these two stay empty:
+//	spider:<crawl>:{<tag>}:dupfp       HASH    the crawl's fingerprints, spread over the
+//	                                           tags by value (as fp)
+//	spider:<crawl>:{<tag>}:dupsim      HASH    the crawl's near-duplicate tables, each
+//	                                           table key under the tag of its FNV-1a hash
+//	                                           (as sim); filed after the completion
 //	spider:<crawl>:{<bucket>}:call:<id> STRING the reply of one Discover or Complete call
 //	                                           that accepted something (MessagePack), kept
 //	                                           for ReplyTTL so that a client retry after a
