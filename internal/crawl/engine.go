@@ -326,7 +326,8 @@ func (s *Scheduler) commit(lease *frontier.Lease) {
 }
 
 // done ends a lease handed out by Next, giving back the budget slot it
-// still holds.
+// still holds; a URL taken from the revisit schedule stops counting
+// against the revisit share (FeedRevisits).
 func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 	s.flightMu.Lock()
 	held := s.inFlight[lease.Request.URL]
@@ -336,6 +337,9 @@ func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 		s.budget.Release()
 	}
 	s.fr.Done(lease, info)
+	if lease.Request.Schedule != "" {
+		s.rv.finished(lease.Request.URL)
+	}
 }
 
 // Release gives a lease back without a result (cancelled, or its worker
@@ -667,7 +671,6 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)
 	}
 	s.rv.count(sc)
-	s.rv.finished(req.URL)
 	if s.known != nil && !relinks {
 		s.known.add(report)
 	}
