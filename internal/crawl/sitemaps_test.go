@@ -267,6 +267,22 @@ func TestSitemapHuge(t *testing.T) {
 	if grew > 96<<20 {
 		t.Errorf("heap grew by %d MiB: the sitemap is held in memory", grew>>20)
 	}
+	// What websim sent of each 1 GiB file: the reading stopped, the rest
+	// was never transferred (the connection closed, not drained).
+	for _, path := range []string{"/sitemap-huge.xml", "/sitemap-huge.xml.gz"} {
+		var sent int64 = -1
+		for deadline := time.Now().Add(10 * time.Second); sent < 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for _, e := range srv.Web.Log().Entries() {
+				if e.Path == path {
+					sent = e.Bytes
+				}
+			}
+		}
+		t.Logf("%s: websim sent %.1f MiB", path, float64(sent)/(1<<20))
+		if sent < 0 || sent > 64<<20 {
+			t.Errorf("%s: websim sent %d bytes; want the first few MiB only", path, sent)
+		}
+	}
 	recs := records(t, cfg.Data)
 	r := recs[srv.Web.URL("www.d0.test", "/sitemap-huge.xml")]
 	if !strings.Contains(r.Error, "sitemap cut at the protocol's 50000 URLs") || r.PageNo != -1 {
