@@ -62,12 +62,12 @@ func simArg(o crawlstate.Outcome) ([]byte, error) {
 // A completion runs the bucket's complete script first, told no
 // fingerprint or SimHash (the bucket's own tables stay empty). Only when
 // it completed the URL are the crawl's tables touched, under the Store's
-// lock (one page at a time per Store): HSETNX of the fingerprint (another
-// URL already there: an exact duplicate); for a page no exact duplicate,
-// the SimHash's table keys read in one pipeline of HGETs (compared here)
-// and, when none is within the distance, simFileScript per tag, which
-// looks the keys of its tag up again and files the page there unless a
-// copy was filed meanwhile (one pipeline). So a URL not completed (not
+// lock (one page at a time per Store). One pipeline files the fingerprint
+// if it is new (HSETNX; another URL already there: an exact duplicate) and
+// reads the SimHash's table keys (compared here); for a page that is no
+// duplicate, a second pipeline runs simFileScript per tag, which looks
+// the keys of its tag up again and files the page there unless a copy was
+// filed meanwhile. So a URL not completed (not
 // pending any more, fenced, an error) is never filed, and the copies
 // completed through one Store behave as with the bucket's own tables
 // (exactly one filed, the others its duplicates). Two copies completed at
@@ -77,7 +77,7 @@ func simArg(o crawlstate.Outcome) ([]byte, error) {
 // duplicate (both, rarely, when they meet in two tags in opposite
 // orders; the earlier filed in the tags where it came first). The window
 // left: a process that dies (or loses its connection) between the
-// bucket's completion and the filing (two or three round trips) leaves
+// bucket's completion and the filing (one or two round trips) leaves
 // the page out of the tables: a later copy of it is not found at crawl
 // time (the index's clusters, computed from the records, still find it)
 // and Result.DuplicateOf of that completion is lost.
@@ -177,33 +177,26 @@ func (d *dupTables) part(b []byte) int {
 // an unchanged page) nothing is filed, as in the complete script. The
 // caller holds the Store's lock.
 func (d *dupTables) file(ctx context.Context, rdb redis.UniversalClient, fp, sim []byte, owner, self string) (dup string, near bool, err error) {
-	if len(fp) > 0 {
-		key := d.fp[d.part(fp)]
-		ok, err := rdb.HSetNX(ctx, key, string(fp), owner).Result()
-		if err != nil {
-			return "", false, err
-		}
-		if !ok {
-			o, err := rdb.HGet(ctx, key, string(fp)).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return "", false, err
-			}
-			if o != "" && o != owner && o != self {
-				return o, false, nil
-			}
+	var keys [][]byte
+	if len(sim) > 0 && len(owner) <= 65535 {
+		for i := 9; i+dedup.SimKeyLen <= len(sim); i += dedup.SimKeyLen {
+			keys = append(keys, sim[i:i+dedup.SimKeyLen])
 		}
 	}
-	if len(sim) == 0 || len(owner) > 65535 {
+	if len(fp) == 0 && len(keys) == 0 {
 		return "", false, nil
 	}
-	k, h := int(sim[0]), binary.BigEndian.Uint64(sim[1:9])
-	var keys [][]byte
-	for i := 9; i+dedup.SimKeyLen <= len(sim); i += dedup.SimKeyLen {
-		keys = append(keys, sim[i:i+dedup.SimKeyLen])
-	}
-	// The lookup: every table key, one pipeline.
+	// One round trip: the fingerprint filed if new (and its owner read),
+	// every table key of the SimHash read.
+	var setCmd *redis.BoolCmd
+	var ownerCmd *redis.StringCmd
 	cmds := make([]*redis.StringCmd, len(keys))
 	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if len(fp) > 0 {
+			key := d.fp[d.part(fp)]
+			setCmd = p.HSetNX(ctx, key, string(fp), owner)
+			ownerCmd = p.HGet(ctx, key, string(fp))
+		}
 		for i, key := range keys {
 			cmds[i] = p.HGet(ctx, d.sim[d.part(key)], string(key))
 		}
@@ -211,6 +204,23 @@ func (d *dupTables) file(ctx context.Context, rdb redis.UniversalClient, fp, sim
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return "", false, err
 	}
+	if setCmd != nil && setCmd.Err() != nil {
+		return "", false, setCmd.Err()
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return "", false, err
+		}
+	}
+	if setCmd != nil && !setCmd.Val() {
+		if o := ownerCmd.Val(); o != "" && o != owner && o != self {
+			return o, false, nil // an exact duplicate: its SimHash is not filed
+		}
+	}
+	if len(keys) == 0 {
+		return "", false, nil
+	}
+	k, h := int(sim[0]), binary.BigEndian.Uint64(sim[1:9])
 	bestD, mineD := k+1, k+1
 	for _, c := range cmds {
 		v := c.Val()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -186,4 +187,47 @@ func TestDupesAcrossBucketsConcurrent(t *testing.T) {
 		}
 	}
 	t.Logf("%d pairs completed at once on two buckets: %d with both pages reported the other's copy", pairs, both)
+}
+
+// BenchmarkCompleteNear: Complete of a pending URL with 20 links (as
+// BenchmarkComplete), a fingerprint and a SimHash at distance 3, from 8
+// concurrent callers on one Store: the bucket's own tables (filed in the
+// complete script) against the crawl's (DupTags: filed after it, two or
+// three more round trips, one filing at a time per Store).
+//
+//	go test ./internal/rstate -run '^$' -bench CompleteNear -benchtime 5000x
+func BenchmarkCompleteNear(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		tags []string
+	}{{"bucket", nil}, {"crawl-wide", dupTags}} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := redistest.Start(b)
+			s, err := rstate.Open(context.Background(), srv.Client(), rstate.Options{Crawl: "bench", DupTags: tc.tags})
+			if err != nil {
+				b.Fatal(err)
+			}
+			known := preload(b, s, "known", 20_000)
+			pending := preload(b, s, "todo", b.N)
+			r := rand.New(rand.NewPCG(1, 2))
+			sims := make([]uint64, b.N)
+			for i := range sims {
+				sims[i] = r.Uint64()
+			}
+			var next atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := int(next.Add(1)) - 1
+					if _, err := s.Complete(context.Background(), pending[i], crawlstate.Outcome{Class: "200", Fingerprint: uint64(i + 1),
+						SimHash: sims[i], NearDistance: 3, URL: pending[i].URL, Stored: true}, links(known, i)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
 }
