@@ -318,12 +318,17 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	if stopped {
 		runErr = nil
 	}
+	sched, hasSched, schedErr := node.ScheduleStatus(context.WithoutCancel(ctx))
 	if cerr := node.Close(); runErr == nil {
 		runErr = cerr
 	}
 	// Interrupted (Ctrl-C): this node's summary so far, then runErr (exit 130).
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
-	if runErr == nil && !stopped {
+	stoppedContinuous := interrupted && cfg.Continuous // Ctrl-C is how a continuous crawl ends: exit 0
+	if stoppedContinuous {
+		interrupted, runErr = false, nil
+	}
+	if runErr == nil && !stopped && !stoppedContinuous {
 		// The crawl is done (every node saw it): --expire-done.
 		out := stdout
 		if quiet {
@@ -342,6 +347,9 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 	if interrupted {
 		verb = "interrupted after"
 	}
+	if stoppedContinuous {
+		verb = "continuous crawl stopped after"
+	}
 	fmt.Fprintf(stdout, "node %s: %s %d URLs in %s (%.1f/s) into %s\n", node.ID(), verb, node.Fetched(),
 		el.Round(time.Millisecond), float64(node.Fetched())/max(el.Seconds(), 1e-9), cfg.Data)
 	s, err := crawl.Stats(cfg.Data)
@@ -349,6 +357,9 @@ func runPeer(ctx context.Context, cfg crawl.Config, rf redisFlags, opt p2p.Optio
 		return runErr // this node fetched nothing
 	}
 	s.Print(stdout)
+	if hasSched && schedErr == nil {
+		sched.Print(stdout, time.Now(), node.Fetched())
+	}
 	return runErr
 }
 

@@ -2,17 +2,12 @@ package masterworker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/rstate"
 )
 
 // The revisit schedule of a master–worker crawl (issue #26): each state
@@ -29,54 +24,17 @@ import (
 var _ crawlstate.Revisits = (*shards)(nil)
 
 // TakeDue implements crawlstate.Revisits over the parts: the max earliest
-// due entries of all parts (each part's first max read in one pipeline),
-// then each part makes its share of them pending in one script call
+// due entries of all parts (rstate.DueShares: one pipeline), then each
+// part makes its share of them pending in one script call
 // (rstate.Store.TakeDue, kept for a retry by OneCall). A URL another taker
 // took meanwhile is simply not returned.
 func (s *shards) TakeDue(ctx context.Context, now time.Time, max int) ([]frontier.Request, error) {
 	if max <= 0 {
 		return nil, nil
 	}
-	type due struct {
-		at   float64
-		part int
-	}
-	var all []due
-	limit := strconv.FormatInt(now.UnixMilli(), 10)
-	err := cluster.Retry(ctx, func() error {
-		all = all[:0]
-		cmds := make([]*redis.ZSliceCmd, len(s.parts))
-		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, st := range s.parts {
-				cmds[i] = p.ZRangeByScoreWithScores(ctx, st.DueKey(), &redis.ZRangeBy{Min: "-inf", Max: limit, Count: int64(max)})
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		for i, c := range cmds {
-			for _, z := range c.Val() {
-				all = append(all, due{z.Score, i})
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the due revisits: %w", err)
-	}
-	slices.SortFunc(all, func(a, b due) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return a.part - b.part
-	})
-	share := make([]int, len(s.parts))
-	for _, d := range all[:min(len(all), max)] {
-		share[d.part]++
+	var share []int
+	if err := cluster.Retry(ctx, func() (err error) { share, err = rstate.DueShares(ctx, s.parts, now, max); return err }); err != nil {
+		return nil, err
 	}
 	var out []frontier.Request
 	for i, n := range share {
@@ -94,19 +52,11 @@ func (s *shards) TakeDue(ctx context.Context, now time.Time, max int) ([]frontie
 	return out, nil
 }
 
-// NextDue implements crawlstate.Revisits: the earliest of the parts'.
+// NextDue implements crawlstate.Revisits: the earliest of the parts' (one
+// pipeline).
 func (s *shards) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
-	for _, st := range s.parts {
-		var t time.Time
-		var has bool
-		if err := cluster.Retry(ctx, func() (err error) { t, has, err = st.NextDue(ctx); return err }); err != nil {
-			return time.Time{}, false, err
-		}
-		if has && (!ok || t.Before(next)) {
-			next, ok = t, true
-		}
-	}
-	return next, ok, nil
+	err = cluster.Retry(ctx, func() (err error) { next, ok, err = rstate.NextDueOf(ctx, s.parts); return err })
+	return next, ok, err
 }
 
 // RetryFailed implements crawlstate.Revisits: every part's failed URLs.

@@ -295,6 +295,13 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("cannot resume the crawl stopped by --max-pages: %w", err)
 		}
 		n.log.Info("resuming a crawl that --max-pages stopped", "max_pages", n.cfg.MaxPages)
+	} else if err == nil && v != doneByLimit && (n.cfg.Continuous || n.cfg.RetryFailed) {
+		// A finished crawl run again to revisit its pages or retry its
+		// failures: its URLs are due again, so it is not done.
+		if err := n.rdb.Del(ctx, n.k.done()).Err(); err != nil {
+			return fmt.Errorf("cannot resume the finished crawl: %w", err)
+		}
+		n.log.Info("resuming a finished crawl", "continuous", n.cfg.Continuous, "retry_failed", n.cfg.RetryFailed)
 	}
 	var err error
 	n.coord, err = cluster.NewCoordinator(n.rdb, n.mem, cluster.CoordinatorConfig{
@@ -341,6 +348,11 @@ func (n *Node) Run(ctx context.Context) error {
 	g.Go(func() error { return n.sched.Start(gctx, seeds) })
 	for i := 0; i < n.cfg.Concurrency; i++ {
 		g.Go(func() error { return n.work(gctx) })
+	}
+	if n.cfg.Continuous {
+		// Due URLs of the owned buckets into the frontier, until stopped
+		// (revisit.go).
+		g.Go(func() error { return n.sched.FeedRevisits(gctx, n.bs) })
 	}
 	doneErr := errors.New("crawl done")
 	g.Go(func() error {
@@ -505,6 +517,9 @@ func (n *Node) events(ctx context.Context) error {
 				}
 				if err := n.sched.Enqueue(reqs); err != nil {
 					return err
+				}
+				if err := n.acquiredSchedule(ctx, st); err != nil {
+					return fmt.Errorf("cannot take the due URLs of bucket %d: %w", ev.Bucket, err)
 				}
 			case cluster.Lost, cluster.Released:
 				// Released: drain already stopped the work; this also undoes
@@ -704,7 +719,7 @@ func (n *Node) terminate(ctx context.Context) error {
 			rateAt, rateFetched = time.Now(), f
 		}
 		n.mem.SetLoad(cluster.Load{PagesPerSec: rate, Queue: int64(n.sched.Progress().Queued), Fetched: n.Fetched()})
-		if !idle {
+		if !idle || n.cfg.Continuous { // a continuous crawl runs until stopped
 			last = ""
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -135,7 +136,79 @@ func (s *Store) Scheduled(ctx context.Context) (records, due int64, err error) {
 
 var _ crawlstate.Revisits = (*Store)(nil)
 
-// DueKey is the name of the bucket's due set (a sorted set of URL keys by
-// Due in Unix ms), for a caller that merges the due URLs of several
-// buckets (ZRANGEBYSCORE) before taking them with TakeDue.
-func (s *Store) DueKey() string { return s.keys[kDue] }
+// DueShares spreads a TakeDue of max URLs at now over several stores of
+// one Redis (a p2p node's buckets, a master's state parts): it reads the
+// first max due entries of every store in one pipeline and returns, per
+// store, how many of the max earliest are its, for the caller to take with
+// each store's TakeDue (so the crawl takes the earliest Due first across
+// stores, not store by store). A store closed meanwhile counts none.
+func DueShares(ctx context.Context, stores []*Store, now time.Time, max int) ([]int, error) {
+	share := make([]int, len(stores))
+	if len(stores) == 0 || max <= 0 {
+		return share, nil
+	}
+	type due struct {
+		at    float64
+		store int
+	}
+	limit := strconv.FormatInt(now.UnixMilli(), 10)
+	cmds := make([]*redis.ZSliceCmd, len(stores))
+	_, err := stores[0].rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range stores {
+			cmds[i] = p.ZRangeByScoreWithScores(ctx, st.keys[kDue], &redis.ZRangeBy{Min: "-inf", Max: limit, Count: int64(max)})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, stores[0].fail("cannot read the due revisits", err)
+	}
+	var all []due
+	for i, c := range cmds {
+		if stores[i].closed.Load() {
+			continue
+		}
+		for _, z := range c.Val() {
+			all = append(all, due{z.Score, i})
+		}
+	}
+	slices.SortFunc(all, func(a, b due) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return a.store - b.store
+	})
+	for _, d := range all[:min(len(all), max)] {
+		share[d.store]++
+	}
+	return share, nil
+}
+
+// NextDueOf is NextDue over several stores of one Redis, in one pipeline:
+// the earliest Due of all of them.
+func NextDueOf(ctx context.Context, stores []*Store) (next time.Time, ok bool, err error) {
+	if len(stores) == 0 {
+		return time.Time{}, false, nil
+	}
+	cmds := make([]*redis.ZSliceCmd, len(stores))
+	_, err = stores[0].rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range stores {
+			cmds[i] = p.ZRangeWithScores(ctx, st.keys[kDue], 0, 0)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return time.Time{}, false, stores[0].fail("cannot read the next due revisit", err)
+	}
+	for _, c := range cmds {
+		if z := c.Val(); len(z) > 0 {
+			t := time.UnixMilli(int64(z[0].Score))
+			if !ok || t.Before(next) {
+				next, ok = t, true
+			}
+		}
+	}
+	return next, ok, nil
+}

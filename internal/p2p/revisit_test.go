@@ -1,0 +1,150 @@
+package p2p_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/dedup"
+	"github.com/spider-crawler/spider/internal/rstate"
+	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestContinuousPeers runs a continuous, adaptive peer-to-peer crawl of two
+// nodes (each with its own Redis client, as separate processes) over
+// websim's changing pages for a few seconds and judges the records of both
+// against websim's history: pages are revisited by the node that owns
+// their bucket, an unchanged page's revisit is answered 304 (the bucket's
+// pending record carried the schedule entry's validators), a changed page
+// is stored again, no node decides the crawl is done while it runs, and
+// every recorded URL has its revisit record in its bucket afterwards. It
+// fails if the nodes never take due URLs (no revisits), if they end the
+// crawl (termination detection in continuous mode), or if the schedule
+// entries do not reach the fetcher (no 304).
+func TestContinuousPeers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 7 s")
+	}
+	f := newFixtureSeeds(t, websim.Config{Seed: 7, Hosts: 4, PagesPerHost: 10, ChangeDay: 2 * time.Second, DisappearShare: -1},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeSeeds}, 4)
+	f.cfg.Revisit = crawl.RevisitAdaptive
+	f.cfg.RevisitMin = crawl.Duration(200 * time.Millisecond)
+	f.cfg.RevisitInitial = crawl.Duration(400 * time.Millisecond)
+	f.cfg.RevisitMax = crawl.Duration(1500 * time.Millisecond)
+	f.cfg.Continuous = true
+	const name = "p2previsit"
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second)
+	defer cancel()
+	var dirs []string
+	errs := make(chan error, 2)
+	started := time.Now()
+	for _, id := range []string{"n1", "n2"} {
+		fn := *f
+		fn.rdb = f.rs.Client()
+		n, dir := fn.node(t, steadyOptions(name, id, 100))
+		dirs = append(dirs, dir)
+		go func() {
+			err := n.Run(ctx)
+			if time.Since(started) < 6*time.Second {
+				t.Errorf("node %s ended after %s (%v): a continuous crawl runs until stopped", id, time.Since(started).Round(time.Millisecond), err)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			t.Errorf("node failed: %v", err)
+		}
+	}
+
+	var recs []store.Record
+	for _, d := range dirs {
+		rs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		rs.Close()
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].FetchedAt.Before(recs[j].FetchedAt) })
+	web := f.srv.Web
+	const slack = 150 * time.Millisecond
+	ambiguous := func(u string, at time.Time) bool {
+		a, _ := web.VersionAt(u, at.Add(-slack))
+		b, _ := web.VersionAt(u, at.Add(slack))
+		return a != b
+	}
+	last := map[string]store.Record{}
+	urls := map[string]bool{}
+	var unchanged, got304, changed, restored int
+	for _, r := range recs {
+		urls[r.URL] = true
+		if r.Status != 200 && r.Status != 304 {
+			continue
+		}
+		prev, seen := last[r.URL]
+		last[r.URL] = r
+		if !seen {
+			continue
+		}
+		// Only changing pages carry validators (websim: the small pages
+		// have no change history).
+		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
+			continue
+		}
+		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
+		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
+		switch {
+		case v0 == v1:
+			unchanged++
+			if r.Status == 304 {
+				got304++
+			}
+		case r.Status == 304:
+			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
+		default:
+			changed++
+			if r.PageNo >= 0 {
+				restored++
+			}
+		}
+	}
+	t.Logf("%d records of %d URLs; revisits: %d unchanged (%d answered 304), %d changed (%d stored again)",
+		len(recs), len(urls), unchanged, got304, changed, restored)
+	if unchanged < 10 || changed < 2 {
+		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 10 and ≥ 2)", unchanged, changed)
+	}
+	if float64(got304) < 0.8*float64(unchanged) {
+		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%%", got304, unchanged)
+	}
+	if restored != changed {
+		t.Errorf("%d of %d changed pages stored again", restored, changed)
+	}
+	var lost []string
+	bg := context.Background()
+	for u := range urls {
+		k := string(dedup.KeyOf(u).AppendBinary(nil))
+		found := false
+		for b := range steadyOptions(name, "x", 1).Buckets {
+			if ok, err := f.rdb.HExists(bg, rstate.KeyPrefix(name, rstate.BucketName(b))+"rv", k).Result(); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			lost = append(lost, u)
+		}
+	}
+	if len(lost) > 0 {
+		sort.Strings(lost)
+		t.Errorf("%d of %d recorded URLs have no revisit record, e.g. %v", len(lost), len(urls), lost[:min(5, len(lost))])
+	}
+}
