@@ -120,7 +120,9 @@ type Outcome struct {
 	// Complete keeps a revisit record for the URL (the request as
 	// completed, Seq and Attempt cleared, with Schedule set), replacing any
 	// earlier one. Empty: any revisit record of the URL is removed (the URL
-	// is done for good).
+	// is done for good), unless Failed: a failure without a schedule keeps
+	// a record (the request, Schedule empty) so that RetryFailed can make
+	// it due.
 	Schedule string
 	// Due is when the URL is to be fetched again (a revisit, or a retry of
 	// a failure); zero: not scheduled (its record, if any, is kept but
