@@ -55,11 +55,13 @@
 //     the data directory does not store); the pages at the edge of the
 //     crawl are fetched twice;
 //   - a state rebuilt from a readable one keeps its revisit schedule: a
-//     damaged revisit record is dropped (its URL stays completed and is no
-//     longer revisited: its validators and change history are what is
-//     lost), the due index and the failed marks are rebuilt from the
-//     records; a state rebuilt from records.jsonl alone has no schedule
-//     (a continuous crawl schedules each URL again when it is fetched);
+//     damaged revisit record loses the URL's schedule (validators, change
+//     history); the URL gets a fresh record due at once when a kept
+//     record names it (it is fetched again and scheduled anew), else it
+//     stays completed and is no longer revisited; the due index and the
+//     failed marks are rebuilt from the records; a state rebuilt from
+//     records.jsonl alone has no schedule (a continuous crawl schedules
+//     each URL again when it is fetched);
 //   - a damaged index, or one built from records that repair rewrote, is
 //     reset (the next `spider index` indexes every record again); damaged
 //     graph and rank files are removed (`spider rank` rebuilds them).
@@ -915,6 +917,17 @@ func (c *checked) specFromState(lost []frontier.Request) state.RebuildSpec {
 	for _, k := range keys {
 		i := c.recorded[k]
 		spec.Completed = append(spec.Completed, c.completedURL(i, depthOf(c.completed[k], int(c.lines[i].depth))))
+	}
+	// A damaged revisit record of a URL the kept records name: a fresh
+	// record, due at once, so the URL is fetched again and scheduled anew
+	// (its validators and change history are lost).
+	now := time.Now()
+	for _, k := range c.in.DamagedRevisits {
+		i, ok := c.recorded[k]
+		if _, done := c.completed[k]; !ok || !done {
+			continue
+		}
+		spec.Revisits = append(spec.Revisits, state.Revisit{Request: request(c.lines[i].url, depthOf(c.completed[k], int(c.lines[i].depth)), 0), Due: now})
 	}
 	return spec
 }

@@ -19,8 +19,9 @@ import (
 // TestRevisitSchedule: a state with a revisit schedule (records, due
 // entries, a failed mark, a URL revisited so that the counters count it
 // twice) is clean for fsck; a damaged revisit record is reported, and the
-// repair drops that record only: the other URLs keep their schedule (due
-// times, failed mark) and the dropped URL stays completed.
+// repair replaces that record only: the other URLs keep their schedule
+// (due times, failed mark), the damaged one's URL (named by its record in
+// records.jsonl) gets a fresh record due at once and stays completed.
 func TestRevisitSchedule(t *testing.T) {
 	ctx := context.Background()
 	srv, err := websim.Start(ctx, websim.Config{Seed: 12, Hosts: 2, PagesPerHost: 12})
@@ -116,8 +117,8 @@ func TestRevisitSchedule(t *testing.T) {
 	st, err = state.Open(filepath.Join(dir, fsck.StateDir), state.Options{})
 	must(err)
 	defer st.Close()
-	if r, d, err := st.Scheduled(ctx); err != nil || r != 2 || d != 1 {
-		t.Fatalf("after the repair: %d revisit records, %d due, %v; want 2 (the damaged one dropped), 1", r, d, err)
+	if r, d, err := st.Scheduled(ctx); err != nil || r != 3 || d != 2 {
+		t.Fatalf("after the repair: %d revisit records, %d due, %v; want 3, 2 (the damaged one made anew, due now)", r, d, err)
 	}
 	if next, ok, err := st.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("NextDue after the repair = %v, %v, %v; want the revisited URL's", next, ok, err)
@@ -127,6 +128,20 @@ func TestRevisitSchedule(t *testing.T) {
 	}
 	again, err := st.Discover(ctx, []frontier.Request{{URL: urls[1]}})
 	if err != nil || len(again) != 0 {
-		t.Fatalf("the URL whose revisit record was dropped is accepted again: %v, %v", again, err)
+		t.Fatalf("the URL whose revisit record was damaged is accepted again: %v, %v", again, err)
+	}
+	// Its fresh record is due now: fetched again, without validators.
+	due, err := st.TakeDue(ctx, time.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh *frontier.Request
+	for i := range due {
+		if due[i].URL == urls[1] {
+			fresh = &due[i]
+		}
+	}
+	if fresh == nil || fresh.Schedule != "" || fresh.Key == "" {
+		t.Fatalf("TakeDue after the repair = %+v; want %s with no schedule entry and a politeness key", due, urls[1])
 	}
 }

@@ -56,8 +56,11 @@ type Inspection struct {
 	// Store.RecordsEnd).
 	PageNext, RecordsEnd int64
 	// Revisits are the revisit records that decode (in key order); a
-	// damaged one is a Problem and is left out (a rebuild drops it).
-	Revisits []Revisit
+	// damaged one is a Problem, left out, its key in DamagedRevisits (a
+	// rebuild drops it, or makes a fresh record for its URL when the
+	// caller knows the URL).
+	Revisits        []Revisit
+	DamagedRevisits []dedup.Key
 	// Taken is how many URLs TakeDue made pending, ever; MetaRevisits and
 	// MetaDue the stored counts of revisit records and due entries.
 	Taken, MetaRevisits, MetaDue int64

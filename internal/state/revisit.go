@@ -406,10 +406,11 @@ var _ crawlstate.Revisits = (*Store)(nil)
 // set into in (Inspect): a record that does not decode, an index entry or
 // a failed mark that disagrees with the records, and stored counts that
 // disagree with the buckets are Problems. Each is repaired by a rebuild
-// from in.Revisits (the records that decode): a damaged record is dropped,
-// so its URL stays completed and is not revisited (its schedule, with
-// its validators and change history, is what is lost); the index and the
-// marks are rebuilt from the records.
+// from in.Revisits (the records that decode): a damaged record's schedule
+// (validators, change history) is lost; fsck gives its URL a fresh record
+// due at once when records.jsonl names it (in.DamagedRevisits), else the
+// URL stays completed and is not revisited; the index and the marks are
+// rebuilt from the records.
 func (in *Inspection) readRevisits(tx *bolt.Tx) error {
 	rv := tx.Bucket(bRevisit)
 	if rv == nil {
@@ -428,7 +429,10 @@ func (in *Inspection) readRevisits(tx *bolt.Tx) error {
 		records++
 		rec, err := decodeRevisit(k, v)
 		if err != nil {
-			problem(&bad, "%v (a repair drops it: the URL stays completed and is no longer revisited)", err)
+			problem(&bad, "%v (a repair makes a fresh record, due at once, for a URL the records name; else it drops it: the URL stays completed and is no longer revisited)", err)
+			if key, kerr := dedup.KeyFromBytes(k); kerr == nil {
+				in.DamagedRevisits = append(in.DamagedRevisits, key)
+			}
 			return nil
 		}
 		dues[string(k)], failed[string(k)] = rec.due, rec.failed
