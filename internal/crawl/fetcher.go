@@ -789,8 +789,9 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 // links normalises the page's links into the record's out-links and keeps
 // the followable ones that pass the filter chain as discovered requests.
 // The links come unresolved (parse.Options.Unresolved): each is resolved
-// and normalised in one pass against the page's base, and turned into a
-// string once.
+// and normalised in one pass against the page's base (a urls.Resolver:
+// the page's host canonicalised once), and turned into a string once, which
+// the filter chain reuses (urls.Chain.CheckString).
 func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 	nofollowPage := page.MetaRobots.NoFollow && !f.cfg.FollowNofollow
 	seen := make(map[string]struct{}, len(page.Links)+1)
@@ -802,9 +803,10 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 		}
 		return frontier.Request{URL: s, Key: lastKey, Depth: depth, Priority: depth}
 	}
+	resolver := f.norm.Resolver(page.Base) // the page's host canonicalised once
 	for i := range page.Links {
 		l := &page.Links[i]
-		n, s, err := f.norm.ResolveString(page.Base, l.Raw)
+		n, s, err := resolver.ResolveString(l.Raw)
 		if err != nil {
 			continue
 		}
@@ -819,8 +821,8 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 		if f.cfg.Canonical && isCanonicalLink(l) {
 			continue // canonical decides (same host, in scope), never an ordinary link
 		}
-		if f.chain.Check(n, depth+1) != nil {
-			if f.beyondChain != nil && f.beyondChain.Check(n, depth+1) == nil {
+		if f.chain.CheckString(n, s, depth+1) != nil {
+			if f.beyondChain != nil && f.beyondChain.CheckString(n, s, depth+1) == nil {
 				res.beyond = append(res.beyond, request(n, s, depth+1))
 			}
 			continue

@@ -53,6 +53,34 @@ func (c Chain) Check(u *url.URL, depth int) error {
 	return nil
 }
 
+// StringFilter is a Filter that can use the URL's string form when its
+// caller already has it (Normalizer.ResolveString and Resolver return it),
+// instead of computing u.String() again.
+type StringFilter interface {
+	Filter
+	// CheckString returns what Check(u, depth) returns; s must be
+	// u.String().
+	CheckString(u *url.URL, s string, depth int) error
+}
+
+// CheckString is Check for a caller that has u's string form s
+// (u.String()): filters that are StringFilters are given s. The result is
+// Check's.
+func (c Chain) CheckString(u *url.URL, s string, depth int) error {
+	for _, f := range c {
+		var err error
+		if sf, ok := f.(StringFilter); ok {
+			err = sf.CheckString(u, s, depth)
+		} else {
+			err = f.Check(u, depth)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // FilterFunc adapts a function to the Filter interface; the engine uses it for
 // the robots.txt filter, which needs I/O.
 type FilterFunc func(u *url.URL, depth int) error
@@ -89,12 +117,31 @@ func (f *SuffixFilter) Check(u *url.URL, _ int) error {
 		deny = defaultDenySuffixes
 	}
 	p := u.Path
+	if p == "" {
+		return nil
+	}
+	last := lowerASCII(p[len(p)-1])
 	for _, s := range deny {
-		if s != "" && len(p) >= len(s) && strings.EqualFold(p[len(p)-len(s):], s) {
+		if s == "" || len(p) < len(s) {
+			continue
+		}
+		// Two ASCII last bytes are two last runes, equal under folding
+		// only if equal in lower case: most suffixes are refused here.
+		if l := lowerASCII(s[len(s)-1]); l < 0x80 && last < 0x80 && l != last {
+			continue
+		}
+		if strings.EqualFold(p[len(p)-len(s):], s) {
 			return &Rejection{Filter: "suffix", Reason: "path ends in " + s}
 		}
 	}
 	return nil
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // HostFilter refuses URLs by host name (the port is not looked at). A pattern
@@ -212,12 +259,21 @@ func (f *ScopeFilter) key(u *url.URL) string {
 }
 
 // Check implements Filter.
-func (f *ScopeFilter) Check(u *url.URL, _ int) error {
+func (f *ScopeFilter) Check(u *url.URL, depth int) error {
+	if f.mode == ScopeRegexp {
+		return f.CheckString(u, u.String(), depth)
+	}
+	return f.CheckString(u, "", depth)
+}
+
+// CheckString implements StringFilter: the regexp mode matches s; the
+// other modes do not look at it.
+func (f *ScopeFilter) CheckString(u *url.URL, s string, _ int) error {
 	switch f.mode {
 	case ScopeAny:
 		return nil
 	case ScopeRegexp:
-		if f.re.MatchString(u.String()) {
+		if f.re.MatchString(s) {
 			return nil
 		}
 		return &Rejection{Filter: "scope", Reason: "URL does not match the scope regexp"}
@@ -252,12 +308,17 @@ type LengthFilter struct {
 }
 
 // Check implements Filter.
-func (f *LengthFilter) Check(u *url.URL, _ int) error {
+func (f *LengthFilter) Check(u *url.URL, depth int) error {
+	return f.CheckString(u, u.String(), depth)
+}
+
+// CheckString implements StringFilter: the length is that of s.
+func (f *LengthFilter) CheckString(u *url.URL, s string, _ int) error {
 	limit := f.Max
 	if limit <= 0 {
 		limit = MaxLength
 	}
-	if n := len(u.String()); n > limit {
+	if n := len(s); n > limit {
 		return &Rejection{Filter: "length", Reason: fmt.Sprintf("URL is %d bytes, over %d", n, limit)}
 	}
 	if f.MaxSegments > 0 {
@@ -277,4 +338,7 @@ var (
 	_ Filter = (*ScopeFilter)(nil)
 	_ Filter = (*DepthFilter)(nil)
 	_ Filter = (*LengthFilter)(nil)
+
+	_ StringFilter = (*ScopeFilter)(nil)
+	_ StringFilter = (*LengthFilter)(nil)
 )

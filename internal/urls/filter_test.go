@@ -237,3 +237,81 @@ func TestChain(t *testing.T) {
 		t.Errorf("empty chain rejected: %v", err)
 	}
 }
+
+// TestCheckStringSameAsCheck: every filter and a chain give the same
+// answer from CheckString (with u.String()) as from Check, on URLs that
+// each filter refuses and accepts. Fails if CheckString drifts from Check
+// (the crawl's links use CheckString, redirects and seeds use Check).
+func TestCheckStringSameAsCheck(t *testing.T) {
+	scope, err := NewScope(ScopeRegexp, nil, `https?://e\.com/.*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostScope, err := NewScope(ScopeHost, []*url.URL{mustParse(t, "http://e.com:8081/")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	filters := []Filter{
+		&LengthFilter{}, &LengthFilter{Max: 24}, &LengthFilter{MaxSegments: 2},
+		&SuffixFilter{}, &SuffixFilter{Deny: []string{".PHP", "", "X", ".ſ", "K"}},
+		scope, hostScope, &DepthFilter{Max: 1}, &HostFilter{Deny: []string{"*.bad"}},
+	}
+	filters = append(filters, Chain(filters))
+	for _, raw := range []string{"http://e.com/", "http://e.com:8081/a/b/c.html", "http://e.com/index.PHP",
+		"http://e.com/a.png", "http://E.COM:8081/x", "https://e.com/" + strings.Repeat("a", 40), "http://x.bad/",
+		"http://e.com/a.ſ", "http://e.com/a.ſx", "http://e.com/\u212a", "http://e.com/k", "http://e.com/ax",
+		"http://[::1]:8081/", "http://other.com/a?x=1"} {
+		u := mustParse(t, raw)
+		for _, f := range filters {
+			sf, ok := f.(interface {
+				CheckString(*url.URL, string, int) error
+			})
+			if !ok {
+				continue
+			}
+			for depth := range 3 {
+				want, got := f.Check(u, depth), sf.CheckString(u, u.String(), depth)
+				if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
+					t.Errorf("%T %q depth %d: Check %v, CheckString %v", f, raw, depth, want, got)
+				}
+			}
+		}
+	}
+}
+
+// TestSuffixFilterFold: the last-byte shortcut of SuffixFilter never refuses
+// what strings.EqualFold on the path's tail accepts, nor the reverse, for
+// ASCII and non-ASCII suffixes and paths.
+func TestSuffixFilterFold(t *testing.T) {
+	deny := []string{".png", ".PNG", ".ſ", "ſ", "K", "\u212a", ".tar.gz", "é", "É", "x"}
+	paths := []string{"/a.png", "/a.PnG", "/a.s", "/a.S", "/a.ſ", "/k", "/K", "/\u212a", "/a.TAR.GZ", "/é", "/É", "/X", "/"}
+	for _, d := range deny {
+		f := &SuffixFilter{Deny: []string{d}}
+		for _, p := range paths {
+			want := len(p) >= len(d) && strings.EqualFold(p[len(p)-len(d):], d)
+			got := f.Check(&url.URL{Scheme: "http", Host: "e.com", Path: p}, 0) != nil
+			if got != want {
+				t.Errorf("Deny %q path %q: refused %v, want %v", d, p, got, want)
+			}
+		}
+	}
+}
+
+// TestHostPortNoAlloc: HostPort of a canonical URL with a port returns
+// u.Host without allocating, and the same string as before otherwise.
+func TestHostPortNoAlloc(t *testing.T) {
+	for raw, want := range map[string]string{"http://e.com:8081/": "e.com:8081", "http://E.com:8081/": "e.com:8081",
+		"http://e.com:80/": "e.com", "https://[::1]:8443/": "[::1]:8443", "http://e.com/": "e.com"} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := HostPort(u); got != want {
+			t.Errorf("HostPort(%q) = %q; want %q", raw, got, want)
+		}
+	}
+	u := mustParse(t, "http://e.com:8081/")
+	if n := testing.AllocsPerRun(100, func() { _ = HostPort(u) }); n != 0 {
+		t.Errorf("HostPort of a canonical URL: %v allocations; want 0", n)
+	}
+}

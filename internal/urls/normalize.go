@@ -153,6 +153,40 @@ func (n *Normalizer) resolve(base *url.URL, raw string, resolving bool) (*url.UR
 
 // resolveString is resolve that also returns the URL's string form.
 func (n *Normalizer) resolveString(base *url.URL, raw string, resolving bool) (*url.URL, string, error) {
+	var b baseInfo
+	if base != nil {
+		b = baseInfo{u: base}
+	}
+	return n.resolveWith(&b, nil, raw, resolving)
+}
+
+// baseInfo is a base URL with the parts a relative reference takes from
+// it, computed on first use (a Resolver keeps them for every link of a
+// page).
+type baseInfo struct {
+	u         *url.URL // nil: no base
+	done      bool     // the fields below are set
+	scheme    string   // lower-case
+	authority string   // as in a URL string (baseAuthority)
+	path      string   // escaped path, "/" when empty
+}
+
+func (b *baseInfo) init() {
+	if b.done {
+		return
+	}
+	b.done = true
+	b.scheme = strings.ToLower(b.u.Scheme)
+	b.authority = baseAuthority(b.u)
+	if b.path = b.u.EscapedPath(); b.path == "" {
+		b.path = "/"
+	}
+}
+
+// resolveWith resolves raw against b (b.u nil: no base), canonicalising
+// the authority through hc when it is not nil.
+func (n *Normalizer) resolveWith(b *baseInfo, hc *hostCache, raw string, resolving bool) (*url.URL, string, error) {
+	base := b.u
 	if len(raw) > MaxLength {
 		return nil, "", fmt.Errorf("cannot parse URL of %d bytes: %w", len(raw), ErrTooLong)
 	}
@@ -184,42 +218,35 @@ func (n *Normalizer) resolveString(base *url.URL, raw string, resolving bool) (*
 	default:
 		// Relative reference, or "http:path" with the base's scheme, which
 		// browsers resolve as relative.
-		bscheme := strings.ToLower(base.Scheme)
-		if bscheme != "http" && bscheme != "https" {
+		b.init()
+		if b.scheme != "http" && b.scheme != "https" {
 			return nil, "", fmt.Errorf("cannot resolve %s against base %s: base scheme %q is not http or https: %w",
 				short(s), short(base.String()), base.Scheme, ErrScheme)
 		}
-		t.scheme = bscheme
+		t.scheme = b.scheme
 		t.hasFragment, t.fragment = ref.hasFragment, ref.fragment
-		basePath := func() string { // only relative paths need it
-			if p := base.EscapedPath(); p != "" {
-				return p
-			}
-			return "/"
-		}
 		switch {
 		case ref.hasAuthority:
 			t.hasAuthority, t.authority = true, ref.authority
 			t.path, t.hasQuery, t.query = ref.path, ref.hasQuery, ref.query
 		case ref.path == "":
-			t.hasAuthority, t.authority = true, baseAuthority(base)
-			t.path = basePath()
+			t.hasAuthority, t.authority = true, b.authority
+			t.path = b.path
 			if ref.hasQuery {
 				t.hasQuery, t.query = true, ref.query
 			} else {
 				t.hasQuery, t.query = base.RawQuery != "" || base.ForceQuery, base.RawQuery
 			}
 		case ref.path[0] == '/':
-			t.hasAuthority, t.authority = true, baseAuthority(base)
+			t.hasAuthority, t.authority = true, b.authority
 			t.path, t.hasQuery, t.query = ref.path, ref.hasQuery, ref.query
 		default:
-			t.hasAuthority, t.authority = true, baseAuthority(base)
-			bpath := basePath()
-			t.path = bpath[:strings.LastIndexByte(bpath, '/')+1] + ref.path
+			t.hasAuthority, t.authority = true, b.authority
+			t.path = b.path[:strings.LastIndexByte(b.path, '/')+1] + ref.path
 			t.hasQuery, t.query = ref.hasQuery, ref.query
 		}
 	}
-	return n.build(t, s)
+	return n.build(t, s, hc)
 }
 
 // baseAuthority returns the authority of base as it appears in a URL string.
@@ -230,24 +257,53 @@ func baseAuthority(base *url.URL) string {
 	return base.Host
 }
 
+// hostCache remembers the canonical form of the last authority without
+// userinfo that build saw (with its scheme, which decides the default
+// port): most links of a page are on one host.
+type hostCache struct {
+	valid             bool
+	scheme, authority string // the key, as in components
+	host              string // url.URL.Host: canonical host and port
+	err               error  // canonicalHost's error, not yet wrapped
+}
+
+// canonicalAuthority returns url.URL.Host for a hostport without userinfo
+// under scheme: the canonical host, and the port unless it is the
+// scheme's default.
+func canonicalAuthority(scheme, hostport string) (string, error) {
+	host, port, err := canonicalHost(hostport)
+	if err != nil {
+		return "", err
+	}
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return host, nil
+}
+
 // build canonicalises the absolute components t. s is the cleaned input, for
-// error messages.
-func (n *Normalizer) build(t components, s string) (*url.URL, string, error) {
+// error messages. hc, when not nil, caches the canonical authority.
+func (n *Normalizer) build(t components, s string, hc *hostCache) (*url.URL, string, error) {
 	u := &url.URL{Scheme: t.scheme}
 	userinfo, hostport, hasUser := cutLast(t.authority, '@')
 	if !hasUser {
 		hostport, userinfo = userinfo, ""
 	}
-	host, port, err := canonicalHost(hostport)
+	var err error
+	switch {
+	case hasUser || hc == nil:
+		u.Host, err = canonicalAuthority(t.scheme, hostport)
+	case hc.valid && hc.scheme == t.scheme && hc.authority == t.authority:
+		u.Host, err = hc.host, hc.err
+	default:
+		u.Host, err = canonicalAuthority(t.scheme, hostport)
+		*hc = hostCache{valid: true, scheme: t.scheme, authority: t.authority, host: u.Host, err: err}
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot parse %s: %w", short(s), err)
-	}
-	if (t.scheme == "http" && port == "80") || (t.scheme == "https" && port == "443") {
-		port = ""
-	}
-	u.Host = host
-	if port != "" {
-		u.Host += ":" + port
 	}
 	if hasUser && userinfo != "" {
 		name, pass, hasPass := strings.Cut(userinfo, ":")
@@ -278,11 +334,38 @@ func (n *Normalizer) build(t components, s string) (*url.URL, string, error) {
 		u.RawFragment = f
 		u.Fragment, _ = url.PathUnescape(f)
 	}
-	str := u.String()
+	var str string
+	if u.User == nil && u.Fragment == "" {
+		// What u.String() gives, without its re-validation of the path:
+		// the host is canonical (nothing to escape) and RawPath is the
+		// valid encoding of Path (TestStringForm, FuzzResolverDiff).
+		str = concatURL(u.Scheme, u.Host, u.RawPath, u.RawQuery)
+	} else {
+		str = u.String()
+	}
 	if l := len(str); l > MaxLength {
 		return nil, "", fmt.Errorf("cannot use %s: canonical form is %d bytes: %w", short(s), l, ErrTooLong)
 	}
 	return u, str, nil
+}
+
+// concatURL returns scheme://host path[?query] in one allocation.
+func concatURL(scheme, host, path, query string) string {
+	n := len(scheme) + 3 + len(host) + len(path)
+	if query != "" {
+		n += 1 + len(query)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(scheme)
+	b.WriteString("://")
+	b.WriteString(host)
+	b.WriteString(path)
+	if query != "" {
+		b.WriteByte('?')
+		b.WriteString(query)
+	}
+	return b.String()
 }
 
 // rewriteQuery drops the DropParams parameters and, if SortQuery is set, sorts
@@ -574,8 +657,8 @@ func isASCII(s string) bool {
 // removeDotSegments implements RFC 3986 §5.2.4 on a path that starts with '/'
 // (or is empty).
 func removeDotSegments(p string) string {
-	if !strings.Contains(p, "/.") {
-		return p
+	if !strings.Contains(p, "/.") || p[0] == '/' && !hasDotSegment(p) {
+		return p // nothing to remove: the loop below would give p again
 	}
 	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	out := make([]string, 0, len(segs))
@@ -598,6 +681,20 @@ func removeDotSegments(p string) string {
 		}
 	}
 	return "/" + strings.Join(out, "/")
+}
+
+// hasDotSegment reports whether the path p has a segment "." or "..".
+func hasDotSegment(p string) bool {
+	for i := 0; ; {
+		j := strings.Index(p[i:], "/.")
+		if j < 0 {
+			return false
+		}
+		i += j + 2 // after "/."
+		if i == len(p) || p[i] == '/' || p[i] == '.' && (i+1 == len(p) || p[i+1] == '/') {
+			return true
+		}
+	}
 }
 
 // Character classes of RFC 3986 used by normalizeEscapes.

@@ -162,6 +162,9 @@ func HostPort(u *url.URL) string {
 		host = "[" + host + "]"
 	}
 	if port := u.Port(); port != "" && !isDefaultPort(strings.ToLower(u.Scheme), port) {
+		if h := u.Host; len(h) == len(host)+1+len(port) && h[:len(host)] == host && h[len(host)] == ':' {
+			return h // already host:port (a canonical URL's Host): no allocation
+		}
 		return host + ":" + port
 	}
 	return host
