@@ -39,7 +39,7 @@ func TestImportRules(t *testing.T) {
 	for _, p := range []string{
 		"internal/urls", "internal/robots", "internal/parse", "internal/fetch", "internal/dedup",
 		"internal/frontier", "internal/store", "internal/partition", "internal/exthash",
-		"internal/sitemap", "internal/revisit",
+		"internal/sitemap", "internal/revisit", "internal/cluster/slots",
 		"internal/websim", "cmd/websim",
 	} {
 		t.Run("leaf "+p, func(t *testing.T) {

@@ -113,7 +113,7 @@ func PatternKind(kind string) string {
 // KeyPatternKind is the kind whose pattern (Patterns) matches key, a key
 // that Parse gives kind: PatternKind(kind), except for the master–worker
 // layered, rank and index keys under spider:C:{TAG} (their shard tags,
-// SpreadTag), which the peer-to-peer pattern matches.
+// slots.SpreadTag), which the peer-to-peer pattern matches.
 func KeyPatternKind(key, kind string) string {
 	if (kind == KindMasterWorker || kind == KindLayered || kind == KindRank || kind == KindIndex) && strings.HasPrefix(key, "spider:") {
 		return KindPeer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 )
 
 func TestParse(t *testing.T) {
@@ -380,7 +381,7 @@ func TestControlKeysKeepTopology(t *testing.T) {
 	}
 }
 
-// TestSpreadTag: part i of n lies in the i-th of n slot ranges (so the
+// TestSpreadTag: part i of n (slots.SpreadTag) lies in the i-th of n slot ranges (so the
 // parts spread evenly over a cluster's masters), KeySlot agrees with
 // Redis's CLUSTER KEYSLOT, and the tags parse as their kind's.
 func TestSpreadTag(t *testing.T) {
@@ -389,10 +390,10 @@ func TestSpreadTag(t *testing.T) {
 	for prefix, kind := range map[string]string{"mw-": KindMasterWorker, "ly-": KindLayered, "rk-": KindRank, "ix-": KindIndex} {
 		for _, n := range []int{1, 3, 12} {
 			for i := range n {
-				tag := SpreadTag(prefix, i, n)
+				tag := slots.SpreadTag(prefix, i, n)
 				key := "spider:c:{" + tag + "}:x"
-				s := KeySlot(key)
-				if s < i*Slots/n || s >= (i+1)*Slots/n {
+				s := slots.KeySlot(key)
+				if s < i*slots.Slots/n || s >= (i+1)*slots.Slots/n {
 					t.Errorf("SpreadTag(%q, %d, %d) = %q in slot %d, outside its range", prefix, i, n, tag, s)
 				}
 				if want := rdb.ClusterKeySlot(ctx, key).Val(); int64(s) != want {

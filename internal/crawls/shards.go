@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -93,46 +91,4 @@ func Spread(shards []Shard) (keys, memory float64) {
 		memory = float64(mm) / float64(tm)
 	}
 	return keys, memory
-}
-
-// Slots is the number of Redis Cluster hash slots.
-const Slots = 16384
-
-// KeySlot returns the Redis Cluster hash slot of key, as CLUSTER KEYSLOT
-// does: CRC16 (XMODEM) mod 16384 of the key's hash tag (the part between
-// the first '{' and the next '}' when not empty), else of the whole key.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc % Slots)
-}
-
-// SpreadTag returns the hash tag of part i of n of a job that spreads its
-// keys (spider:C:{TAG}:…): prefix + "<i>-<k>" with the smallest k ≥ 0
-// whose slot lies in the i-th of n equal slot ranges, so the n parts land
-// evenly on a cluster whose masters hold equal slot ranges (the default).
-// The prefixes Parse knows: "mw-" (master–worker), "ly-" (layered),
-// "rk-" (rank map/reduce), "ix-" (distributed index build).
-func SpreadTag(prefix string, i, n int) string {
-	lo, hi := i*Slots/n, (i+1)*Slots/n
-	for k := 0; ; k++ {
-		tag := prefix + strconv.Itoa(i) + "-" + strconv.Itoa(k)
-		if s := KeySlot(tag); s >= lo && s < hi {
-			return tag
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/index/analysis"
@@ -39,7 +40,7 @@ import (
 // so every script and transaction on them is in one slot of a Redis
 // Cluster; the result packets, which hold the analysed pages and so
 // nearly all of the build's memory, go to resultLists lists, one per hash
-// tag ix-I-K (crawls.SpreadTag), a task's packets all to one list (so they
+// tag ix-I-K (slots.SpreadTag), a task's packets all to one list (so they
 // stay in order; the build's tasks go round the lists), and the masters of a cluster hold about
 // equal shares of them:
 //
@@ -61,7 +62,7 @@ const resultLists = 12
 var resultTags = func() []string {
 	t := make([]string, resultLists)
 	for i := range t {
-		t[i] = crawls.SpreadTag("ix-", i, resultLists)
+		t[i] = slots.SpreadTag("ix-", i, resultLists)
 	}
 	return t
 }()

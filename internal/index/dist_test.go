@@ -200,7 +200,7 @@ func FuzzDecodePacket(f *testing.F) {
 // masters gives the embedded build's segment byte for byte, and while the
 // mappers' results wait for the writer (the build's memory) no master
 // holds more than 45% of it: the result lists spread over the masters
-// (crawls.SpreadTag). Fails if the lists share one tag again, or if a
+// (slots.SpreadTag). Fails if the lists share one tag again, or if a
 // script or transaction crosses slots (go-redis refuses it on a cluster).
 func TestDistOnCluster(t *testing.T) {
 	if testing.Short() {

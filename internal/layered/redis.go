@@ -21,8 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/denoise"
 	"github.com/spider-crawler/spider/internal/store"
 )
@@ -70,7 +70,7 @@ const layoutVersion = "2 shards=12"
 // ranges, so the shards of a crawl lie on different masters of a cluster
 // whose masters hold equal ranges. The tags name no crawl (the key's
 // "spider:NAME:" prefix does).
-func ShardTag(i, n int) string { return crawls.SpreadTag("ly-", i, n) }
+func ShardTag(i, n int) string { return slots.SpreadTag("ly-", i, n) }
 
 var shardTags = func() []string {
 	t := make([]string, Shards)

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
@@ -52,7 +52,7 @@ const layoutVersion = "2 shards=12"
 // does), so part i of every crawl shares a slot; what matters is that the
 // parts of one crawl lie in n evenly spaced slot ranges, hence on
 // different masters of a cluster whose masters hold equal ranges.
-func ShardTag(i, n int) string { return crawls.SpreadTag("mw-", i, n) }
+func ShardTag(i, n int) string { return slots.SpreadTag("mw-", i, n) }
 
 var shardTags = func() []string {
 	t := make([]string, Shards)

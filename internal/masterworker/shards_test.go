@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/masterworker"
@@ -22,8 +23,8 @@ func TestShardTags(t *testing.T) {
 	for _, n := range []int{1, 3, masterworker.Shards} {
 		for i := range n {
 			tag := masterworker.ShardTag(i, n)
-			s := rstate.KeySlot(tag)
-			if s < i*rstate.Slots/n || s >= (i+1)*rstate.Slots/n {
+			s := slots.KeySlot(tag)
+			if s < i*slots.Slots/n || s >= (i+1)*slots.Slots/n {
 				t.Errorf("ShardTag(%d, %d) = %q in slot %d, outside its range", i, n, tag, s)
 			}
 			if _, kind, ok := crawls.Parse(rstate.KeyPrefix("c", tag) + "pending"); !ok || kind != crawls.KindMasterWorker {

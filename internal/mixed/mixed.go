@@ -31,9 +31,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawl/rbudget"
-	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/protocol"
 	"github.com/spider-crawler/spider/internal/rstate"
@@ -113,7 +113,7 @@ func openBudget(opt Options, cfg crawl.Config) (*rbudget.Budget, func(), error) 
 var dupTags = func() []string {
 	t := make([]string, 12)
 	for i := range t {
-		t[i] = crawls.SpreadTag("dd-", i, len(t))
+		t[i] = slots.SpreadTag("dd-", i, len(t))
 	}
 	return t
 }()

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/partition"
@@ -61,7 +61,7 @@ func bucketOf(rawURL string, m int) int {
 var dupTags = func() []string {
 	t := make([]string, 12)
 	for i := range t {
-		t[i] = crawls.SpreadTag("dd-", i, len(t))
+		t[i] = slots.SpreadTag("dd-", i, len(t))
 	}
 	return t
 }()

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 )
 
 // Parts is the number of parts a node's growing sets are split into: a host's
@@ -51,20 +52,10 @@ func keysFor(crawl, addr string) nodeKeys {
 // ranges' boundaries are a slot or two off (redis-cli --cluster create gives 3
 // masters 0–5460, 5461–10922, 10923–16383).
 func partTag(addr string, i int) string {
-	w := keySlots / Parts
-	lo, hi := i*w+w/4, i*w+3*w/4
-	var b strings.Builder
-	for salt := 0; ; salt++ {
-		b.Reset()
-		b.WriteString(addr)
-		b.WriteByte('#')
-		b.WriteString(strconv.Itoa(i))
-		b.WriteByte('.')
-		b.WriteString(strconv.Itoa(salt))
-		if s := int(crc16(b.String()) % keySlots); s >= lo && s < hi {
-			return b.String()
-		}
-	}
+	w := slots.Slots / Parts
+	return slots.InRange(i*w+w/4, i*w+3*w/4, func(salt int) string {
+		return addr + "#" + strconv.Itoa(i) + "." + strconv.Itoa(salt)
+	})
 }
 
 // PartOf returns the part (0 to Parts-1) of a URL: its hash's first four hex digits
@@ -74,25 +65,6 @@ func PartOf(rawURL string) int { return partOfHash(URLHash(rawURL)) }
 func partOfHash(hash string) int {
 	v, _ := strconv.ParseUint(hash[:4], 16, 32)
 	return int(v % Parts)
-}
-
-// keySlots is the number of Redis Cluster hash slots.
-const keySlots = 16384
-
-// crc16 is CRC-16/XMODEM, the checksum of the Redis Cluster key slots.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
 
 // Transport lists (every node; core).
@@ -135,7 +107,7 @@ func (k nodeKeys) done() string            { return k.p + "done" }
 // its number.
 func (k nodeKeys) claims(i int) string { return k.parts[i] + "claims" }
 func (k nodeKeys) answered(number string) string {
-	return k.parts[crc16(number)%Parts] + "answered:" + number
+	return k.parts[slots.CRC16(number)%Parts] + "answered:" + number
 }
 
 // checkOldLayout refuses a node's Redis that holds its keys in the layout of spider

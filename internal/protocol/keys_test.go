@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 )
 
 // TestPartTags: every part tag of a node lies in the middle half of its twelfth of
@@ -21,8 +23,8 @@ func TestPartTags(t *testing.T) {
 		perMaster := make([]int, len(ranges))
 		for i := range Parts {
 			tag := partTag(addr, i)
-			slot := int(crc16(tag) % keySlots)
-			w := keySlots / Parts
+			slot := slots.KeySlot("{" + tag + "}")
+			w := slots.Slots / Parts
 			if slot < i*w+w/4 || slot >= i*w+3*w/4 {
 				t.Errorf("%s part %d: tag %q in slot %d, outside the middle of its range", addr, i, tag, slot)
 			}
@@ -50,6 +52,30 @@ func TestPartTags(t *testing.T) {
 	}
 	if a, b := keysFor("c", "n1/h1"), keysFor("c", "n1/h1"); a != b {
 		t.Error("keysFor is not deterministic")
+	}
+}
+
+// TestPartTagsGolden: the part tags and answered-key parts nodes have used
+// since the parts were introduced. A change would strand the parts a running
+// or resumed §0 crawl keeps under the old tags.
+func TestPartTagsGolden(t *testing.T) {
+	for addr, want := range map[string]string{
+		"n1/h1":          "n1/h1#0.11 n1/h1#1.1 n1/h1#2.0 n1/h1#3.73 n1/h1#4.10 n1/h1#5.13 n1/h1#6.3 n1/h1#7.27 n1/h1#8.62 n1/h1#9.15 n1/h1#10.30 n1/h1#11.20",
+		"127.0.0.1:6379": "127.0.0.1:6379#0.60 127.0.0.1:6379#1.1 127.0.0.1:6379#2.0 127.0.0.1:6379#3.142 127.0.0.1:6379#4.32 127.0.0.1:6379#5.62 127.0.0.1:6379#6.3 127.0.0.1:6379#7.56 127.0.0.1:6379#8.13 127.0.0.1:6379#9.64 127.0.0.1:6379#10.5 127.0.0.1:6379#11.20",
+	} {
+		var got []string
+		for i := range Parts {
+			got = append(got, partTag(addr, i))
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("part tags of %s:\n got %s\nwant %s", addr, g, want)
+		}
+	}
+	k := keysFor("c", "n1/h1")
+	for number, part := range map[string]int{"1": 2, "42": 8, "123456789": 7, "n1/h1:7": 5} {
+		if got, want := k.answered(number), k.parts[part]+"answered:"+number; got != want {
+			t.Errorf("answered(%q) = %q, want %q", number, got, want)
+		}
 	}
 }
 

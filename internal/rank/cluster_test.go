@@ -15,7 +15,7 @@ import (
 // masters agrees with the in-memory iteration, and while it runs (graph
 // parts and a round's rank slices in Redis) no master holds more than 45%
 // of its keys or of their memory: the per-part keys spread over the
-// masters (crawls.SpreadTag). Fails if the parts share one tag again, or
+// masters (slots.SpreadTag). Fails if the parts share one tag again, or
 // if a script crosses slots (go-redis refuses it on a cluster).
 func TestMapReduceOnCluster(t *testing.T) {
 	rdb := redistest.StartCluster(t, 3).Client()

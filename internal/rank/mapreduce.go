@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
-	"github.com/spider-crawler/spider/internal/crawls"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/graph"
 )
 
@@ -37,7 +37,7 @@ const keyTTL = 24 * time.Hour
 // and the bookkeeping share the hash tag {spider:NAME}, so every script on
 // them is in one slot of a Redis Cluster; the large per-part values (the
 // graph parts, rank slices and results) take the tag of their part,
-// spreadTags[PART mod spreadParts] (rk-I-K, crawls.SpreadTag), so a
+// spreadTags[PART mod spreadParts] (rk-I-K, slots.SpreadTag), so a
 // cluster's masters hold about equal shares of them.
 //
 //	{spider:NAME}:rank:master               string session id, TTL: the master lock
@@ -65,7 +65,7 @@ const spreadParts = 12
 var spreadTags = func() []string {
 	t := make([]string, spreadParts)
 	for i := range t {
-		t[i] = crawls.SpreadTag("rk-", i, spreadParts)
+		t[i] = slots.SpreadTag("rk-", i, spreadParts)
 	}
 	return t
 }()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/frontier"
@@ -206,7 +207,7 @@ func (o *Options) setDefaults() error {
 		if f.Key == "" || f.Value == "" {
 			return errors.New("cannot open crawl state on Redis: Fence needs a Key and a Value")
 		}
-		if KeySlot(f.Key) != KeySlot(KeyPrefix(o.Crawl, o.Bucket)) {
+		if slots.KeySlot(f.Key) != slots.KeySlot(KeyPrefix(o.Crawl, o.Bucket)) {
 			return fmt.Errorf("cannot open crawl state on Redis: fence key %q is not in the bucket's hash slot; give it the tag {%s}", f.Key, o.Bucket)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/rstate"
@@ -315,7 +316,7 @@ func TestTwoNodesExactlyOnce(t *testing.T) {
 }
 
 // TestClusterKeySlots: on a real Redis Cluster every key a Store writes is
-// in one slot (CLUSTER KEYSLOT), the slot KeySlot computes; and the
+// in one slot (CLUSTER KEYSLOT), the slot slots.KeySlot computes; and the
 // contract holds on the cluster with buckets spread over its masters.
 func TestClusterKeySlots(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
@@ -323,7 +324,7 @@ func TestClusterKeySlots(t *testing.T) {
 	for i, key := range []string{"", "a", "spider:x:{b1}:seen", "{}x", "x{}{y}", "{user1000}.following", "foo{bar}{zap}", "日本"} {
 		want, err := c.ClusterKeySlot(ctx, key).Result()
 		must(t, err)
-		if got := rstate.KeySlot(key); int64(got) != want {
+		if got := slots.KeySlot(key); int64(got) != want {
 			t.Errorf("KeySlot(%q) = %d, CLUSTER KEYSLOT says %d (case %d)", key, got, want, i)
 		}
 	}
@@ -379,14 +380,14 @@ func TestClusterKeySlots(t *testing.T) {
 		}
 		slot, err := c.ClusterKeySlot(ctx, key).Result()
 		must(t, err)
-		if want := rstate.KeySlot(s.Prefix()); slot != int64(want) {
+		if want := slots.KeySlot(s.Prefix()); slot != int64(want) {
 			t.Errorf("key %q in slot %d, its Store's slot is %d", key, slot, want)
 		}
-		masters[fmt.Sprint(slot*3/rstate.Slots)] = true
+		masters[fmt.Sprint(slot*3/slots.Slots)] = true
 	}
 	for _, s := range stores {
 		for _, key := range s.Keys() {
-			if slot, _ := c.ClusterKeySlot(ctx, key).Result(); slot != int64(rstate.KeySlot(s.Prefix())) {
+			if slot, _ := c.ClusterKeySlot(ctx, key).Result(); slot != int64(slots.KeySlot(s.Prefix())) {
 				t.Errorf("declared key %q in slot %d", key, slot)
 			}
 		}
