@@ -65,8 +65,8 @@ func (s *Scheduler) EndTurn(lease *frontier.Lease, turn Visit) {
 }
 
 // drainedPoll is how often an idle fetch worker of a continuous crawl
-// asks the frontier again.
-const drainedPoll = 100 * time.Millisecond
+// asks the frontier again when no due URL was queued meanwhile.
+const drainedPoll = time.Second
 
 // pipelineHooks are test hooks of the engine's pipeline; nil fields are
 // not called.
@@ -150,13 +150,18 @@ func (e *Engine) fetchWorker(ctx, nextCtx context.Context, slots chan struct{}, 
 		}
 		if errors.Is(err, frontier.ErrDrained) && e.cfg.Continuous {
 			// A continuous crawl runs until stopped: FeedRevisits queues
-			// the URLs that come due, AddSeeds new ones.
+			// the URLs that come due (and wakes the idle workers), AddSeeds
+			// new ones (found within drainedPoll).
+			t := time.NewTimer(drainedPoll)
 			select {
 			case <-nextCtx.Done():
+				t.Stop()
 				return ctx.Err()
-			case <-time.After(drainedPoll):
-				continue
+			case <-e.rv.queued():
+			case <-t.C:
 			}
+			t.Stop()
+			continue
 		}
 		if errors.Is(err, ErrLimitReached) {
 			e.stopAtLimit()

@@ -80,6 +80,9 @@ type revisitState struct {
 
 	wake chan struct{} // a revisit finished: FeedRevisits may take more (capacity 1)
 
+	pushMu sync.Mutex
+	pushed chan struct{} // closed (and replaced) when due URLs were queued: idle fetch workers look again
+
 	outMu sync.Mutex
 	out   map[string]struct{} // URLs taken from the schedule by TakeDue, not yet finished
 
@@ -122,7 +125,7 @@ func newRevisitState(cfg Config, reg prometheus.Registerer) (*revisitState, erro
 	if reg != nil {
 		reg.MustRegister(m.revisits, m.failed, m.taken, m.notModified)
 	}
-	return &revisitState{policy: p, now: time.Now, wake: make(chan struct{}, 1), out: map[string]struct{}{}, m: m}, nil
+	return &revisitState{policy: p, now: time.Now, wake: make(chan struct{}, 1), pushed: make(chan struct{}), out: map[string]struct{}{}, m: m}, nil
 }
 
 // RevisitCounts are the revisit schedule's counts of one run.
@@ -296,6 +299,21 @@ func (r *revisitState) finished(url string) {
 	}
 }
 
+// queued returns a channel closed when due URLs are next queued.
+func (r *revisitState) queued() <-chan struct{} {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	return r.pushed
+}
+
+// notifyQueued closes the channel queued returned.
+func (r *revisitState) notifyQueued() {
+	r.pushMu.Lock()
+	close(r.pushed)
+	r.pushed = make(chan struct{})
+	r.pushMu.Unlock()
+}
+
 // signal wakes FeedRevisits (at most one wake-up is pending).
 func (r *revisitState) signal() {
 	select {
@@ -393,6 +411,7 @@ func (s *Scheduler) takeDue(ctx context.Context, rv crawlstate.Revisits, now tim
 	if err := push(reqs); err != nil {
 		return 0, fmt.Errorf("cannot queue the URLs due for a revisit: %w", err)
 	}
+	s.rv.notifyQueued()
 	return len(reqs), nil
 }
 
