@@ -202,3 +202,81 @@ func TestContinuousMasterWorkers(t *testing.T) {
 		t.Errorf("the schedule holds %d records, %d URLs were recorded", records, len(urls))
 	}
 }
+
+// TestMasterOneShotRevisits: a one-shot master–worker crawl with --revisit
+// fixed, run again once its pages are due, queues them at the start (as a
+// single-node crawl does) and ends when they are fetched: every page with
+// validators is revisited with a conditional GET and answered 304 (the
+// pages do not change within the test). It fails if the second master
+// run takes nothing due (it would end at once, fetching nothing).
+func TestMasterOneShotRevisits(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 9, Hosts: 2, PagesPerHost: 8, ChangeDay: 1000 * time.Hour, DisappearShare: -1},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeSeeds})
+	f.cfg.Revisit = crawl.RevisitFixed
+	f.cfg.RevisitMin = crawl.Duration(100 * time.Millisecond)
+	f.cfg.RevisitInitial = crawl.Duration(300 * time.Millisecond)
+	f.cfg.Seen = "bloom"
+	const name = "mwoneshot"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := func() []store.Record {
+		t.Helper()
+		st, err := masterworker.OpenState(ctx, f.rdb, name, masterworker.StateOptions{SeenMode: f.cfg.Seen, ExpectedURLs: 10_000, MaxDepth: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := f.masterOn(t, name, st)
+		m.UseSchedule(st.(crawlstate.Revisits))
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return m.Run(gctx) })
+		masterworker.WaitNotDone(t, f.rdb, name)
+		fw := *f
+		fw.rdb = f.rs.Client()
+		w, dir := fw.worker(t, name, 2)
+		g.Go(func() error { return w.Run(gctx) })
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		var recs []store.Record
+		rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	first := run()
+	time.Sleep(400 * time.Millisecond) // every page due
+	second := run()
+	web := f.srv.Web
+	want := map[string]bool{}
+	for _, r := range first {
+		if _, ok := web.VersionAt(r.URL, r.FetchedAt); ok && r.Status == 200 {
+			want[r.URL] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, r := range second {
+		if r.Status == 304 {
+			got[r.URL] = true
+		}
+	}
+	t.Logf("first run %d records, %d pages with validators; second run %d records, %d answered 304", len(first), len(want), len(second), len(got))
+	if len(want) == 0 {
+		t.Fatal("no page with validators in the first run: the test proves nothing")
+	}
+	var missing []string
+	for u := range want {
+		if !got[u] {
+			missing = append(missing, u)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("%d of %d pages not revisited with a 304 by the second run, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
+	}
+}
