@@ -156,8 +156,9 @@ redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', tok), 'PX', ARG
 return {tok, ''}
 `)
 
-// renewScript: KEYS = owner; ARGV = "node:token", ttl ms. Extends the lease if it is
-// still this holder's; returns 1 if so, 0 if the lease is gone or someone else's.
+// renewScript: KEYS = owner; ARGV = holder value ("node:token" for a bucket lease, a
+// Lock's value), ttl ms. Extends the lease if it is still this holder's; returns 1 if
+// so, 0 if the lease is gone or someone else's. BucketLeases and Lock share it.
 var renewScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -166,8 +167,8 @@ end
 return 0
 `)
 
-// releaseScript: KEYS = owner; ARGV = "node:token". Deletes the lease if it is still
-// this holder's; returns 1 if so.
+// releaseScript: KEYS = owner; ARGV = holder value. Deletes the lease if it is still
+// this holder's; returns 1 if so. BucketLeases and Lock share it.
 var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])

@@ -57,11 +57,18 @@ func TestLayeredSameNodeID(t *testing.T) {
 	if err := rdb.Set(ctx, k.coord(), b.coordValue(), time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := renewScript.Run(ctx, rdb, []string{k.coord()}, a.coordValue(), time.Second.Milliseconds()).Int()
-	if err != nil || n != 0 {
-		t.Fatalf("a renewed the lease b holds under the same NodeID: %d, %v", n, err)
+	la, err := a.coordLock(k)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n, err := renewScript.Run(ctx, rdb, []string{k.coord()}, b.coordValue(), time.Second.Milliseconds()).Int(); err != nil || n != 1 {
-		t.Fatalf("b cannot renew its own lease: %d, %v", n, err)
+	if ok, err := la.Renew(ctx); err != nil || ok {
+		t.Fatalf("a renewed the lease b holds under the same NodeID: %v, %v", ok, err)
+	}
+	lb, err := b.coordLock(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := lb.Renew(ctx); err != nil || !ok {
+		t.Fatalf("b cannot renew its own lease: %v, %v", ok, err)
 	}
 }

@@ -300,7 +300,11 @@ func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
 	if created && statErr != nil {
 		return false, nil // a worker: the crawl's state is in another data directory
 	}
-	ok, err := rdb.SetNX(ctx, k.coord(), c.coordValue(), c.opt.LeaseTTL).Result()
+	lock, err := c.coordLock(k)
+	if err != nil {
+		return false, err
+	}
+	ok, err := lock.TryAcquire(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -315,6 +319,12 @@ func (c *Crawler) tryCoordinate(ctx context.Context, k keys) (bool, error) {
 // random per process, so that another process with the same NodeID that
 // took the lease after this one's expired is never taken for this one.
 func (c *Crawler) coordValue() string { return c.opt.NodeID + "/" + c.instance }
+
+// coordLock is the coordinator lease: the key k.coord() held by coordValue
+// for LeaseTTL.
+func (c *Crawler) coordLock(k keys) (*cluster.Lock, error) {
+	return cluster.NewLock(c.opt.Redis, k.coord(), c.coordValue(), c.opt.LeaseTTL)
+}
 
 // coordinateLeased runs the rounds with the map tasks on Redis, keeping the
 // coordinator lease alive.
@@ -361,21 +371,15 @@ func (c *Crawler) coordinateLeased(ctx context.Context, k keys, ck cluster.Keys)
 			c.log.Warn("layered: cannot record the crawl's state", "err", err)
 		}
 	}()
+	lock, err := c.coordLock(k)
+	if err != nil {
+		return err
+	}
 	go func() {
-		t := time.NewTicker(c.opt.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				// Renew only our own lease (compare and extend in one script).
-				n, err := renewScript.Run(ctx, c.opt.Redis, []string{k.coord()}, c.coordValue(), c.opt.LeaseTTL.Milliseconds()).Int()
-				if err == nil && n == 0 {
-					cancel(errors.New("lost the coordinator role (lease expired): restart this process to take it back"))
-					return
-				}
-			}
+		// Renew only our own lease (compare and extend in one script);
+		// a renewal that fails on the way is retried at the next tick.
+		if err := lock.Keep(ctx, nil); err != nil {
+			cancel(fmt.Errorf("lost the coordinator role (lease expired): restart this process to take it back: %w", err))
 		}
 	}()
 	runErr = c.coordinate(ctx, &redisMapper{c: c, k: k})
@@ -384,12 +388,6 @@ func (c *Crawler) coordinateLeased(ctx context.Context, k keys, ck cluster.Keys)
 	}
 	return runErr
 }
-
-var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0`)
 
 // workerID is a new worker id, NODEID-N with N from the crawl's counter in
 // Redis (INCR): unique even between processes that share a NodeID.

@@ -202,18 +202,6 @@ end
 return #exp
 `)
 
-// renewScript extends the master lock if this session still holds it.
-var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-`)
-
-// releaseScript deletes the master lock if this session holds it.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // MasterConfig configures a map/reduce master. The zero value works except
 // that a crawl name is required for keys ("default" if empty).
 type MasterConfig struct {
@@ -243,6 +231,7 @@ type Master struct {
 	cfg     MasterConfig
 	log     *slog.Logger
 	session string
+	lock    *cluster.Lock // the master lock, held by session
 	jobs    int
 
 	lockMu   sync.Mutex
@@ -288,16 +277,19 @@ func NewMaster(ctx context.Context, rdb redis.UniversalClient, cfg MasterConfig)
 		}
 	}
 	lockTTL := m.lockTTL()
-	ok, err := rdb.SetNX(ctx, k.master(), m.session, lockTTL).Result()
+	if m.lock, err = cluster.NewLock(rdb, k.master(), m.session, lockTTL); err != nil {
+		return nil, err
+	}
+	ok, err := m.lock.TryAcquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cannot take the rank master lock %s: %w", k.master(), err)
+		return nil, fmt.Errorf("cannot take the rank master lock: %w", err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w for crawl %q (it holds %s; wait for it to finish, use another --crawl, or retry after %v if it crashed)",
 			ErrMasterBusy, cfg.Crawl, k.master(), lockTTL)
 	}
 	if err := m.reset(ctx); err != nil {
-		releaseScript.Run(context.WithoutCancel(ctx), rdb, []string{k.master()}, m.session)
+		_, _ = m.lock.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -326,27 +318,13 @@ func (m *Master) reset(ctx context.Context) error {
 // losing it makes the running Compute fail.
 func (m *Master) renewLock(ctx context.Context) {
 	defer close(m.lockDone)
-	ttl := m.lockTTL()
-	t := time.NewTicker(ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := renewScript.Run(ctx, m.rdb, []string{m.k.master()}, m.session, ttl.Milliseconds()).Int()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil: // transient: the next tick retries, the TTL covers two misses
-			m.log.Warn("rank: cannot renew the master lock", "err", err)
-		case n == 0:
-			m.lockMu.Lock()
-			m.lockErr = fmt.Errorf("%w: the lock %s expired and was taken over; stop the other master and rerun", ErrMasterBusy, m.k.master())
-			m.lockMu.Unlock()
-			return
-		}
+	err := m.lock.Keep(ctx, func(err error) { // transient: the next tick retries, the TTL covers two misses
+		m.log.Warn("rank: cannot renew the master lock", "err", err)
+	})
+	if err != nil {
+		m.lockMu.Lock()
+		m.lockErr = fmt.Errorf("%w: the lock %s expired and was taken over; stop the other master and rerun", ErrMasterBusy, m.k.master())
+		m.lockMu.Unlock()
 	}
 }
 
@@ -370,7 +348,7 @@ func (m *Master) Close(ctx context.Context) error {
 		p.Del(ctx, m.k.todo(), m.k.tickets(), m.k.leases())
 		return nil
 	})
-	if rerr := releaseScript.Run(ctx, m.rdb, []string{m.k.master()}, m.session).Err(); err == nil {
+	if _, rerr := m.lock.Release(ctx); err == nil {
 		err = rerr
 	}
 	if err != nil {
