@@ -196,13 +196,13 @@ func (w *walker) blockList(b *url.URL, unresolved, containers bool) ([]Block, []
 		var l Link
 		ok := true
 		if unresolved {
-			l = Link{Raw: cleanHref(p.raw), Tag: p.tag, Attr: p.attr, Text: p.text, Rel: p.rel,
+			l = Link{Raw: p.clean, Tag: p.tag(), Attr: p.attr(), Text: p.text, Rel: p.rel,
 				NoFollow: w.robots.NoFollow || hasToken(p.rel, "nofollow")}
 		} else {
 			l, ok = w.resolve(b, p)
 		}
 		if ok {
-			order = append(order, linkAt{link: i, block: p.block, index: len(out[p.block].Links)})
+			order = append(order, linkAt{link: i, block: int(p.block), index: len(out[p.block].Links)})
 			out[p.block].Links = append(out[p.block].Links, l)
 		} else {
 			skipped++

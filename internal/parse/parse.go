@@ -126,7 +126,7 @@ func Parse(base *url.URL, body []byte, opt Options) (*Page, error) {
 	if opt.Unresolved {
 		for i := range w.links {
 			pl := &w.links[i]
-			p.Links = append(p.Links, Link{Raw: cleanHref(pl.raw), Tag: pl.tag, Attr: pl.attr, Text: pl.text, Rel: pl.rel,
+			p.Links = append(p.Links, Link{Raw: pl.clean, Tag: pl.tag(), Attr: pl.attr(), Text: pl.text, Rel: pl.rel,
 				NoFollow: w.robots.NoFollow || hasToken(pl.rel, "nofollow")})
 		}
 		return p, nil
@@ -175,15 +175,15 @@ func (w *walker) resolve(base *url.URL, p *pending) (Link, bool) {
 	if base != nil {
 		parse = base.Parse
 	}
-	u, err := parse(cleanHref(p.raw))
+	u, err := parse(p.clean)
 	if err != nil {
 		return Link{}, false
 	}
 	return Link{
 		Raw:      p.raw,
 		URL:      u,
-		Tag:      p.tag,
-		Attr:     p.attr,
+		Tag:      p.tag(),
+		Attr:     p.attr(),
 		Text:     p.text,
 		Rel:      p.rel,
 		NoFollow: w.robots.NoFollow || hasToken(p.rel, "nofollow"),
@@ -199,6 +199,9 @@ func CleanHref(s string) string { return cleanHref(s) }
 // newlines inside removed, and backslashes read as slashes unless the
 // reference has a scheme other than http or https.
 func cleanHref(s string) string {
+	if plainHref(s) {
+		return s
+	}
 	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
 	if strings.ContainsAny(s, "\t\n\r") {
 		s = strings.Map(func(r rune) rune {
@@ -214,6 +217,18 @@ func cleanHref(s string) string {
 		}
 	}
 	return s
+}
+
+// plainHref reports whether cleanHref would return s unchanged because s
+// holds no byte it looks at: no space or control character (the only
+// runes it trims or removes are ASCII) and no backslash.
+func plainHref(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // schemeOf returns the lower-cased scheme of a reference, or "" when it has

@@ -646,3 +646,68 @@ func FuzzBlocks(f *testing.F) {
 		}
 	})
 }
+
+// tocPage is a documentation page like bench/static.sh's web: a table of
+// contents of its host (nested lists of about 420 links with a class
+// attribute), then a few paragraphs; about 32 KB.
+func tocPage() []byte {
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head>\n<meta charset=\"utf-8\">\n<title>Contact: a page</title>\n" +
+		"<link rel=\"stylesheet\" href=\"/static/site.css\">\n<script src=\"http://127.0.0.13:8081/static/app.js\"></script>\n" +
+		"</head>\n<body><nav class=\"toc\"><h2>Contents</h2>\n<ul>\n")
+	for s := range 20 {
+		fmt.Fprintf(&b, "<li><a class=\"toc-link\" href=\"/s/%d/\">s/%d</a></li>\n<ul>\n", s, s)
+		for i := range 21 {
+			fmt.Fprintf(&b, "<li><a class=\"toc-link\" href=\"/s/%d/a/%d.html\">s/%d/a/%d.html</a></li>\n", s, i, s, i)
+		}
+		b.WriteString("</ul>\n")
+	}
+	b.WriteString("</ul></nav>\n<main><h1>Contact</h1>\n")
+	for i := range 12 {
+		fmt.Fprintf(&b, "<p>Paragraph %d of ordinary prose about infection, prescription and wellness, with a "+
+			"<a href=\"../old/%d.html\">link</a> and <em>emphasis</em> &amp; an entity.</p>\n", i, i)
+	}
+	b.WriteString("</main></body></html>\n")
+	return []byte(b.String())
+}
+
+// BenchmarkParseTOC parses tocPage as the crawler does (links left
+// unresolved).
+func BenchmarkParseTOC(b *testing.B) {
+	page := tocPage()
+	base := mustURL(b, "http://127.0.0.13:8081/contact.html")
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(base, page, Options{Unresolved: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestTOCPageLinks: on a page of hundreds of links, every <a>'s text is its
+// own (the texts share one string, walker.anchors: fails if an offset is
+// off), with its tag, attribute and cleaned reference.
+func TestTOCPageLinks(t *testing.T) {
+	page, err := Parse(mustURL(t, "http://127.0.0.13:8081/contact.html"), tocPage(), Options{Unresolved: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 + 20*22 + 12; len(page.Links) != want {
+		t.Fatalf("%d links; want %d", len(page.Links), want)
+	}
+	for _, l := range page.Links[2:] {
+		want := strings.TrimPrefix(l.Raw, "/")
+		if strings.HasPrefix(l.Raw, "..") {
+			want = "link"
+		} else if strings.HasSuffix(want, "/") {
+			want = strings.TrimSuffix(want, "/")
+		}
+		if l.Tag != "a" || l.Attr != "href" || l.Text != want {
+			t.Fatalf("link %+v: want tag a, attr href, text %q", l, want)
+		}
+	}
+	if l := page.Links[1]; l.Tag != "script" || l.Attr != "src" || l.Text != "" {
+		t.Fatalf("second link %+v; want the script's src", l)
+	}
+}

@@ -10,11 +10,39 @@ import (
 // pending is a link found by the walker, not yet resolved (the document's
 // base may come later).
 type pending struct {
-	raw, tag, attr, rel string
-	text                string
-	refresh             bool
-	block               int // index of the owning block (Blocks mode)
+	raw, clean, rel string // clean is cleanHref(raw)
+	text            string
+	// An <a>'s text is kept in walker.anchors[textStart:textEnd] until
+	// the walk ends (one string for all of them, not one per link).
+	textStart, textEnd int32
+	block              int32 // index of the owning block (Blocks mode)
+	kind               linkKind
+	inAnchors          bool
+	refresh            bool
 }
+
+// linkKind is where a link was found: an index in linkKinds.
+type linkKind uint8
+
+// linkKinds are the tag and attribute of each linkKind (constant strings:
+// a pending link holds one byte for both).
+var linkKinds = []struct{ tag, attr string }{
+	{"a", "href"}, {"area", "href"}, {"link", "href"}, {"img", "src"}, {"iframe", "src"}, {"frame", "src"},
+	{"script", "src"}, {"embed", "src"}, {"meta", "content"},
+}
+
+// kindOf returns the linkKind of tag and attr, which must be in linkKinds.
+func kindOf(tag, attr string) linkKind {
+	for i, k := range linkKinds {
+		if k.tag == tag && k.attr == attr {
+			return linkKind(i)
+		}
+	}
+	panic("parse: no link kind for " + tag + "/" + attr)
+}
+
+func (p *pending) tag() string  { return linkKinds[p.kind].tag }
+func (p *pending) attr() string { return linkKinds[p.kind].attr }
 
 // frame is one tokenizer being read: the document, or the raw contents of
 // a <noscript> re-read for links.
@@ -55,6 +83,7 @@ type walker struct {
 	inAnchor   bool // an <a href> is open (recorded or not)
 	anchorText textBuf
 	anchorLeft int
+	anchors    []byte // the texts of the <a> links, one after the other
 
 	// Blocks mode.
 	blocks []*blockState
@@ -71,6 +100,10 @@ func newWalker(body []byte, opt Options, blockMode bool) *walker {
 		// Visible text is usually a fraction of the markup.
 		w.text.b = make([]byte, 0, min(len(body)/2, opt.MaxTextBytes))
 	}
+	// Sized from the number of tags (a link is about four of them, as in
+	// <li><a>…</a></li>; counting one byte is cheap), so that the slice is
+	// rarely copied as it grows: a documentation page has hundreds of links.
+	w.links = make([]pending, 0, min(bytes.Count(body, []byte{'<'})/4, opt.MaxLinks))
 	w.frames = []frame{{z: html.NewTokenizer(bytes.NewReader(body))}}
 	if blockMode {
 		w.blocks = []*blockState{{tag: "", text: newTextBuf(&w.textLeft)}}
@@ -82,6 +115,7 @@ func newWalker(body []byte, opt Options, blockMode bool) *walker {
 
 // run reads every token.
 func (w *walker) run() {
+	defer w.anchorTexts()
 	for len(w.frames) > 0 {
 		f := &w.frames[len(w.frames)-1]
 		tt := f.z.Next()
@@ -297,9 +331,23 @@ func (w *walker) breakText() {
 // endAnchor closes the open <a>, storing its text.
 func (w *walker) endAnchor() {
 	if w.anchor >= 0 {
-		w.links[w.anchor].text = w.anchorText.String()
+		l := &w.links[w.anchor]
+		l.textStart = int32(len(w.anchors))
+		w.anchors = append(w.anchors, w.anchorText.b...)
+		l.textEnd, l.inAnchors = int32(len(w.anchors)), true
 	}
 	w.inAnchor, w.anchor = false, -1
+}
+
+// anchorTexts sets the text of every <a> link from w.anchors, made a
+// string once, when the walk is over.
+func (w *walker) anchorTexts() {
+	all := string(w.anchors)
+	for i := range w.links {
+		if l := &w.links[i]; l.inAnchors {
+			l.text = all[l.textStart:l.textEnd]
+		}
+	}
 }
 
 func (w *walker) onMeta(attrs []html.Attribute) {
@@ -345,9 +393,9 @@ func (w *walker) addLink(raw, tag, attrName, rel string) int {
 		w.truncated = true
 		return -1
 	}
-	p := pending{raw: raw, tag: tag, attr: attrName, rel: rel}
+	p := pending{raw: raw, clean: clean, kind: kindOf(tag, attrName), rel: rel}
 	if w.blockMode {
-		p.block = w.stack[len(w.stack)-1]
+		p.block = int32(w.stack[len(w.stack)-1])
 	}
 	w.links = append(w.links, p)
 	return len(w.links) - 1
