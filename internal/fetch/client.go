@@ -377,7 +377,9 @@ func readBody(r io.Reader, resp *http.Response, max int64, keepRaw bool) ([]byte
 		rawBuf = &cappedBuffer{max: max}
 		src = io.TeeReader(r, rawBuf)
 	}
-	dec, err := decoder(src, ce)
+	var pooled decoders
+	defer pooled.release() // the body has been read when readBody returns
+	dec, err := decode(src, ce, &pooled)
 	if err != nil {
 		return nil, readResult{}, err
 	}
