@@ -3,6 +3,8 @@ package p2p_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
 	"sort"
 	"testing"
 	"time"
@@ -146,5 +148,80 @@ func TestContinuousPeers(t *testing.T) {
 	if len(lost) > 0 {
 		sort.Strings(lost)
 		t.Errorf("%d of %d recorded URLs have no revisit record, e.g. %v", len(lost), len(urls), lost[:min(5, len(lost))])
+	}
+}
+
+// TestPeerRetryFailed: a seed that failed (its server down) in a finished
+// peer-to-peer crawl is fetched when the crawl is run again with
+// --retry-failed once the server is up: the finished crawl resumes, the
+// node makes the failed URLs of each bucket it acquires due and takes
+// them, and the crawl ends again. It fails if the rerun ends at once (the
+// crawl taken as done) or never makes the failure due.
+func TestPeerRetryFailed(t *testing.T) {
+	f := newFixtureSeeds(t, websim.Config{Seed: 3, Hosts: 1, PagesPerHost: 5}, websim.TruthRules{MaxDepth: 1, Scope: websim.ScopeSeeds}, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // down for the first run
+	_, port, _ := net.SplitHostPort(addr)
+	down := "http://down.test:" + port + "/"
+	f.cfg.Seeds = append(f.cfg.Seeds, down)
+	f.cfg.Resolve = append(f.cfg.Resolve, "down.test:"+port+":127.0.0.1")
+	f.cfg.MaxRetries = 0
+	const name = "p2pretry"
+	run := func(retry bool) map[string]int {
+		t.Helper()
+		fn := *f
+		fn.cfg.RetryFailed = retry
+		n, dir := fn.node(t, steadyOptions(name, "n1", 100))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := n.Run(ctx); err != nil {
+			t.Fatalf("node: %v", err)
+		}
+		n.Close()
+		status := map[string]int{}
+		rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		rs.Iterate(func(r store.Record) error { status[r.URL] = r.Status; return nil })
+		return status
+	}
+	first := run(false)
+	if s, ok := first[down]; !ok || s != 0 {
+		t.Fatalf("first run: %s recorded %v (%v), want a failure without an answer", down, s, ok)
+	}
+	var l2 net.Listener
+	for range 50 { // the port was just closed: retry briefly
+		if l2, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("cannot listen on %s again: %v", addr, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<html><title>up</title><body><p>the server is up again and serves this page</p></body></html>"))
+	})}
+	go srv.Serve(l2)
+	t.Cleanup(func() { srv.Close() })
+	second := run(true)
+	if s := second[down]; s != 200 {
+		t.Fatalf("the rerun with --retry-failed recorded %s as %d (records %v), want 200", down, s, second)
+	}
+	for u := range second {
+		if u != down && first[u] == 200 {
+			t.Errorf("the rerun fetched %s again, which the first run fetched (revisit off)", u)
+		}
 	}
 }
