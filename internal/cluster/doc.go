@@ -24,6 +24,12 @@
 //     atomically, so a node that lost a bucket cannot write to it. Renewal runs every
 //     TTL/3 for all leases in one pipeline; a lease not renewed for 2·TTL/3 is reported
 //     lost, TTL/3 before it can expire in Redis and be taken by another node.
+//   - Lock (lock.go): a lease on one key without a fencing token, for a role one process
+//     plays at a time (the rank map/reduce master, the layered coordinator): taken when
+//     free (SET NX PX), renewed and released only by its holder's value with the scripts
+//     BucketLeases uses, Keep renews every TTL/3 and returns ErrLockLost when it is gone.
+//   - Hash slots: package cluster/slots (a leaf: no Redis client) computes Redis Cluster
+//     key slots and the spread tags (SpreadTag) every topology chooses its tags with.
 //   - Coordinator: on every member-list change computes the table bucket → node
 //     (partition.Ring over the live members), releases what is no longer its own (after
 //     Drain), acquires what is (waiting for the previous owner), and emits Acquired,
