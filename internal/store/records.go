@@ -3,7 +3,6 @@ package store
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -171,10 +170,15 @@ func (r *Records) Append(rec Record) error {
 // crawl hands it to its state (crawlstate.Outcome.RecordsEnd), so that a later
 // open can tell a truncated records.jsonl from a complete one.
 func (r *Records) AppendEnd(rec Record) (int64, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rec); err != nil { // Encode ends the line with '\n'
+	bp := lineBufs.Get().(*[]byte)
+	line, err := encodeRecordLine((*bp)[:0], &rec) // ends with '\n'
+	defer func() {
+		if cap(line) <= maxPooledLine {
+			*bp = line[:0]
+			lineBufs.Put(bp)
+		}
+	}()
+	if err != nil {
 		return 0, fmt.Errorf("cannot encode record of %s: %w", rec.URL, err)
 	}
 	r.mu.Lock()
@@ -188,13 +192,13 @@ func (r *Records) AppendEnd(rec Record) (int64, error) {
 	if r.broken != nil {
 		return 0, fmt.Errorf("cannot append record: an earlier failure left %s in an unknown state; reopen it to repair: %w", RecordsFileName, r.broken)
 	}
-	if _, err := r.f.WriteAt(buf.Bytes(), r.size); err != nil {
+	if _, err := r.f.WriteAt(line, r.size); err != nil {
 		if terr := r.f.Truncate(r.size); terr != nil {
 			r.broken = terr
 		}
 		return 0, fmt.Errorf("cannot append record of %s: %w", rec.URL, err)
 	}
-	r.size += int64(buf.Len())
+	r.size += int64(len(line))
 	return r.size, nil
 }
 
