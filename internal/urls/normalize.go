@@ -442,6 +442,13 @@ func globMatch(pattern, s string) bool {
 // and line breaks anywhere (WHATWG URL parsing), and reads a backslash before
 // the query or fragment as a slash.
 func clean(raw string) string {
+	plain := true // no byte the steps below look at: raw is clean
+	for i := 0; i < len(raw) && plain; i++ {
+		plain = raw[i] > ' ' && raw[i] != '\\'
+	}
+	if plain {
+		return raw
+	}
 	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' })
 	if strings.ContainsAny(s, "\t\n\r") {
 		s = strings.Map(func(r rune) rune {
