@@ -242,6 +242,9 @@ func printResult(w io.Writer, query string, page, limit int, res *index.Result) 
 		case h.Similar > 1:
 			fmt.Fprintf(w, "\n   %d similar pages", h.Similar)
 		}
+		if !h.Fetched.IsZero() {
+			fmt.Fprintf(w, "\n   fetched %s", h.Fetched.UTC().Format("2 Jan 2006 15:04 UTC"))
+		}
 		fmt.Fprintf(w, "\n   score %.4f (bm25 %.4f, pagerank %.3g)\n", h.Score, h.BM25, h.PageRank)
 		if h.Explain != "" {
 			for _, line := range strings.Split(h.Explain, "\n") {

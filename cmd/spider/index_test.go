@@ -55,7 +55,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("search: code %d\n%s", code, errOut)
 	}
-	for _, want := range []string{"results 1–3 of", "1. ", "http://", "[", "score ", "| score", "bm25"} {
+	for _, want := range []string{"results 1–3 of", "1. ", "http://", "[", "score ", "| score", "bm25", "\n   fetched "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("search output lacks %q:\n%s", want, out)
 		}
@@ -67,7 +67,7 @@ func TestIndexAndSearchCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(page2, "results 4–") {
 		t.Errorf("page 2: %s", page2)
 	}
-	if code, out, _ := runCLI(t, "search", "--data", data, "--json", en[0]); code != 0 || !strings.Contains(out, `"hits"`) || !strings.Contains(out, `"took_ms"`) {
+	if code, out, _ := runCLI(t, "search", "--data", data, "--json", en[0]); code != 0 || !strings.Contains(out, `"hits"`) || !strings.Contains(out, `"took_ms"`) || !strings.Contains(out, `"fetched_at": "20`) {
 		t.Errorf("json: %s", out)
 	}
 }
