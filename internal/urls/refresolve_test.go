@@ -172,3 +172,24 @@ func refRemoveDotSegments(p string) string {
 	}
 	return "/" + strings.Join(out, "/")
 }
+
+// refClean is clean before its shortcut for plain references.
+func refClean(raw string) string {
+	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' })
+	if strings.ContainsAny(s, "\t\n\r") {
+		s = strings.Map(func(r rune) rune {
+			if r == '\t' || r == '\n' || r == '\r' {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	end := strings.IndexAny(s, "?#")
+	if end < 0 {
+		end = len(s)
+	}
+	if strings.IndexByte(s[:end], '\\') >= 0 {
+		s = strings.ReplaceAll(s[:end], `\`, "/") + s[end:]
+	}
+	return s
+}

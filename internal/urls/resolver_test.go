@@ -124,12 +124,28 @@ func FuzzResolverDiff(f *testing.F) {
 				checkSame(t, b, ref, u, s, err, wu, ws, werr)
 			}
 		}
+		for _, s := range []string{b, r1, r2, r3} {
+			if got, want := clean(s), refClean(s); got != want {
+				t.Fatalf("clean(%q) = %q; reference %q", s, got, want)
+			}
+		}
 		for _, p := range []string{r1, "/" + r1, "/" + r2} {
 			if got, want := removeDotSegments(p), refRemoveDotSegments(p); got != want {
 				t.Fatalf("removeDotSegments(%q) = %q; reference %q", p, got, want)
 			}
 		}
 	})
+}
+
+// TestCleanShortcut: clean gives what it gave before its shortcut for
+// plain references, on references with and without the bytes it removes.
+func TestCleanShortcut(t *testing.T) {
+	for _, s := range []string{"", "a", "/a/b?c#d", " a", "a ", "a\tb", "a\\b?c\\d", "\x00a\x7f", "ü\xff", "\x01", "a\rb\nc",
+		"http://x/\u00a0", "?\\", "#\\x"} {
+		if got, want := clean(s), refClean(s); got != want {
+			t.Errorf("clean(%q) = %q; reference %q", s, got, want)
+		}
+	}
 }
 
 // TestRemoveDotSegmentsShortcut: paths with and without dot segments give
