@@ -77,5 +77,30 @@ func tagOf(raw []byte) tagInfo {
 		buf[n] = c
 		n++
 	}
-	return tagTable[string(buf[:n])]
+	return lookupTag(buf[:n])
+}
+
+// tagIndex holds tagTable's entries by first letter and length: a lookup
+// compares a name with the one to three entries of its slot instead of
+// hashing it (tagOf runs for every tag of every page).
+var tagIndex = func() (idx [26][maxTagName + 1][]tagInfo) {
+	for name, ti := range tagTable {
+		c := name[0] - 'a'
+		idx[c][len(name)] = append(idx[c][len(name)], ti)
+	}
+	return idx
+}()
+
+// lookupTag returns tagTable[string(name)] (name lower-case, at most
+// maxTagName bytes) without hashing.
+func lookupTag[T string | []byte](name T) tagInfo {
+	if len(name) == 0 || name[0] < 'a' || name[0] > 'z' {
+		return tagInfo{}
+	}
+	for _, ti := range tagIndex[name[0]-'a'][len(name)] {
+		if ti.name == string(name) {
+			return ti
+		}
+	}
+	return tagInfo{}
 }

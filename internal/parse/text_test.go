@@ -92,3 +92,27 @@ func TestTextBufLongWordOverBudget(t *testing.T) {
 		t.Fatalf("runes %d, text %q, truncated %v, left %d", n, b.String(), b.truncated, left)
 	}
 }
+
+// TestLookupTag: the indexed lookup gives tagTable's entry for every name
+// in it, and nothing for names that are not (fails if tagIndex misses or
+// confuses an entry).
+func TestLookupTag(t *testing.T) {
+	for name, want := range tagTable {
+		if got := lookupTag(name); got != want {
+			t.Errorf("lookupTag(%q) = %+v; want %+v", name, got, want)
+		}
+		if got := lookupTag([]byte(name)); got != want {
+			t.Errorf("lookupTag([]byte(%q)) = %+v; want %+v", name, got, want)
+		}
+		for _, other := range []string{name + "x", name[:len(name)-1], "x" + name} {
+			if got := lookupTag(other); got != tagTable[other] {
+				t.Errorf("lookupTag(%q) = %+v; want %+v", other, got, tagTable[other])
+			}
+		}
+	}
+	for _, name := range []string{"", "0", "-a", "{", "zz", "aaaaaaaaaaaaaaaa"} {
+		if got := lookupTag(name); got != (tagInfo{}) {
+			t.Errorf("lookupTag(%q) = %+v; want nothing", name, got)
+		}
+	}
+}

@@ -167,7 +167,7 @@ func (w *walker) onText(f *frame) {
 		// sees. Re-read it for links (not text), one level deep.
 		w.frames = append(w.frames, frame{z: html.NewTokenizer(bytes.NewReader(bytes.Clone(data)))})
 		return
-	case tagTable[f.raw].flags&tRawSkip != 0:
+	case lookupTag(f.raw).flags&tRawSkip != 0:
 		return
 	}
 	if w.template > 0 {
