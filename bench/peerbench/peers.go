@@ -213,7 +213,10 @@ func crawlerArgs(c config, name, data, resolve, proxy string, seeds []string) []
 	case "spider":
 		a = []string{"crawl", "--data", data, "--delay", c.Delay.String(), "--per-host", strconv.Itoa(c.PerHost),
 			"--concurrency", strconv.Itoa(c.Concurrency), "--allow-private", "--resolve-file", resolve,
-			"--scope", "any", "--max-depth", strconv.Itoa(c.Depth), "--quiet"}
+			"--scope", "any", "--max-depth", strconv.Itoa(c.Depth), "--quiet",
+			// The peers read no sitemaps and the truth follows links: websim's
+			// /sitemap.xml lists every page of a host at depth 1.
+			"--sitemaps=false"}
 		a = append(a, c.SpiderArgs...)
 	case "colly":
 		a = []string{"--resolve-file", resolve, "--max-depth", strconv.Itoa(c.Depth),
