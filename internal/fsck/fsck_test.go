@@ -318,6 +318,28 @@ func flipRecordURL(u string) damage {
 	}}
 }
 
+// flipRecordKey flips a byte of the key of u's record's field key (as the
+// random flip-0.10 did once to an "outcome" key in a CI run): the line stays
+// valid JSON, and the field is gone from the decoded record.
+func flipRecordKey(u, key string) damage {
+	return damage{name: "flip-key-" + key, do: func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		at := bytes.Index(b, []byte(`"url":"`+u+`"`))
+		if at < 0 {
+			return fmt.Errorf("no record of %s in %s", u, path)
+		}
+		i := bytes.Index(b[at:], []byte(`"`+key+`":`))
+		if i < 0 {
+			return fmt.Errorf("the record of %s has no %q", u, key)
+		}
+		b[at+i+2] ^= 0x5a // the key's second letter
+		return os.WriteFile(path, b, 0o600)
+	}}
+}
+
 // TestDamageRepairResume damages each file of a crawl's data directory in
 // each way, then checks that fsck reports the file (when the damage is one
 // a check can see), that fsck --repair succeeds and a second fsck is
@@ -407,7 +429,9 @@ func (g *golden) damageTable(t *testing.T) {
 		struct {
 			path    string
 			damages []damage
-		}{"records.jsonl", []damage{sure(flipRecordURL(keyed[0])), sure(flipRecordURL(keyed[len(keyed)-1]))}})
+		}{"records.jsonl", []damage{sure(flipRecordURL(keyed[0])), sure(flipRecordURL(keyed[len(keyed)-1])),
+			sure(flipRecordKey(keyed[len(keyed)/3], "outcome")), sure(flipRecordKey(keyed[len(keyed)/4], "url")),
+			sure(flipRecordKey(keyed[len(keyed)/5], "fetched_at"))}})
 	for _, f := range files {
 		for _, d := range f.damages {
 			t.Run(strings.ReplaceAll(f.path, "/", "_")+"/"+d.name, func(t *testing.T) {

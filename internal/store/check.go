@@ -329,7 +329,7 @@ func EachRecordLine(dir string, fn func(i int, l RecordLine) error) error {
 		l := RecordLine{Offset: off, Len: int64(len(line)), Torn: err == io.EOF}
 		if l.Torn {
 			l.Err = errors.New("partial last line (no newline)")
-		} else if rec, derr := decodeRecordLine(line); derr != nil {
+		} else if rec, derr := readRecordLine(line); derr != nil {
 			l.Err = derr
 		} else {
 			l.Rec = rec

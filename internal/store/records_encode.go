@@ -22,7 +22,7 @@ func encodeRecordLine(dst []byte, rec *Record) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	cp := *rec // only this rare path copies rec to the heap
+	cp := *rec                              // only this rare path copies rec to the heap
 	if err := enc.Encode(&cp); err != nil { // Encode ends the line with '\n'
 		return dst, err
 	}
