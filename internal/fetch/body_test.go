@@ -64,7 +64,7 @@ func TestPooledDecoders(t *testing.T) {
 		}
 		gz := contentEncode(t, body, "gzip")
 		cases = append(cases,
-			tc{ce: "gzip", wire: gz[:len(gz)/2], wantErr: true},                        // cut short
+			tc{ce: "gzip", wire: gz[:len(gz)/2], wantErr: true},                           // cut short
 			tc{ce: "gzip", wire: append([]byte{0x1f, 0x8b, 9}, gz[3:]...), wantErr: true}, // bad header
 			tc{ce: "br", wire: []byte("not brotli at all"), wantErr: true},
 			tc{ce: "gzip", wire: nil, want: []byte{}}) // empty body

@@ -218,30 +218,43 @@ func (c *Client) fetch(ctx context.Context, req *Request, maxBody int64, lastOnL
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.TotalTimeout)
 	defer cancel()
+	u, h, loc, redirects, err := c.follow(ctx, op, req, lastOnLimit)
+	if err != nil {
+		return nil, err
+	}
+	return c.finish(ctx, op, req, u, h, loc, redirects, started, maxBody)
+}
+
+// follow sends req and follows its redirects (at most req.FollowRedirects,
+// each target checked by checkURL and req.CheckHop) up to the answer that
+// is not followed: its hop (body unread), URL and Location, and the number
+// of redirects taken. With lastOnLimit a too-long chain ends at its last
+// 3xx instead of an error. Fetch and Stream share it; ctx bounds it.
+func (c *Client) follow(ctx context.Context, op string, req *Request, lastOnLimit bool) (u *url.URL, h *hop, loc *url.URL, redirects int, err error) {
 	follow := max(req.FollowRedirects, 0)
-	u := req.URL
-	for redirects := 0; ; redirects++ {
-		h, err := c.send(ctx, u, req.Header, sameHost(u, req.URL))
+	u = req.URL
+	for redirects = 0; ; redirects++ {
+		h, err = c.send(ctx, u, req.Header, sameHost(u, req.URL))
 		if err != nil {
 			c.m.observe(string(Classify(err)), 0, time.Since(h.start))
 			c.log.Debug("fetch failed", logURL, u.Redacted(), logOutcome, Classify(err), logErr, err)
-			return nil, newError(op, ctxCause(ctx, err))
+			return nil, nil, nil, 0, newError(op, ctxCause(ctx, err))
 		}
-		loc := location(u, h.resp)
+		loc = location(u, h.resp)
 		if follow == 0 || loc == nil || !isRedirect(h.resp.StatusCode) || (redirects >= follow && lastOnLimit) {
-			return c.finish(ctx, op, req, u, h, loc, redirects, started, maxBody)
+			return u, h, loc, redirects, nil
 		}
 		h.discard(c.m)
 		if redirects >= follow {
-			return nil, &Error{Outcome: OutcomeTooManyRedirects, Op: op,
+			return nil, nil, nil, 0, &Error{Outcome: OutcomeTooManyRedirects, Op: op,
 				Err: fmt.Errorf("more than %d redirects (next to %s): %w", follow, loc.Redacted(), ErrTooManyRedirects)}
 		}
 		if err := checkURL(loc); err != nil {
-			return nil, &Error{Outcome: OutcomeOther, Op: op, Err: fmt.Errorf("cannot follow redirect: %w", err)}
+			return nil, nil, nil, 0, &Error{Outcome: OutcomeOther, Op: op, Err: fmt.Errorf("cannot follow redirect: %w", err)}
 		}
 		if req.CheckHop != nil {
 			if err := req.CheckHop(loc); err != nil {
-				return nil, &Error{Outcome: classifyCause(err), Op: op,
+				return nil, nil, nil, 0, &Error{Outcome: classifyCause(err), Op: op,
 					Err: fmt.Errorf("redirect to %s refused: %w", loc.Redacted(), err)}
 			}
 		}

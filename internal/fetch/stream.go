@@ -36,34 +36,11 @@ func (c *Client) Stream(ctx context.Context, req *Request, fn func(resp *Respons
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.TotalTimeout)
 	defer cancel()
-	follow := max(req.FollowRedirects, 0)
-	u := req.URL
-	for redirects := 0; ; redirects++ {
-		h, err := c.send(ctx, u, req.Header, sameHost(u, req.URL))
-		if err != nil {
-			c.m.observe(string(Classify(err)), 0, time.Since(h.start))
-			return newError(op, ctxCause(ctx, err))
-		}
-		loc := location(u, h.resp)
-		if follow == 0 || loc == nil || !isRedirect(h.resp.StatusCode) {
-			return c.stream(ctx, op, req, u, h, loc, redirects, started, fn)
-		}
-		h.discard(c.m)
-		if redirects >= follow {
-			return &Error{Outcome: OutcomeTooManyRedirects, Op: op,
-				Err: fmt.Errorf("more than %d redirects (next to %s): %w", follow, loc.Redacted(), ErrTooManyRedirects)}
-		}
-		if err := checkURL(loc); err != nil {
-			return &Error{Outcome: OutcomeOther, Op: op, Err: fmt.Errorf("cannot follow redirect: %w", err)}
-		}
-		if req.CheckHop != nil {
-			if err := req.CheckHop(loc); err != nil {
-				return &Error{Outcome: classifyCause(err), Op: op,
-					Err: fmt.Errorf("redirect to %s refused: %w", loc.Redacted(), err)}
-			}
-		}
-		u = loc
+	u, h, loc, redirects, err := c.follow(ctx, op, req, false)
+	if err != nil {
+		return err
 	}
+	return c.stream(ctx, op, req, u, h, loc, redirects, started, fn)
 }
 
 // stream hands the final hop's body to fn and records the exchange.
