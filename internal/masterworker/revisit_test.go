@@ -61,7 +61,11 @@ func TestContinuousMasterWorkers(t *testing.T) {
 	m := f.masterOn(t, name, st)
 	m.UseSchedule(rv)
 
-	runCtx, stop := context.WithTimeout(ctx, 7*time.Second)
+	// The crawl runs at least 7 s, and on until the master has taken the
+	// killed worker's task back and a worker fetched its URL again (a
+	// loaded machine may take longer than 7 s), at most 40 s.
+	started := time.Now()
+	runCtx, stop := context.WithTimeout(ctx, 40*time.Second)
 	defer stop()
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return m.Run(gctx) })
@@ -86,6 +90,16 @@ func TestContinuousMasterWorkers(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw[0]), &task); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		defer stop()
+		for runCtx.Err() == nil {
+			if time.Since(started) >= 7*time.Second && m.Stats().Requeued > 0 &&
+				fetchedAfter(task.Request.URL, killedAt, dirA, dirB) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		t.Fatalf("crawl failed: %v", err)
 	}
@@ -279,4 +293,22 @@ func TestMasterOneShotRevisits(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of %d pages not revisited with a 304 by the second run, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
 	}
+}
+
+// fetchedAfter reports whether a record of u fetched after t is in one of
+// the data directories (read-only: the workers may still be writing).
+func fetchedAfter(u string, at time.Time, dirs ...string) bool {
+	found := false
+	for _, d := range dirs {
+		rs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
+		if err != nil {
+			continue // not created yet
+		}
+		rs.Iterate(func(r store.Record) error {
+			found = found || r.URL == u && r.FetchedAt.After(at)
+			return nil
+		})
+		rs.Close()
+	}
+	return found
 }
