@@ -135,8 +135,12 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
 		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)
 	}
-	if (cfg.Continuous || cfg.RetryFailed || cfg.Revisit != crawl.RevisitOff && cfg.Revisit != "") && (*mode != "normal" || *dedupMode != "bucket") {
-		return fmt.Errorf("%w: --revisit, --continuous and --retry-failed keep a revisit schedule in the crawl state, which --mode layered and --dedup protocol do not have: drop them or those flags", errUsage)
+	wantsSchedule := cfg.Continuous || cfg.RetryFailed || cfg.Revisit != crawl.RevisitOff && cfg.Revisit != ""
+	if wantsSchedule && *mode != "normal" {
+		return fmt.Errorf("%w: --revisit, --continuous and --retry-failed keep a revisit schedule in the crawl state, which --mode layered does not have: drop them or --mode layered", errUsage)
+	}
+	if wantsSchedule && *dedupMode != "bucket" {
+		return fmt.Errorf("%w: --revisit, --continuous and --retry-failed keep a revisit schedule in the crawl state, which --dedup protocol does not have: drop them or --dedup protocol", errUsage)
 	}
 	if err := checkConfig(&cfg); err != nil {
 		return err
