@@ -89,7 +89,7 @@ topics:
 // coordinator makes the master of a topics crawl whose state and task
 // records live in stateDir and data (a coordinator made again on the same
 // directories resumes).
-func (f *topicsFixture) coordinator(t *testing.T, name, stateDir, data string, waitNodes int) *masterworker.Master {
+func (f *topicsFixture) coordinator(t *testing.T, name, stateDir, data string, waitNodes int) (*masterworker.Master, *crawl.Fetcher) {
 	t.Helper()
 	cfg := f.cfg
 	cfg.Data = data
@@ -118,7 +118,7 @@ func (f *topicsFixture) coordinator(t *testing.T, name, stateDir, data string, w
 	if err := m.UseTopics(masterworker.TopicsOptions{Config: f.tc, Fetcher: fetcher, WaitNodes: waitNodes}); err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return m, fetcher
 }
 
 // node makes a crawl node: it checks its topics file and scores pages.
@@ -179,7 +179,7 @@ func TestTopicsCluster(t *testing.T) {
 	f := newTopicsFixture(t, websim.Config{Seed: 7, Hosts: 9, Domains: 3, PagesPerHost: 12, Latency: time.Millisecond}, blocked.URL+"/")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m := f.coordinator(t, "tc1", t.TempDir(), t.TempDir(), 2)
+	m, _ := f.coordinator(t, "tc1", t.TempDir(), t.TempDir(), 2)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
 	var dirs []string
@@ -259,4 +259,123 @@ func hostname(u string) string {
 		u = u[:i]
 	}
 	return u
+}
+
+// TestTopicsClusterNodeDies: a crawl node dies holding tasks (one taken,
+// one queued on its own queue); the coordinator takes both back once, its
+// logical nodes move to the other node, and every page is fetched exactly
+// once (the dead node fetched nothing).
+func TestTopicsClusterNodeDies(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 8, Hosts: 9, Domains: 3, PagesPerHost: 10, Latency: time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc2", t.TempDir(), t.TempDir(), 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	w, dir := f.node(t, "tc2", 2)
+	g.Go(func() error { return w.Run(gctx) })
+	masterworker.TopicVictim(t, f.rdb, "tc2", 1)
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{dir}, 0)
+	if s := m.Stats(); s.Requeued < 1 {
+		t.Errorf("stats %+v: the dead node's tasks were not taken back", s)
+	}
+}
+
+// TestTopicsClusterJoin: a crawl node joining a running topics crawl gets
+// logical nodes and work; nothing is fetched twice.
+func TestTopicsClusterJoin(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 9, Hosts: 9, Domains: 3, PagesPerHost: 16, Latency: 10 * time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc3", t.TempDir(), t.TempDir(), 1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	first, d1 := f.node(t, "tc3", 1)
+	g.Go(func() error { return first.Run(gctx) })
+	if err := f.srv.Log().WaitFor(ctx, func(e []websim.Entry) bool { return len(e) >= 20 }); err != nil {
+		t.Fatal(err)
+	}
+	second, d2 := f.node(t, "tc3", 2)
+	g.Go(func() error { return second.Run(gctx) })
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
+	if second.Fetched() == 0 {
+		t.Errorf("the joining node fetched nothing (the first fetched %d)", first.Fetched())
+	}
+}
+
+// TestTopicsCoordinatorRestart: a coordinator stopped mid-crawl and
+// started again on the same data directory resumes the task records
+// (pages per topic) from the extendible hash table, and the crawl
+// completes.
+func TestTopicsCoordinatorRestart(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 10, Hosts: 9, Domains: 3, PagesPerHost: 12, Latency: 5 * time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stateDir, data := filepath.Join(t.TempDir(), "state"), t.TempDir()
+	nodeCtx, stopNode := context.WithCancel(ctx)
+	defer stopNode()
+	nodeErr := make(chan error, 1)
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	m1, fetcher1 := f.coordinator(t, "tc4", stateDir, data, 1)
+	done1 := make(chan error, 1)
+	go func() { done1 <- m1.Run(runCtx) }()
+	w, dir := f.node(t, "tc4", 2)
+	go func() { nodeErr <- w.Run(nodeCtx) }()
+	if err := f.srv.Log().WaitFor(ctx, func(e []websim.Entry) bool { return len(e) >= 30 }); err != nil {
+		t.Fatal(err)
+	}
+	stopRun()
+	if err := <-done1; err == nil {
+		t.Fatal("the first coordinator run finished the crawl before it was stopped: make the web larger")
+	}
+	before := topicPages(m1.TopicStatus())
+	if err := m1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fetcher1.Close() // the data directory's lock
+	var sum int64
+	for _, n := range before {
+		sum += n
+	}
+	if sum == 0 {
+		t.Fatal("no page charged before the restart")
+	}
+
+	m2, _ := f.coordinator(t, "tc4", stateDir, data, 1)
+	resumed := topicPages(m2.TopicStatus())
+	for tp, n := range before {
+		if resumed[tp] != n {
+			t.Errorf("topic %s: %d pages before the restart, %d resumed", tp, n, resumed[tp])
+		}
+	}
+	if err := m2.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-nodeErr; err != nil {
+		t.Fatal(err)
+	}
+	after := topicPages(m2.TopicStatus())
+	var total int64
+	for tp, n := range after {
+		if n < before[tp] {
+			t.Errorf("topic %s: %d pages after the restart, fewer than %d before", tp, n, before[tp])
+		}
+		total += n
+	}
+	if total != sum+m2.Stats().Results {
+		t.Errorf("%d pages charged in all, want %d before the restart + %d results after", total, sum, m2.Stats().Results)
+	}
+	recs := fetched(t, []string{dir})
+	for _, u := range f.truth.MustFetch {
+		if _, ok := recs[u]; !ok {
+			t.Errorf("%s never fetched", u)
+		}
+	}
 }
