@@ -347,7 +347,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			pipe := w.rdb.TxPipeline()
 			pipe.LRem(ctx, proc, 1, raw)
 			pipe.LPush(ctx, queue, raw)
-			if _, err := pipe.Exec(ctx); err != nil {
+			if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
 			}
 			return errDone
