@@ -69,3 +69,12 @@ func (k keys) hosts() string  { return k.prefix + "hosts" }
 func (k keys) robots(robotsURL string) string {
 	return rstate.KeyPrefix(k.crawl, shardTags[robotsShard(robotsURL)]) + "robots:" + robotsURL
 }
+
+// The keys of a topics crawl (spider master --topics, design §4 on a
+// cluster): the coordinator's canonical topics config (JSON), its status
+// (JSON TopicStatus, rewritten every daemon tick) and the priority overrides
+// (hash topic → priority, written by spider control priority). They share
+// the crawl's tag like the queues.
+func (k keys) topicsConfig() string   { return k.prefix + "topics:config" }
+func (k keys) topicsStatus() string   { return k.prefix + "topics:status" }
+func (k keys) topicsPriority() string { return k.prefix + "topics:priority" }
