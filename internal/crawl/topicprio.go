@@ -16,14 +16,20 @@ var ErrNoTopics = errors.New("the crawl runs without --topics")
 // file shows it at the daemon's next tick. Errors wrap ErrNoTopics,
 // topics.ErrPriorityRange (p outside 0..topics.MaxPriority) or
 // topics.ErrUnknownTopic (naming the crawl's topics); then nothing changed.
-// Call it while the crawl is open (before Close).
+// Setting the priority a topic already has does nothing (no save, no log
+// line), so overrides may be applied again every tick. Call it while the
+// crawl is open (before Close).
 func (s *Scheduler) SetTopicPriority(topic string, p int) error {
 	tr := s.topics
 	if tr == nil {
 		return fmt.Errorf("cannot set the priority of topic %s: %w (start it with spider crawl --topics FILE)", topic, ErrNoTopics)
 	}
+	before, known := tr.sched.Priorities()[topic]
 	if err := tr.sched.SetPriority(topic, p); err != nil {
 		return err
+	}
+	if known && before == p {
+		return nil // unchanged: a coordinator applies its overrides every tick
 	}
 	if err := tr.sched.Save(tr.tcb); err != nil {
 		return fmt.Errorf("the priority of topic %s is %d now, but cannot save it in the task records (the daemon tries again at its next tick): %w", topic, p, err)
