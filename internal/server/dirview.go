@@ -225,6 +225,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	} else if len(v.last) > 0 {
 		st.State = "stopped"
 	}
+	dirTopics(v.dir, st)
 	var recent int64
 	nowSec := now.Unix()
 	for s := nowSec - int64(RateWindow/time.Second) + 1; s <= nowSec; s++ {

@@ -59,6 +59,15 @@ func topicErr(err error) error {
 	return err
 }
 
+// dirTopics fills st's topics from the status file of a crawl run with
+// --topics in dataDir (topics.StatusFile, rewritten every daemon tick while
+// it runs); a crawl without one shows none.
+func dirTopics(dataDir string, st *CrawlStatus) {
+	if ts, err := topics.ReadStatus(dataDir); err == nil {
+		st.Topics, st.TopicsAt = TopicRows(ts), ts.Updated.UTC()
+	}
+}
+
 // engineTopics fills st's topics from the engine's scheduler.
 func (v *EngineView) engineTopics(st *CrawlStatus) {
 	te, ok := v.eng.(TopicEngine)

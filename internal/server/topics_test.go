@@ -170,3 +170,23 @@ func TestRedisTopics(t *testing.T) {
 		t.Fatalf("overrides in Redis: %v, %v; want news 7, (other) 3", got, err)
 	}
 }
+
+// TestDirViewTopics: spider serve --data of a crawl run with --topics shows
+// the topics of its status file.
+func TestDirViewTopics(t *testing.T) {
+	dir := t.TempDir()
+	sched := newScheduler(t)
+	if err := sched.SetPriority("tax", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.WriteStatus(dir, sched.Status(time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewDirView(dir, nil).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Topics) != 3 || st.Topics[2].Name != "tax" || st.Topics[2].Priority != 3 || st.Topics[2].FilePriority != 0 || st.TopicsAt.IsZero() {
+		t.Fatalf("topics %+v at %v", st.Topics, st.TopicsAt)
+	}
+}
