@@ -59,9 +59,16 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// No master ever ran this crawl: it is peer-to-peer (or not started).
 		return printPeerStatus(ctx, rdb, rf.crawl, *buckets, rep, *asJSON, stdout)
 	}
+	ts, isTopics, err := masterworker.ReadTopicStatus(ctx, rdb, rf.crawl)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		out := server.MasterWorkerStatus(st)
 		out.Report = reportOut(rep)
+		if isTopics {
+			out.Topics = &ts
+		}
 		return writeJSON(stdout, out)
 	}
 	state := "running"
@@ -82,6 +89,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "  workers: %d\n", len(st.Workers))
 	for _, w := range st.Workers {
 		fmt.Fprintf(stdout, "    #%d  last heartbeat %s ago, %d tasks in hand\n", w.ID, w.LastBeat, w.InFlight)
+	}
+	if isTopics {
+		printClusterTopics(stdout, ts)
 	}
 	return nil
 }

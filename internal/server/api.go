@@ -16,6 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 // Limits of the API's input.
@@ -314,6 +317,13 @@ func (s *Server) apiCrawl(w http.ResponseWriter, r *http.Request) {
 	if s.opt.Control == nil {
 		st.Control = false
 	}
+	// Lists a client iterates are [] when empty, whichever view filled st.
+	if st.Topics == nil {
+		st.Topics = []Topic{}
+	}
+	if st.TopicNodes == nil {
+		st.TopicNodes = []masterworker.NodeLoad{}
+	}
 	writeJSON(w, http.StatusOK, st)
 }
 
@@ -395,7 +405,10 @@ func (s *Server) apiSeeds(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, controlAnswer{OK: true, Action: "seeds", Added: &n})
 }
 
-// priorityRequest is the body of PUT /api/topics/{topic}/priority.
+// priorityRequest is the body of PUT /api/topics/{topic}/priority: the
+// topic's new priority, 0..topics.MaxPriority. A crawl in this process
+// applies it at the next URL it hands out; a topics crawl on a cluster at
+// its coordinator's next daemon tick.
 type priorityRequest struct {
 	Priority *int `json:"priority"`
 }
@@ -411,8 +424,8 @@ func (s *Server) apiTopicPriority(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error()+`: send {"priority": 2}`)
 		return
 	}
-	if body.Priority == nil || *body.Priority < 0 || *body.Priority > 1000 {
-		writeError(w, http.StatusBadRequest, `give "priority" as a whole number from 0 to 1000`)
+	if body.Priority == nil || topics.CheckPriority(*body.Priority) != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`give "priority" as a whole number from 0 (lowest) to %d`, topics.MaxPriority))
 		return
 	}
 	s.control(w, r, "topic-priority", func(c Controller) error { return c.SetTopicPriority(r.Context(), topic, *body.Priority) })

@@ -58,7 +58,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 			return nil, err
 		}
 	} else {
-		st = &CrawlStatus{Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, Errors: []RecentError{},
+		st = &CrawlStatus{Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, TopicNodes: []masterworker.NodeLoad{}, Errors: []RecentError{},
 			Rows: []Count{}, Outcomes: []Count{}, TopHosts: []Count{}, Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
 			Updated: v.now().UTC()}
 	}
@@ -116,6 +116,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		st.Queue = peerQueue(ps)
 	}
 	applyReport(st, rep)
+	v.redisTopics(ctx, st)
 	st.State = v.controlState(ctx, st.State)
 	st.Control = st.State == "running" || st.State == "paused"
 	st.Series = v.sample(st.PagesPerSec)

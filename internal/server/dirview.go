@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/store"
 )
 
@@ -216,7 +217,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	}
 	st := &CrawlStatus{
 		Source: "data-dir", State: "unknown", Pages: int64(len(v.last)), Bytes: v.bytes,
-		Updated: now.UTC(), Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, Errors: []RecentError{},
+		Updated: now.UTC(), Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, TopicNodes: []masterworker.NodeLoad{}, Errors: []RecentError{},
 		Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
 	}
 	if Locked(v.dir) {
@@ -224,6 +225,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	} else if len(v.last) > 0 {
 		st.State = "stopped"
 	}
+	dirTopics(v.dir, st)
 	var recent int64
 	nowSec := now.Unix()
 	for s := nowSec - int64(RateWindow/time.Second) + 1; s <= nowSec; s++ {

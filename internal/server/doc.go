@@ -22,10 +22,14 @@
 //     each listed host's politeness clock (crawl.Scheduler.HostStates:
 //     next allowed fetch, in flight, queued); RedisView reads a distributed
 //     crawl's nodes, buckets and queues from Redis (masterworker.ReadStatus,
-//     p2p.ReadStatus) and a master's published rules.
+//     p2p.ReadStatus) and a master's published rules. Both show a
+//     topic-focused crawl's topics (topics.go): EngineView from an engine
+//     that is a TopicEngine, RedisView from the coordinator's
+//     masterworker.TopicStatus, with each crawl node's load.
 //   - Controller: pause, resume, stop, add seeds, topic priority.
-//     EngineView implements it over crawl.Engine; without one the control
-//     endpoints answer 501.
+//     EngineView implements it over crawl.Engine, RedisView over the
+//     crawl's control word and (topic priority) masterworker's overrides;
+//     without one the control endpoints answer 501.
 //
 // # Routes
 //
@@ -37,7 +41,7 @@
 //	GET  /api/crawl               CrawlStatus
 //	POST /api/crawl/pause|resume|stop    bearer token
 //	POST /api/crawl/seeds         bearer token; {"urls": [...]}
-//	PUT  /api/topics/{topic}/priority    bearer token; {"priority": n}
+//	PUT  /api/topics/{topic}/priority    bearer token; {"priority": 0..9}
 //	GET  /api/openapi.json        OpenAPI 3 description of the above
 //	GET  /metrics  /healthz
 //

@@ -74,6 +74,7 @@ func (v *EngineView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	p := v.eng.Progress()
 	st.Queue = &Queue{Queued: int64(p.Queued), InFlight: int64(p.InFlight), Hosts: int64(p.Hosts)}
 	v.hostClock(st)
+	v.engineTopics(st)
 	return st, nil
 }
 
@@ -157,11 +158,6 @@ func (v *EngineView) AddSeeds(ctx context.Context, urls []string) (int, error) {
 	}
 	n, err := v.eng.AddSeeds(ctx, urls)
 	return n, v.engineErr(err)
-}
-
-// SetTopicPriority implements Controller: this crawl has no topics.
-func (v *EngineView) SetTopicPriority(context.Context, string, int) error {
-	return fmt.Errorf("%w: topics are not enabled in this crawl", ErrUnsupported)
 }
 
 // checkSeed accepts absolute http and https URLs with a host.

@@ -103,7 +103,7 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 	doc := openAPIDoc(t)
 	at := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	ts := &topics.Status{Updated: at, Epoch: 2, PeriodMS: 60000, PeriodStart: at, Running: "a", Switches: 3, Preemptions: 1,
-		Tasks: []topics.TaskStatus{{ID: 1, Theme: 1, Name: "a", Description: "d", Granularity: "G1", Priority: 2, State: "running",
+		Tasks: []topics.TaskStatus{{ID: 1, Theme: 1, Name: "a", Description: "d", Granularity: "topic", Priority: 2, FilePriority: 1, State: "running",
 			SliceTotalMS: 500, SliceRemainMS: 100, Queued: 4, Pages: 9, Relevant: 5, Yield: 0.5, PeriodRelevant: 2, MinPages: 3,
 			Preemptions: 1, LastPreempted: at, PreemptedBy: "b", Recrawls: 1, FirstPage: at, Shrinks: 1, Grows: 1}}}
 	sum := &crawl.Summary{URLs: 3, Rows: map[string]int64{"200": 2, "too many redirects": 1}, Outcomes: map[string]int64{"200": 2, "redirects": 1},
@@ -129,6 +129,17 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 		{"CrawlStatus", testStatus()},
 		{"ClusterStatus", withReport(PeerStatus(ps), at)},
 		{"CrawlStatus", func() CrawlStatus { st := testStatus(); st.Report = withReport(ClusterStatus{}, at).Report; return st }()},
+		{"CrawlStatus", func() CrawlStatus {
+			st := testStatus()
+			st.Topics, st.TopicNodes, st.TopicsAt = TopicRows(*ts), testNodeLoads(at), at
+			return st
+		}()},
+		{"ClusterStatus", func() ClusterStatus {
+			cs := MasterWorkerStatus(mw)
+			cs.Topics = &masterworker.TopicStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}
+			return cs
+		}()},
+		{"ClusterTopicsStatus", masterworker.TopicStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}},
 	}
 	for _, tc := range tests {
 		b, err := json.Marshal(tc.v)
@@ -174,6 +185,14 @@ func TestCheckerCatchesStyle(t *testing.T) {
 	}
 	_ = http.StatusOK
 	_ = context.Background
+}
+
+// testNodeLoads are two crawl nodes of a topics crawl, every field filled.
+func testNodeLoads(at time.Time) []masterworker.NodeLoad {
+	return []masterworker.NodeLoad{
+		{Worker: 0, Node: "h1-aaaaaa", InFlight: 2, Queued: 5, PagesPerSec: 3.5, Errors: 1, Fetched: 40, Buckets: 2048, Alive: true, LastBeat: at},
+		{Worker: 1, Node: "h2-bbbbbb", Buckets: 2048, LastBeat: at.Add(-time.Minute)},
+	}
 }
 
 // withReport is cs with a crawl-wide report of every field filled.

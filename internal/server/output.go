@@ -111,6 +111,9 @@ type ClusterStatus struct {
 	// by result row and outcome, one row per node); nil before a node
 	// reported.
 	Report *CrawlReport `json:"report,omitempty"`
+	// Topics is a topics crawl's coordinator status (its PQ-MCSA
+	// scheduler and each crawl node's load); nil for other crawls.
+	Topics *masterworker.TopicStatus `json:"topics,omitempty"`
 }
 
 // MasterWorkerStatus is the ClusterStatus of a master–worker crawl.

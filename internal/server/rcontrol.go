@@ -65,11 +65,6 @@ func (v *RedisView) AddSeeds(ctx context.Context, urls []string) (int, error) {
 	return len(urls), nil
 }
 
-// SetTopicPriority implements Controller: distributed crawls have no topics.
-func (v *RedisView) SetTopicPriority(context.Context, string, int) error {
-	return fmt.Errorf("%w: topics are not enabled in a distributed crawl", ErrUnsupported)
-}
-
 // controlState maps a running crawl's state to the control word's
 // (paused, stopping); other states and an unreadable word are kept.
 func (v *RedisView) controlState(ctx context.Context, state string) string {

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -97,15 +98,16 @@ func testStatus() CrawlStatus {
 	at := time.Date(2026, 3, 30, 8, 31, 34, 0, time.UTC)
 	return CrawlStatus{
 		Source: "in-process", State: "running", Pages: 1234, PagesPerSec: 56.5,
-		Series:   []RatePoint{{T: at.Unix() - 2, Step: 1, PagesPerSec: 50}, {T: at.Unix() - 1, Step: 1, PagesPerSec: 63}},
-		Rows:     []Count{{"200", 1200}, {"404", 34}},
-		Outcomes: []Count{{"200", 1200}, {"404", 34}},
-		TopHosts: []Count{{"www.d0.test", 700}, {"d1.test", 534}},
-		Bytes:    9876543,
-		Queue:    &Queue{Queued: 500, InFlight: 8, Hosts: 12},
-		Nodes:    []Node{{ID: "n1", Role: "peer", Weight: 100, Buckets: 2048, PagesPerSec: 28.1, Queue: 250}},
-		Topics:   []Topic{},
-		Errors:   []RecentError{{At: at, URL: "http://www.d0.test/<script>alert(1)</script>", Outcome: "404", Status: 404}},
+		Series:     []RatePoint{{T: at.Unix() - 2, Step: 1, PagesPerSec: 50}, {T: at.Unix() - 1, Step: 1, PagesPerSec: 63}},
+		Rows:       []Count{{"200", 1200}, {"404", 34}},
+		Outcomes:   []Count{{"200", 1200}, {"404", 34}},
+		TopHosts:   []Count{{"www.d0.test", 700}, {"d1.test", 534}},
+		Bytes:      9876543,
+		Queue:      &Queue{Queued: 500, InFlight: 8, Hosts: 12},
+		Nodes:      []Node{{ID: "n1", Role: "peer", Weight: 100, Buckets: 2048, PagesPerSec: 28.1, Queue: 250}},
+		Topics:     []Topic{},
+		TopicNodes: []masterworker.NodeLoad{},
+		Errors:     []RecentError{{At: at, URL: "http://www.d0.test/<script>alert(1)</script>", Outcome: "404", Status: 404}},
 		Hosts: []HostRow{{Host: "www.d0.test", Pages: 700, Errors: 34, MeanLatencyMS: 12.5, NextFetchMS: 400, InFlight: 1, Queued: 20},
 			{Host: "d1.test", Pages: 534, MeanLatencyMS: 8}},
 		HostsTotal: 2,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
 )
 
 // Errors a Searcher or Controller returns to choose the HTTP answer; wrap
@@ -134,10 +135,16 @@ type CrawlStatus struct {
 	Bytes    int64   `json:"bytes"`
 	// Queue is nil when the queue depths are not known (a data directory
 	// read from outside the crawl).
-	Queue  *Queue        `json:"queue"`
-	Nodes  []Node        `json:"nodes"`
-	Topics []Topic       `json:"topics"`
-	Errors []RecentError `json:"recent_errors"`
+	Queue  *Queue  `json:"queue"`
+	Nodes  []Node  `json:"nodes"`
+	Topics []Topic `json:"topics"`
+	// TopicNodes is each crawl node's load as the coordinator of a topics
+	// crawl on a cluster last published it (masterworker.TopicStatus);
+	// empty for other crawls. TopicsAt is when the topics' figures were
+	// taken (zero, absent, when there are none).
+	TopicNodes []masterworker.NodeLoad `json:"topic_nodes"`
+	TopicsAt   time.Time               `json:"topics_at,omitzero"`
+	Errors     []RecentError           `json:"recent_errors"`
 	// Hosts are the MaxHostRows hosts with the most pages (ties by name)
 	// out of HostsTotal hosts with records. Their politeness fields
 	// (HostRow.NextFetchMS, InFlight, Queued) are known only when
@@ -206,12 +213,22 @@ type Node struct {
 	State string `json:"state"`
 }
 
-// Topic is one topic of a topic-focused crawl.
+// Topic is one topic of a topic-focused crawl (a task of granularity
+// topic of its PQ-MCSA scheduler, the background task "(other)" included):
+// a row of the dashboard's topics table.
 type Topic struct {
 	Name     string `json:"name"`
 	Priority int    `json:"priority"`
-	Pages    int64  `json:"pages"`
-	Queued   int64  `json:"queued"`
+	// FilePriority is the topics file's priority; Priority differs after a
+	// change at run time (PUT /api/topics/{topic}/priority).
+	FilePriority  int    `json:"file_priority"`
+	State         string `json:"state"` // ready, running, expired, idle
+	SliceTotalMS  int64  `json:"slice_total_ms"`
+	SliceRemainMS int64  `json:"slice_remain_ms"`
+	Pages         int64  `json:"pages"`
+	Relevant      int64  `json:"relevant"`
+	Queued        int64  `json:"queued"`
+	Preemptions   int64  `json:"preemptions"`
 }
 
 // RecentError is a URL whose last fetch did not end 2xx or 3xx.

@@ -71,6 +71,16 @@
 // their hosts' queues (frontier.PushUrgent), and the new URLs they list are
 // queued the same way, so new pages are found quickly.
 //
+// # Priorities changed at run time
+//
+// SetPriority changes a topic's priority while the crawl runs (spider
+// control priority, PUT /api/topics/{topic}/priority): the task moves to its
+// new level's round robin, its slice follows the level, its URL tasks keep
+// their distance to it, and a pre-emption happens on the next Select. The
+// change is saved with the task records; a restart keeps it unless the
+// topics file's priority for that topic was edited since (then the file
+// wins). Status shows both (priority, file_priority).
+//
 // # Persistence
 //
 // Save writes every task control block to an extendible hash table

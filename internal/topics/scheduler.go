@@ -80,6 +80,7 @@ type Task struct {
 	minPages    int
 	patterns    []string // SURT prefixes (topic tasks)
 	levelSlice  time.Duration
+	filePrio    int  // P as the topics file gives it (SetPriority changes P)
 	satisfied   bool // reached MinPages in this period
 	nextRecrawl time.Time
 
@@ -158,6 +159,7 @@ func New(cfg *Config, opts Options) (*Scheduler, error) {
 			t.Theme = t.ID
 		}
 		t.levelSlice = cfg.LevelSlice(t.Priority)
+		t.filePrio = t.Priority
 		t.SliceTotal, t.SliceRemain = t.levelSlice, t.levelSlice
 		t.State = StateIdle
 		s.tasks = append(s.tasks, t)

@@ -35,12 +35,15 @@ type Status struct {
 
 // TaskStatus is one task's line of the status.
 type TaskStatus struct {
-	ID             uint32    `json:"id"`
-	Theme          uint32    `json:"theme"`
-	Name           string    `json:"name"`
-	Description    string    `json:"description,omitempty"`
-	Granularity    string    `json:"granularity"`
-	Priority       int       `json:"priority"`
+	ID          uint32 `json:"id"`
+	Theme       uint32 `json:"theme"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Granularity string `json:"granularity"`
+	Priority    int    `json:"priority"`
+	// FilePriority is the priority the topics file gives the task;
+	// Priority differs from it after a change at run time (SetPriority).
+	FilePriority   int       `json:"file_priority"`
 	State          string    `json:"state"`
 	SliceTotalMS   int64     `json:"slice_total_ms"`
 	SliceRemainMS  int64     `json:"slice_remain_ms"`
@@ -76,7 +79,7 @@ func (s *Scheduler) Status(now time.Time) Status {
 	for _, t := range s.tasks {
 		ts := TaskStatus{
 			ID: t.ID, Theme: t.Theme, Name: t.Name, Description: t.Description, Granularity: t.Granularity.String(),
-			Priority: t.Priority, State: t.State.String(), SliceTotalMS: t.SliceTotal.Milliseconds(),
+			Priority: t.Priority, FilePriority: t.filePrio, State: t.State.String(), SliceTotalMS: t.SliceTotal.Milliseconds(),
 			SliceRemainMS: t.SliceRemain.Milliseconds(), Queued: t.Queued, Pages: t.Pages, Relevant: t.Relevant,
 			PeriodRelevant: t.PeriodRelevant, MinPages: t.minPages, Preemptions: t.Preemptions,
 			LastPreempted: t.LastPreempted, PreemptedBy: t.PreemptedBy, Recrawls: t.Recrawls, FirstPage: t.FirstPage,
@@ -133,6 +136,20 @@ func ReadStatus(dataDir string) (Status, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("cannot decode topics status %s (rerun the crawl to rewrite it): %w", filepath.Join(dataDir, StatusFile), err)
 	}
+	// A file written before run-time priorities has no file_priority:
+	// the priority then is the file's.
+	var fp struct {
+		Tasks []struct {
+			FilePriority *int `json:"file_priority"`
+		} `json:"tasks"`
+	}
+	if json.Unmarshal(b, &fp) == nil && len(fp.Tasks) == len(st.Tasks) {
+		for i, t := range fp.Tasks {
+			if t.FilePriority == nil {
+				st.Tasks[i].FilePriority = st.Tasks[i].Priority
+			}
+		}
+	}
 	if st.PeriodMS == 0 && json.Unmarshal(b, &old) == nil && old.Period != "" {
 		if d, err := time.ParseDuration(old.Period); err == nil {
 			st.PeriodMS = d.Milliseconds()
@@ -156,7 +173,11 @@ func (st Status) Print(w io.Writer) {
 		if t.Name == OtherTopic {
 			period = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s/%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%d\n", t.Name, t.Priority, t.Granularity, t.State,
+		prio := fmt.Sprint(t.Priority)
+		if t.FilePriority != t.Priority {
+			prio += fmt.Sprintf(" (file %d)", t.FilePriority)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s/%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%d\n", t.Name, prio, t.Granularity, t.State,
 			ms(t.SliceTotalMS), ms(t.SliceRemainMS), t.Queued, t.Pages, t.Relevant, t.Yield, period, pre, t.Recrawls)
 	}
 	tw.Flush()

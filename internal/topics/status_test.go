@@ -41,3 +41,29 @@ func TestStatusFileJSON(t *testing.T) {
 		t.Errorf("old file: %+v, %v; want period_ms 90000", got, err)
 	}
 }
+
+// TestStatusFilePriority: a changed priority shows beside the file's in the
+// table; a status file without file_priority reads as unchanged.
+func TestStatusFilePriority(t *testing.T) {
+	s, clk := newTestScheduler(t, testYAML)
+	if err := s.SetPriority("tax", 4); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	s.Status(clk.Now()).Print(&b)
+	if !strings.Contains(b.String(), "4 (file 0)") {
+		t.Fatalf("table does not show tax's changed priority:\n%s", b.String())
+	}
+	dir := t.TempDir()
+	old := `{"updated": "2026-11-25T03:00:00Z", "period_ms": 1000, "tasks": [{"name": "a", "priority": 3}]}`
+	if err := os.MkdirAll(filepath.Join(dir, "topics"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, StatusFile), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadStatus(dir)
+	if err != nil || got.Tasks[0].FilePriority != 3 {
+		t.Fatalf("old file: %+v, %v; want file_priority 3", got, err)
+	}
+}

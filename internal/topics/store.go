@@ -36,6 +36,11 @@ type tcbRecord struct {
 	Shrinks        int64         `json:"shrinks"`
 	Grows          int64         `json:"grows"`
 	Blocked        int64         `json:"blocked,omitempty"`
+	// Priority is a topic task's priority when saved and FilePriority the
+	// topics file's priority for it then (SetPriority may have changed
+	// the first); absent in records written before run-time priorities.
+	Priority     *int `json:"p,omitempty"`
+	FilePriority int  `json:"fp,omitempty"`
 }
 
 type metaRecord struct {
@@ -75,6 +80,10 @@ func (s *Scheduler) Save(tb *exthash.Table) error {
 			PreemptedBy: clip(t.PreemptedBy, 128), Recrawls: t.Recrawls, NextRecrawl: t.nextRecrawl,
 			FirstPage: t.FirstPage, Shrinks: t.Shrinks, Grows: t.Grows, Blocked: t.Blocked,
 		}
+		if t.Granularity == GranularityTopic {
+			p := t.Priority
+			rec.Priority, rec.FilePriority = &p, t.filePrio
+		}
 		b, err := json.Marshal(rec)
 		if err != nil {
 			s.mu.Unlock()
@@ -98,6 +107,12 @@ func (s *Scheduler) Save(tb *exthash.Table) error {
 // scheduler (tasks not in tb keep their fresh state; records of topics no
 // longer configured are ignored). A slice total saved under another
 // configuration is kept within the daemon's bounds of the current one.
+//
+// A priority changed at run time (SetPriority) survives the restart: a
+// topic gets its saved priority, not the file's, as long as the file still
+// gives the topic the priority it gave when the record was saved. When the
+// file's priority for the topic differs from then, the file was edited
+// after the change and the file wins: the latest decision counts.
 func (s *Scheduler) Load(tb *exthash.Table) (restored int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,6 +127,10 @@ func (s *Scheduler) Load(tb *exthash.Table) (restored int, err error) {
 		var rec tcbRecord
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return restored, fmt.Errorf("cannot decode task record of %s: %w", t.Name, err)
+		}
+		if t.Granularity == GranularityTopic && rec.Priority != nil && rec.FilePriority == t.filePrio &&
+			CheckPriority(*rec.Priority) == nil {
+			s.setPriority(t, *rec.Priority)
 		}
 		t.SliceTotal = min(max(rec.SliceTotal, time.Duration(s.cfg.MinSlice)), 4*t.levelSlice)
 		t.SliceRemain = min(rec.SliceRemain, t.SliceTotal)

@@ -224,12 +224,41 @@
 
     show("nodes-section", fill("nodes", st.nodes, [txt("id"), txt("role"), txt("state"), col("weight"), col("buckets"), col("pages_per_s", 1), col("fetched"), col("queue"), col("inbox"), col("in_flight"),
       { get: function (r) { return r.idle ? "idle" : "busy"; } }]) > 0);
-    show("topics-section", fill("topics", st.topics, [txt("name"), col("priority"), col("pages"), col("queued")]) > 0);
+    const nt = fill("topics", st.topics, [txt("name"),
+      { get: function (r) { return r.file_priority !== undefined && r.file_priority !== r.priority ? num(r.priority) + " (file " + num(r.file_priority) + ")" : num(r.priority); }, cls: "num" },
+      txt("state"), { get: function (r) { return ms(r.slice_total_ms); }, cls: "num" }, { get: function (r) { return ms(r.slice_remain_ms); }, cls: "num" },
+      col("pages"), col("relevant"), col("queued"), col("preemptions")]);
+    show("topics-section", nt > 0);
+    $("topics-caption").textContent = nt > 0 ? "PQ-MCSA scheduler" + (st.topics_at ? ", as of " + new Date(st.topics_at).toLocaleTimeString() : "") +
+      "; a higher priority pre-empts a lower one, equal priorities share time slices" : "";
+    topicChoices(st.topics || []);
+    show("topic-nodes-section", fill("topic-nodes", st.topic_nodes, [col("worker"), txt("node"), { get: function (r) { return r.alive ? "yes" : "no (its tasks go out again)"; } },
+      col("in_flight"), col("queued"), col("pages_per_sec", 1), col("errors"), col("fetched"), col("buckets"),
+      { get: function (r) { return r.last_beat ? new Date(r.last_beat).toLocaleTimeString() : ""; } }]) > 0);
     show("errors-section", fill("errors", st.recent_errors, [
       { get: function (r) { return r.at ? new Date(r.at).toLocaleTimeString() : ""; } },
       { get: function (r) { return r.status && String(r.status) !== r.outcome ? text(r.outcome) + " (" + r.status + ")" : text(r.outcome); } },
       txt("url", "url"), txt("error")]) > 0);
     $("control").hidden = !st.control;
+  }
+
+  // topicChoices keeps the priority control's topic list in step with the
+  // crawl's topics (the user's choice is kept while it is still there).
+  function topicChoices(rows) {
+    const sel = $("priority-topic");
+    const names = rows.map(function (r) { return text(r.name); });
+    const have = Array.from(sel.options).map(function (o) { return o.value; });
+    $("priority-control").hidden = names.length === 0;
+    if (names.join("\n") === have.join("\n")) return;
+    const keep = sel.value;
+    sel.replaceChildren();
+    for (const n of names) {
+      const o = document.createElement("option");
+      o.value = n;
+      o.textContent = n;
+      sel.append(o);
+    }
+    if (names.includes(keep)) sel.value = keep;
   }
 
   async function poll() {
@@ -244,11 +273,11 @@
     setTimeout(poll, 1000);
   }
 
-  async function control(path, body) {
+  async function control(path, body, method) {
     const out = $("control-result");
     try {
       const r = await fetch(path, {
-        method: "POST",
+        method: method || "POST",
         headers: { Authorization: "Bearer " + $("token").value, "Content-Type": "application/json" },
         body: body ? JSON.stringify(body) : "",
       });
@@ -263,5 +292,9 @@
   $("resume").addEventListener("click", function () { control("/api/crawl/resume"); });
   $("stop").addEventListener("click", function () { control("/api/crawl/stop"); });
   $("add-seed").addEventListener("click", function () { control("/api/crawl/seeds", { urls: [$("seed").value] }); });
+  $("set-priority").addEventListener("click", function () {
+    const topic = $("priority-topic").value;
+    control("/api/topics/" + encodeURIComponent(topic) + "/priority", { priority: Number($("priority-value").value) }, "PUT");
+  });
   if ($("state").textContent !== "no crawl") poll();
 })();
