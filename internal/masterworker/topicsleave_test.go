@@ -72,24 +72,7 @@ func TestTopicsClusterNodeLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(t, []string{d1, d2}, 0)
-	// Stricter than check, which forgives a request repeated after an
-	// abandoned one (status 0): no page was requested twice, none
-	// abandoned.
-	count := map[string]int{}
-	for _, e := range f.srv.Log().Entries() {
-		if strings.HasPrefix(e.Path, "/robots") {
-			continue
-		}
-		count[e.URL]++
-		if e.Status == 0 {
-			t.Errorf("%s: a request abandoned in flight", e.URL)
-		}
-	}
-	for u, n := range count {
-		if n > 1 {
-			t.Errorf("%s requested %d times", u, n)
-		}
-	}
+	requestedOnce(t, f.srv)
 	s := m.Stats()
 	t.Logf("left with %d fetches in flight: %d answered before, %d after the leave; %d queued tasks taken back; stats %+v", inFlight, before, after, s.Returned, s)
 	if s.Returned == 0 {
@@ -198,5 +181,74 @@ func TestTopicsClusterSlowNode(t *testing.T) {
 	}
 	if fast.Fetched() <= slow.Fetched() {
 		t.Errorf("the fast node fetched %d pages, the slow one %d", fast.Fetched(), slow.Fetched())
+	}
+}
+
+// requestedOnce is stricter than fixture.check, which forgives a request
+// repeated after an abandoned one (status 0): no page was requested twice,
+// none abandoned.
+func requestedOnce(t *testing.T, srv *websim.Server) {
+	t.Helper()
+	count := map[string]int{}
+	for _, e := range srv.Log().Entries() {
+		if strings.HasPrefix(e.Path, "/robots") {
+			continue
+		}
+		count[e.URL]++
+		if e.Status == 0 {
+			t.Errorf("%s: a request abandoned in flight", e.URL)
+		}
+	}
+	for u, n := range count {
+		if n > 1 {
+			t.Errorf("%s requested %d times", u, n)
+		}
+	}
+}
+
+// TestWorkerLeaves: the plain topology shares the graceful leave: a worker
+// told to leave while fetching finishes and answers its fetches, Run
+// returns nil, the other worker crawls the rest; no page requested twice,
+// none abandoned, nothing taken back as from a dead worker.
+func TestWorkerLeaves(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 33, Hosts: 8, PagesPerHost: 20, Latency: 100 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-leave")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	stay, d1 := f.worker(t, "mw-leave", 3)
+	leaver, d2 := f.worker(t, "mw-leave", 3)
+	g.Go(func() error { return stay.Run(gctx) })
+	left := make(chan error, 1)
+	go func() { left <- leaver.Run(gctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leaving worker never had fetches in flight (fetched %d)", leaver.Fetched())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	before := leaver.Fetched()
+	leaver.Leave()
+	select {
+	case err := <-left:
+		if err != nil {
+			t.Fatalf("the leaving worker: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the leaving worker did not leave")
+	}
+	if leaver.Fetched() <= before {
+		t.Errorf("the leaving worker answered no fetch after Leave (%d before, %d after)", before, leaver.Fetched())
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
+	requestedOnce(t, f.srv)
+	if s := m.Stats(); s.Requeued != 0 || s.Expired != 0 {
+		t.Errorf("stats %+v: the leaving worker's tasks were taken back as from a dead worker", s)
 	}
 }
