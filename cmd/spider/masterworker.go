@@ -364,8 +364,32 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		w.UseTopics(scorer)
 	}
-	if err := w.Run(ctx); err != nil {
+	// The first Ctrl-C makes the worker leave cleanly (no more tasks, the
+	// fetches in flight finish and are answered; exit 0); a second one
+	// abandons them (handed back, exit 130); a third exits at once.
+	runCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	second := secondInterrupt(ctx)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-runCtx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "spider worker: leaving the crawl: taking no more tasks, finishing the fetches in flight (Ctrl-C again to abandon them)")
+		w.Leave()
+		select {
+		case <-second:
+			abandon()
+		case <-runCtx.Done():
+		}
+	}()
+	if err := w.Run(runCtx); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(stdout, "worker %d: left the crawl: %d URLs fetched into %s\n", w.ID(), w.Fetched(), cfg.Data)
+		return nil
 	}
 	fmt.Fprintf(stdout, "worker %d: %d URLs fetched into %s\n", w.ID(), w.Fetched(), cfg.Data)
 	return nil

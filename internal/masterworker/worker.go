@@ -268,7 +268,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		return err
 	}
 	if cutOff.Load() && err == nil {
-		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out: %w", context.DeadlineExceeded)
+		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out: %w", context.Canceled)
 	}
 	// Leaving (done, or cancelled): give unfinished tasks and the number back.
 	bg := context.WithoutCancel(ctx)
