@@ -280,7 +280,9 @@ machine is given here and only here: data directory, the SSRF guard
 (--allow-private), name resolution (--resolve, --resolve-file), and
 resource limits (concurrency, memory, body size, time-outs). Such settings
 found in Redis are ignored with a warning. Exits when the master marks the
-crawl done.
+crawl done. Ctrl-C leaves the crawl cleanly: no more tasks, the fetches in
+flight finish (at most --timeout) and are answered, exit 0; a second Ctrl-C
+abandons them (their tasks are handed back) and exits 130.
 
 In a topics crawl (spider master --topics FILE) the worker is a crawl node:
 give it --topics with the master's file; a file that differs (or its
