@@ -55,7 +55,7 @@ func topicsFile(t *testing.T, w *web) string {
 func topicsCluster(t *testing.T, w *web, redisURL, name, topicsPath string, n, concurrency, maxInFlight int) (coord *node, coordData string, nodes []*node) {
 	coordData = filepath.Join(t.TempDir(), "coordinator")
 	coord = &node{name: "coordinator", args: append([]string{"master", "--redis", redisURL, "--crawl", name, "--topics", topicsPath,
-		"--data", coordData, "--worker-ttl", "1s", "--max-inflight", strconv.Itoa(maxInFlight), "--quiet"},
+		"--data", coordData, "--wait-nodes", strconv.Itoa(n), "--worker-ttl", "1s", "--max-inflight", strconv.Itoa(maxInFlight), "--quiet"},
 		w.crawlFlags(concurrency)...)}
 	for i := range n {
 		data := filepath.Join(t.TempDir(), fmt.Sprintf("node%d", i))
