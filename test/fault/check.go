@@ -38,6 +38,43 @@ func Records(dirs ...string) (map[string]store.Record, int, error) {
 	return out, corrupt, nil
 }
 
+// Copy is one record of a URL recorded more than once (Copies): the index of its
+// directory among the dirs given and when the URL was fetched.
+type Copy struct {
+	Dir       int
+	FetchedAt time.Time
+}
+
+// Copies returns the URLs recorded more than once in dirs (twice in one directory or in
+// several), each with every record of it, in the order read. A directory without
+// records.jsonl holds no records.
+func Copies(dirs ...string) (map[string][]Copy, error) {
+	all := map[string][]Copy{}
+	for i, d := range dirs {
+		if _, err := os.Stat(d + "/" + store.RecordsFileName); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		rs, err := store.OpenRecords(d, store.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("cannot open the records of %s: %w", d, err)
+		}
+		_, err = rs.Iterate(func(r store.Record) error {
+			all[r.URL] = append(all[r.URL], Copy{Dir: i, FetchedAt: r.FetchedAt})
+			return nil
+		})
+		rs.Close()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the records of %s: %w", d, err)
+		}
+	}
+	for u, in := range all {
+		if len(in) < 2 {
+			delete(all, u)
+		}
+	}
+	return all, nil
+}
+
 // Lost returns, sorted, the ground-truth URLs (Truth.MustFetch) that have no record.
 func Lost(truth *websim.Truth, recs map[string]store.Record) []string {
 	var lost []string

@@ -27,6 +27,12 @@
 //     the crawl's progress, restarted with its node id after 0–3 s (or never).
 //   - TestKillMaster, TestKillWorker: spider master / one of three spider worker killed
 //     and restarted (the worker in half the runs).
+//   - TestKillTopicsNode, TestKillTopicsCoordinator: a topics crawl on the cluster
+//     (issue 25: spider master --topics FILE as the coordinator, two spider worker
+//     --topics FILE as crawl nodes) with one crawl node, or the coordinator, killed and
+//     restarted on its --data after 0–2 s; besides the checks below, no URL stored twice
+//     except the victim's in-flight tasks, and the coordinator's TCB page counters
+//     (DATA/topics/status.json) continue from before the kill.
 //   - TestKillCenter: one of two spider center processes of the SPEC §0 mixed topology
 //     killed and restarted; no URL may be fetched twice.
 //   - TestRedisRestart: redis-server killed (AOF, fsync always) under a p2p and a
