@@ -78,15 +78,21 @@ func (st *simState) endWord() {
 }
 
 // pushWord ends the word being read: it becomes the next word of the
-// shingles unless noIdentity drops it.
+// shingles unless it carries no content identity (a number, an ordinal or
+// time such as 25th or 3pm, a month or weekday name). The common case, a
+// word of letters, costs a test of its bytes and one slot of dateNames.
 func (st *simState) pushWord() {
-	if st.wn == 0 {
+	wn, lane := st.wn, st.lane
+	if wn == 0 {
 		return
 	}
-	w := (st.wh^st.lane)*wordK ^ uint64(st.wn)
-	drop := st.noIdentity(w)
+	w := (st.wh^lane)*wordK ^ uint64(wn)
+	or := st.or | lane
 	st.wh, st.lane, st.wn, st.or = 0, 0, 0, 0
-	if drop {
+	if or&byteMask40 == 0 {
+		return // digits only
+	}
+	if uint(wn-3) <= 9-3 && (dateNames[w>>56] != 0 || wn <= 7 && (lane>>16)&byteMask40 == 0) && dateWord(w, wn, lane) {
 		return
 	}
 	copy(st.ring[:], st.ring[1:])
@@ -108,19 +114,13 @@ func (st *simState) digitsOnly() bool {
 	return (st.or|st.lane)&byteMask40 == 0
 }
 
-// noIdentity reports whether the word being read (w its hash) is a word
-// without content identity: a number, an ordinal or time (25th, 3pm), or a
-// month or weekday name.
-func (st *simState) noIdentity(w uint64) bool {
-	if st.digitsOnly() {
-		return true
-	}
-	if st.wn < 3 || st.wn > 9 {
-		return false
-	}
-	// Up to 7 bytes the whole word is in the lane (nothing folded).
-	if st.wn <= 7 && (st.lane>>16)&byteMask40 == 0 {
-		switch uint16(st.lane) {
+// dateWord reports whether a word of wn bytes, 3 to 9, not digits only,
+// with hash w (and, up to 7 bytes, all its bytes in lane) is an ordinal or
+// a time (digits, then st, nd, rd, th, am or pm) or a month or weekday
+// name.
+func dateWord(w uint64, wn int, lane uint64) bool {
+	if wn <= 7 && (lane>>16)&byteMask40 == 0 {
+		switch uint16(lane) {
 		case 's'<<8 | 't', 'n'<<8 | 'd', 'r'<<8 | 'd', 't'<<8 | 'h', 'a'<<8 | 'm', 'p'<<8 | 'm':
 			return true
 		}

@@ -234,3 +234,28 @@ func refNoIdentity(w string) bool {
 	}
 	return slices.Contains(dateNameList, w)
 }
+
+// datedPageText is a page's text with numbers and dates among its words
+// (as websim's articles: navigation with section numbers, a date line, a
+// copyright year), for the cost of the feature rule.
+var datedPageText = strings.TrimSpace(strings.Repeat("Home Section 1 Section 2 Section 3 About Updated 25 November 2026 "+
+	"ecology as electron neutron from journal physics galaxy fossil biology quantum evolution at hypothesis reaction "+
+	"page 12 of 40 posted Monday 3pm © 2026 ", 40))
+
+// BenchmarkSimHashDatedText: SimHash and the crawl's PageHashes of a text
+// with numbers and dates (the feature rule at work on about a fifth of the
+// words).
+func BenchmarkSimHashDatedText(b *testing.B) {
+	b.Run("SimHash", func(b *testing.B) {
+		b.SetBytes(int64(len(datedPageText)))
+		for i := 0; i < b.N; i++ {
+			SimHash(datedPageText)
+		}
+	})
+	b.Run("PageHashes", func(b *testing.B) {
+		b.SetBytes(int64(len(datedPageText)))
+		for i := 0; i < b.N; i++ {
+			PageHashes(datedPageText, true)
+		}
+	})
+}

@@ -112,8 +112,10 @@ func simHash(text string) (uint64, int) {
 				if st.wn&7 == 0 {
 					st.fold()
 				}
-			} else if st.wn|st.npend != 0 {
+			} else if st.npend != 0 {
 				st.endWord()
+			} else if st.wn != 0 {
+				st.pushWord()
 			}
 			continue
 		}

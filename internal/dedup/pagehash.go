@@ -50,8 +50,10 @@ func PageHashes(text string, near bool) (fp, sim uint64) {
 				last = i
 			}
 			i++
-			if st.wn|st.npend != 0 {
+			if st.npend != 0 {
 				st.endWord()
+			} else if st.wn != 0 {
+				st.pushWord()
 			}
 			continue
 		}
