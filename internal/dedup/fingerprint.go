@@ -73,9 +73,15 @@ const ShingleSize = 3
 //
 // Words are maximal runs of letters and digits, compared case-insensitively;
 // every Han, Hiragana, Katakana and Hangul character is a word on its own, as
-// those scripts do not separate words with spaces. Each run of ShingleSize
-// consecutive words is hashed; bit j of the result is 1 when more
-// shingle hashes have bit j set than clear. A text with fewer words than
+// those scripts do not separate words with spaces. Words that carry no
+// content identity are left out (see features.go): numbers (runs of
+// decimal digits, ordinals such as 25th, times such as 3pm), English month
+// and weekday names and their abbreviations, and Chinese dates (2026年,
+// 11月, 十一月, 星期三, 周三); so a page and its copy with a date line or
+// other numbers changed share all their shingles but the few around the
+// change. A text without such words hashes as it did before the rule. Each
+// run of ShingleSize consecutive words is hashed; bit j of the result is 1
+// when more shingle hashes have bit j set than clear. A text with fewer words than
 // ShingleSize is hashed as one shingle; a text with no words hashes to 0.
 // For near-duplicate detection use PageSimHash, which refuses texts too
 // short to judge.
@@ -88,7 +94,8 @@ func SimHash(text string) uint64 {
 //
 // It makes one pass over text without allocating: a word's lower-cased
 // UTF-8 bytes are packed eight to a 64-bit lane and folded with a multiply
-// per lane; a shingle's hash is fmix64 (every input bit affects every
+// per lane; words without content identity are dropped (features.go);
+// a shingle's hash is fmix64 (every input bit affects every
 // output bit) of its words' values each multiplied by its position's odd
 // constant; the 64 bit votes
 // are kept as vertical (bit-sliced) counters, so adding a shingle costs a
@@ -103,26 +110,18 @@ func simHash(text string) (uint64, int) {
 				st.lane = st.lane<<8 | uint64(v)
 				st.wn++
 				if st.wn&7 == 0 {
-					st.wh = (st.wh ^ st.lane) * wordK
-					st.lane = 0
+					st.fold()
 				}
-			} else if st.wn != 0 {
+			} else if st.npend != 0 {
 				st.endWord()
+			} else if st.wn != 0 {
+				st.pushWord()
 			}
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		i += size
-		switch {
-		case isIdeographic(r):
-			st.endWord()
-			st.feedRune(r)
-			st.endWord()
-		case unicode.IsLetter(r) || unicode.IsNumber(r):
-			st.feedRune(unicode.ToLower(r))
-		default:
-			st.endWord()
-		}
+		st.rune(r)
 	}
 	return st.finish()
 }
@@ -162,9 +161,12 @@ type simState struct {
 	ring     [ShingleSize]uint64 // the last words' hashes, oldest first
 	words    int
 	shingles int
-	wh       uint64 // the word's folded lanes
-	lane     uint64 // the word's bytes not folded yet
-	wn       int    // the word's bytes
+	wh       uint64  // the word's folded lanes
+	lane     uint64  // the word's bytes not folded yet
+	wn       int     // the word's bytes
+	or       uint64  // the word's folded lanes OR-ed together (number test)
+	pend     [4]rune // Han characters held back: maybe the start of a date
+	npend    int
 }
 
 // add counts a shingle's bits: a ripple-carry add of h's bits into the
@@ -177,32 +179,6 @@ func (st *simState) add(h uint64) {
 		carry = t
 	}
 	st.shingles++
-}
-
-func (st *simState) endWord() {
-	if st.wn == 0 {
-		return
-	}
-	copy(st.ring[:], st.ring[1:])
-	st.ring[ShingleSize-1] = (st.wh^st.lane)*wordK ^ uint64(st.wn)
-	st.words++
-	st.wh, st.lane, st.wn = 0, 0, 0
-	if st.words >= ShingleSize {
-		st.add(fmix64(st.ring[0]*shingleK[0] + st.ring[1]*shingleK[1] + st.ring[2]*shingleK[2] ^ ShingleSize))
-	}
-}
-
-func (st *simState) feedRune(r rune) {
-	var buf [utf8.UTFMax]byte
-	n := utf8.EncodeRune(buf[:], r)
-	for _, b := range buf[:n] {
-		st.lane = st.lane<<8 | uint64(b)
-		st.wn++
-		if st.wn&7 == 0 {
-			st.wh = (st.wh ^ st.lane) * wordK
-			st.lane = 0
-		}
-	}
 }
 
 // simPlanes bounds the shingles counted per bit to 2^simPlanes−1, far above

@@ -39,8 +39,7 @@ func PageHashes(text string, near bool) (fp, sim uint64) {
 				st.lane = st.lane<<8 | uint64(v)
 				st.wn++
 				if st.wn&7 == 0 {
-					st.wh = (st.wh ^ st.lane) * wordK
-					st.lane = 0
+					st.fold()
 				}
 				continue
 			}
@@ -51,25 +50,17 @@ func PageHashes(text string, near bool) (fp, sim uint64) {
 				last = i
 			}
 			i++
-			if st.wn != 0 {
+			if st.npend != 0 {
 				st.endWord()
+			} else if st.wn != 0 {
+				st.pushWord()
 			}
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		i += size
-		switch {
-		case isIdeographic(r):
-			st.endWord()
-			st.feedRune(r)
-			st.endWord()
-		case unicode.IsLetter(r) || unicode.IsNumber(r):
-			st.feedRune(unicode.ToLower(r))
-		default:
-			if unicode.IsSpace(r) {
-				clean = false
-			}
-			st.endWord()
+		if st.rune(r) && unicode.IsSpace(r) {
+			clean = false
 		}
 	}
 	if last == len(text)-1 {

@@ -39,7 +39,8 @@ const MinSimHashShingles = 8
 
 // PageSimHash is SimHash for near-duplicate detection: SimHash(text), or 0
 // (no hash: never a duplicate) when text has fewer than MinSimHashShingles
-// shingles (ShingleSize+MinSimHashShingles−1 words). It never returns 0
+// shingles (ShingleSize+MinSimHashShingles−1 words, of those SimHash keeps:
+// numbers and dates are not counted). It never returns 0
 // for a text long enough (0 is mapped to 1).
 func PageSimHash(text string) uint64 {
 	h, shingles := simHash(text)

@@ -77,7 +77,13 @@ func TestComputeClusters(t *testing.T) {
 		{URL: "http://a/to-final", Canonical: "http://a/final"},             // the final URL of a fetched page
 		{URL: "http://a/dated-copy-canonical", Canonical: "http://a/dated"}, // folds into /dated, whose cluster is /article's
 	}
-	texts := []string{art, art, "Updated 25 November 2026. " + art, text(2, 300), "hello", "hello",
+	// The near copy has a date line. SimHash leaves numbers and month
+	// names out (dedup's feature rule), so its hash is the article's; with
+	// "Updated " before the date (one shingle more) this article's copy
+	// happens to be 4 bits away under that rule (371 of 400 such texts are
+	// within 3; bench/neardup measures the recall), and this test is about
+	// the clusters, not SimHash's recall.
+	texts := []string{art, art, "25 November 2026. " + art, text(2, 300), "hello", "hello",
 		text(3, 100), text(4, 100), "", text(5, 100), text(6, 100), text(7, 100), text(8, 100), text(9, 100), text(10, 100), text(11, 100)}
 	dir := writeRecords(t, recs, texts)
 	ms, err := ComputeClusters(context.Background(), dir, 3)
