@@ -133,7 +133,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: give at least one seed URL (or --topics FILE with seeds)", errUsage)
 	}
 	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
-		return fmt.Errorf("%w: --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup", errUsage)
+		return fmt.Errorf("%w: spider crawl --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup; for topics on a cluster run spider master --redis URL --crawl NAME --topics FILE and spider worker --redis URL --crawl NAME --topics FILE (docs/distributed.md)", errUsage)
 	}
 	wantsSchedule := cfg.Continuous || cfg.RetryFailed || cfg.Revisit != crawl.RevisitOff && cfg.Revisit != ""
 	if wantsSchedule && *mode != "normal" {

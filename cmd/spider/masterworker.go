@@ -16,15 +16,25 @@ import (
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 const masterSynopsis = `master --redis URL [--crawl NAME] [crawl flags] SEED_URL...
+       master --redis URL --crawl NAME --topics FILE [--data DIR] [crawl flags] [SEED_URL...]
 
 The scheduling node of a master–worker crawl (docs/design.md §1): de-duplicates,
 keeps the frontier and politeness for all workers, hands URLs out on the
 Redis list srq and takes results from nrq. Start workers with
 "spider worker --redis URL --crawl NAME". Returns when the crawl is done;
-run it again to resume.`
+run it again to resume.
+
+With --topics FILE it is the coordinator of a multi-topic crawl
+(docs/design.md §4, docs/distributed.md "Topics on a cluster"): the PQ-MCSA
+scheduler (or the file's mode: fifo) over the whole frontier, the topics'
+seeds as seeds, the task records in DIR/topics/tcb (a coordinator started
+again on the same --data resumes them), each crawl node fed on its own queue
+by host (logical nodes on a ring of the workers). Workers then need
+--topics with the same file.`
 
 func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfgp, fs, err := crawlConfigFlags("master", masterSynopsis, args, stderr)
@@ -38,6 +48,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no summary")
 	expireDoneFlag(fs, &rf.expireDone)
+	waitNodes := fs.Int("wait-nodes", 1, "with --topics: crawl nodes (workers) that must have joined before the first task goes out (range 1 to 1024)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -54,10 +65,20 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *workerTTL < 100*time.Millisecond || *workerTTL > time.Hour {
 		return fmt.Errorf("%w: --worker-ttl %s is out of range: use 100ms to 1h", errUsage, *workerTTL)
 	}
+	if *waitNodes < 1 || *waitNodes > 1024 {
+		return fmt.Errorf("%w: --wait-nodes %d is out of range: use 1 to 1024", errUsage, *waitNodes)
+	}
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
+	var tc *topics.Config
+	if cfg.Topics != "" {
+		// The topics' seeds are seeds of the crawl.
+		if tc, err = crawl.LoadTopics(&cfg); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
 	if len(cfg.Seeds) == 0 {
 		fs.Usage()
-		return fmt.Errorf("%w: give at least one seed URL", errUsage)
+		return fmt.Errorf("%w: give at least one seed URL (or --topics FILE with seeds)", errUsage)
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -76,7 +97,13 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	seeds, err := fetcher.SeedRequests()
-	fetcher.Close()
+	if tc != nil {
+		// The coordinator keeps its fetcher (and with it the lock on
+		// --data) open: its task records live in DATA/topics/tcb.
+		defer fetcher.Close()
+	} else {
+		fetcher.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +127,12 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	sched, err := crawl.NewScheduler(cfg, st, logger, reg)
+	var sched *crawl.Scheduler
+	if tc != nil {
+		sched, err = crawl.NewTopicScheduler(cfg, tc, st, fetcher, logger, reg)
+	} else {
+		sched, err = crawl.NewScheduler(cfg, st, logger, reg)
+	}
 	if err != nil {
 		st.Close()
 		return err
@@ -112,6 +144,11 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer m.Close()
 	m.AcceptSeeds(fetcher)
+	if tc != nil {
+		if err := m.UseTopics(masterworker.TopicsOptions{Config: tc, Fetcher: fetcher, WaitNodes: *waitNodes}); err != nil {
+			return err
+		}
+	}
 	if rv, ok := st.(crawlstate.Revisits); ok {
 		m.UseSchedule(rv) // --revisit, --continuous, --retry-failed as spider crawl has them
 	}
@@ -169,6 +206,9 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		if hasSched && schedErr == nil {
 			schedule.Print(stdout, time.Now(), p.Fetched)
+		}
+		if ts := m.TopicStatus(); ts != nil {
+			ts.Print(stdout)
 		}
 	}
 	if interrupted {
@@ -230,7 +270,7 @@ func failedOutcomes(counters map[string]int64) string {
 	return b.String()
 }
 
-const workerSynopsis = `worker --redis URL [--crawl NAME] [--data DIR] [--concurrency N] [local flags]
+const workerSynopsis = `worker --redis URL [--crawl NAME] [--data DIR] [--concurrency N] [--topics FILE] [local flags]
 
 A fetching node of a master–worker crawl: takes a work number from trq,
 URLs from srq, fetches them, stores pages in its own --data directory and
@@ -240,7 +280,12 @@ machine is given here and only here: data directory, the SSRF guard
 (--allow-private), name resolution (--resolve, --resolve-file), and
 resource limits (concurrency, memory, body size, time-outs). Such settings
 found in Redis are ignored with a warning. Exits when the master marks the
-crawl done.`
+crawl done.
+
+In a topics crawl (spider master --topics FILE) the worker is a crawl node:
+give it --topics with the master's file; a file that differs (or its
+absence) is refused, naming each difference. It takes its tasks from its
+own queue and scores each page against its topic's terms.`
 
 // flagGiven reports whether the flag was set on the command line.
 func flagGiven(fs *pflag.FlagSet, name string) bool {
@@ -256,6 +301,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	local := crawl.NewConfig()
 	local.Data = "spider-data"
 	localFlags(fs, &local)
+	fs.StringVar(&local.Topics, "topics", "", "the topics file of a topics crawl: the same as the master's (spider master --topics); local only")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseArgs(fs, args); err != nil {
 		return err
@@ -265,6 +311,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := checkConfig(&local); err != nil {
 		return err
+	}
+	var tc *topics.Config
+	if local.Topics != "" {
+		var err error
+		if tc, err = topics.Load(local.Topics); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -278,6 +331,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer rdb.Close()
 	cfg, err := masterworker.LoadConfig(ctx, rdb, rf.crawl, logger)
 	if err != nil {
+		return err
+	}
+	if err := masterworker.CheckTopics(ctx, rdb, rf.crawl, tc, local.Topics); err != nil {
+		if errors.Is(err, masterworker.ErrTopicsMismatch) {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
 		return err
 	}
 	cfg.SetLocal(local)
@@ -298,6 +357,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer w.Close()
+	if tc != nil {
+		scorer, err := crawl.TopicScorer(tc, fetcher)
+		if err != nil {
+			return err
+		}
+		w.UseTopics(scorer)
+	}
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

@@ -631,7 +631,15 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		s.fr.SetKeyDelay(req.Key, v.CrawlDelay)
 	}
 	if s.topics != nil && !v.Retry {
-		s.topics.sched.Finished(req, time.Since(lease.Start), v.Text)
+		elapsed := time.Since(lease.Start)
+		switch {
+		case v.Outcome == OutcomeRobots:
+			s.topics.sched.Refused(req, elapsed) // no page: robots.txt said no
+		case v.Text != "":
+			s.topics.sched.Finished(req, elapsed, v.Text)
+		default: // scored by the crawl node that fetched it (or no text)
+			s.topics.sched.FinishedScore(req, elapsed, v.TopicScore)
+		}
 		if s.topics.isRecrawl(req) {
 			return s.finishRecrawl(ctx, lease, v)
 		}

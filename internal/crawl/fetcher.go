@@ -64,6 +64,11 @@ type Visit struct {
 	// Text is the parsed page text, for the topic scheduler's relevance
 	// score; it stays in the process (not sent between nodes).
 	Text string `json:"-"`
+	// TopicScore is the page text's relevance to its topic
+	// (topics.Scheduler.Score), computed by a master–worker crawl node,
+	// which has the text, and sent to the coordinator, which charges it
+	// (Scheduler.Finish uses it when Text is empty). 0 without topics.
+	TopicScore float64 `json:"topic_score,omitempty"`
 	// PageNext and RecordsEnd locate what Visit stored in the fetcher's
 	// data directory: the page number after the URL's page (0: none
 	// stored) and the records file's size after its record (0: none).

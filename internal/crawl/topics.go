@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/spider-crawler/spider/internal/exthash"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/topics"
@@ -54,14 +56,7 @@ func loadTopics(cfg *Config) (*topics.Config, error) {
 // newTopicRun builds the scheduler (URLs normalised by f) and restores the
 // task records a previous run saved.
 func newTopicRun(cfg Config, tc *topics.Config, f *Fetcher, logger *slog.Logger) (*topicRun, error) {
-	norm := func(s string) (string, error) {
-		u, err := f.norm.Parse(s)
-		if err != nil {
-			return "", err
-		}
-		return u.String(), nil
-	}
-	sched, err := topics.New(tc, topics.Options{Normalize: norm})
+	sched, err := topics.New(tc, topics.Options{Normalize: f.normalizeString})
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +73,15 @@ func newTopicRun(cfg Config, tc *topics.Config, f *Fetcher, logger *slog.Logger)
 		logger.Info("resuming topic task records", "tasks", n)
 	}
 	return &topicRun{cfg: tc, sched: sched, tcb: tcb, data: cfg.Data, log: logger, recrawls: map[string]bool{}}, nil
+}
+
+// normalizeString is s in the crawl's canonical form.
+func (f *Fetcher) normalizeString(s string) (string, error) {
+	u, err := f.norm.Parse(s)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
 }
 
 // revisits reports whether a topic revisits its hubs (Recrawl > 0).
@@ -125,11 +129,26 @@ func (tr *topicRun) close() error {
 	return errors.Join(err, tr.tcb.Close())
 }
 
-// daemon runs the scheduler's daemon every tick until ctx ends: slice
+// topicDaemon runs the scheduler's daemon every tick until ctx ends: slice
 // adjustment, hub revisits due (queued through the frontier, so politeness
 // holds), task records and status saved.
 func (s *Scheduler) topicDaemon(ctx context.Context, f *Fetcher) error {
+	return s.RunTopicDaemon(ctx, f, nil)
+}
+
+// RunTopicDaemon runs the topic scheduler's daemon every tick of the topics
+// file until ctx ends (then it returns nil): each tick it first calls each
+// (if not nil; an error ends the daemon), then adjusts the slices (Tick),
+// queues the hub revisits due at the head of their hosts' queues (f builds
+// their requests: closed or not, only its normaliser is used), and saves
+// the task records (DATA/topics/tcb) and the status file. A master–worker
+// coordinator runs it beside its dispatch, with each applying priority
+// overrides and publishing the status. Without topics it returns at once.
+func (s *Scheduler) RunTopicDaemon(ctx context.Context, f *Fetcher, each func(ctx context.Context, now time.Time) error) error {
 	tr := s.topics
+	if tr == nil {
+		return nil
+	}
 	t := time.NewTicker(time.Duration(tr.cfg.Tick))
 	defer t.Stop()
 	for {
@@ -137,6 +156,11 @@ func (s *Scheduler) topicDaemon(ctx context.Context, f *Fetcher) error {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
+			if each != nil {
+				if err := each(ctx, now); err != nil {
+					return err
+				}
+			}
 			tr.sched.Tick(now)
 			var reqs []frontier.Request
 			for _, rc := range tr.sched.DueRecrawls(now) {
@@ -163,6 +187,55 @@ func (s *Scheduler) topicDaemon(ctx context.Context, f *Fetcher) error {
 			}
 		}
 	}
+}
+
+// LoadTopics reads the topics file cfg.Topics and adds the topics' seeds
+// to cfg.Seeds (each once), as the single-node engine does; a master–worker
+// coordinator calls it before it builds its seed requests.
+func LoadTopics(cfg *Config) (*topics.Config, error) { return loadTopics(cfg) }
+
+// NewTopicScheduler is NewScheduler with the multi-topic scheduling of tc
+// (as LoadTopics returned it): the PQ-MCSA scheduler (or the FIFO
+// baseline, the file's mode) selects among the frontier's ready hosts,
+// requests are tagged with their topic, and the task records are restored
+// from cfg.Data/topics/tcb (an extendible hash table), so a scheduler
+// started again on the same directory resumes every topic's slices and
+// counters. f normalises the configured URLs (closed or not). Run the
+// daemon with RunTopicDaemon; Close saves the records.
+func NewTopicScheduler(cfg Config, tc *topics.Config, st State, f *Fetcher, logger *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	tr, err := newTopicRun(cfg, tc, f, logger)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newScheduler(cfg, st, logger, reg, tr)
+	if err != nil {
+		tr.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Topics returns the crawl's topic scheduler (priorities, status); nil
+// when the crawl runs without topics.
+func (s *Scheduler) Topics() *topics.Scheduler {
+	if s.topics == nil {
+		return nil
+	}
+	return s.topics.sched
+}
+
+// TopicsRecrawl reports whether a topic revisits its hubs: such a crawl
+// does not end when its frontier drains (hub revisits come due).
+func (s *Scheduler) TopicsRecrawl() bool { return s.topics != nil && s.topics.revisits() }
+
+// TopicScorer returns a topic scheduler of tc used only to score pages
+// (topics.Scheduler.Score) on a master–worker crawl node; f normalises the
+// configured URLs.
+func TopicScorer(tc *topics.Config, f *Fetcher) (*topics.Scheduler, error) {
+	return topics.New(tc, topics.Options{Normalize: f.normalizeString})
 }
 
 // finishRecrawl applies a hub revisit: the links found that are new are

@@ -2,6 +2,7 @@ package masterworker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -80,4 +81,44 @@ func WaitNotDone(t *testing.T, rdb redis.UniversalClient, crawl string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TopicVictim plays a crawl node of a topics crawl killed with kill -9: it
+// takes a work number, joins the ring (heartbeat and load with the given
+// concurrency), waits for a task on its own queue, moves it into its
+// processing list and never answers nor beats again. It returns its work
+// number.
+func TopicVictim(t *testing.T, rdb redis.UniversalClient, crawl string, concurrency int) int {
+	t.Helper()
+	ctx := context.Background()
+	k := newKeys(crawl)
+	var id string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := rdb.LPop(ctx, k.trq()).Result()
+		if err == nil {
+			id = v
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no work number in trq: the master did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n, _ := strconv.Atoi(id)
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := fmt.Sprintf(`{"worker":%d,"node":"victim","concurrency":%d}`, n, concurrency)
+	if err := rdb.HSet(ctx, k.workerLoads(), id, load).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, k.workers(), id, now.UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.BLMove(ctx, k.srqOf(n), k.processing(n), "LEFT", "RIGHT", 10*time.Second).Err(); err != nil {
+		t.Fatalf("the victim got no task: %v", err)
+	}
+	return n
 }

@@ -61,6 +61,13 @@ func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.pref
 func (k keys) stats() string            { return k.prefix + "stats" }
 func (k keys) workerStats(w int) string { return fmt.Sprintf("%swstats:%d", k.prefix, w) }
 
+// The keys of a topics crawl (SPEC §4 on a cluster, topics.go).
+func (k keys) topicsConfig() string   { return k.prefix + "topics:config" }
+func (k keys) topicsStatus() string   { return k.prefix + "topics:status" }
+func (k keys) topicsPriority() string { return k.prefix + "topics:priority" }
+func (k keys) srqOf(w int) string     { return fmt.Sprintf("%ssrq:%d", k.prefix, w) } // crawl node w's own queue
+func (k keys) workerLoads() string    { return k.prefix + "wload" }                   // worker number → its NodeLoad JSON
+
 func (k keys) layout() string { return k.prefix + "layout" }
 func (k keys) hosts() string  { return k.prefix + "hosts" }
 

@@ -54,6 +54,8 @@ type Master struct {
 	fetcher *crawl.Fetcher // builds the requests of seeds added by spider control
 
 	rv crawlstate.Revisits // the state's revisit schedule (nil: none; revisit.go)
+
+	tp *topicRoute // the topics coordinator's routing (nil: plain master–worker; topics.go)
 }
 
 // UseSchedule gives the master the revisit schedule its scheduler's State
@@ -72,7 +74,8 @@ func (m *Master) AcceptSeeds(f *crawl.Fetcher) { m.fetcher = f }
 // outTask is a task handed out and not answered yet.
 type outTask struct {
 	lease *frontier.Lease
-	at    time.Time // when it went on srq
+	at    time.Time // when it went on srq (topics: on its node's queue)
+	node  int       // topics: the crawl node whose srq:N holds it (0: shared srq, or waiting in the master)
 }
 
 // NewMaster prepares a master for cfg that schedules from sched (which it
@@ -143,6 +146,9 @@ func (m *Master) Run(ctx context.Context) (err error) {
 		g.Go(func() error { return m.apply(gctx, results) })
 	}
 	g.Go(func() error { return m.reap(gctx) })
+	if m.tp != nil {
+		g.Go(func() error { return m.sched.RunTopicDaemon(gctx, m.tp.opt.Fetcher, m.topicTick) })
+	}
 	ctl := cluster.NewControl(m.rdb, m.ctlKeys)
 	g.Go(func() error { return m.follow(gctx, ctl) })
 	err = g.Wait()
@@ -184,6 +190,17 @@ func (m *Master) prepare(ctx context.Context) error {
 	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.done())
 	pipe.Set(ctx, m.k.config(), cfgJSON, 0)
 	pipe.Set(ctx, m.k.heartbeat(), m.opt.Heartbeat.Milliseconds(), 0)
+	if m.tp != nil {
+		// The workers check their topics file against this one; the
+		// queues of the crawl nodes of an earlier run go (their URLs are
+		// pending in the state).
+		pipe.Set(ctx, m.k.topicsConfig(), m.tp.canon, 0)
+		for w := 1; w <= m.opt.MaxWorkers; w++ {
+			pipe.Del(ctx, m.k.srqOf(w))
+		}
+	} else {
+		pipe.Del(ctx, m.k.topicsConfig(), m.k.topicsStatus()) // a worker started with --topics is refused
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("cannot prepare the crawl's queues: %w", err)
 	}
@@ -217,7 +234,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 			return m.drainThenDone(ctx)
 		}
 		lease, err := m.sched.Next(ctx)
-		if errors.Is(err, frontier.ErrDrained) && m.continuous() {
+		if errors.Is(err, frontier.ErrDrained) && (m.continuous() || m.tp != nil && m.sched.TopicsRecrawl()) {
 			// A continuous crawl runs until stopped: FeedRevisits queues
 			// the URLs that come due, spider control seed new ones.
 			<-m.sem
@@ -253,6 +270,15 @@ func (m *Master) dispatch(ctx context.Context) error {
 		id := m.nextID
 		m.leases[id] = outTask{lease: lease, at: time.Now()}
 		m.mu.Unlock()
+		if m.tp != nil {
+			// To the queue of the crawl node owning the host's logical
+			// node, when its window has room.
+			m.tp.enqueue(id)
+			if err := m.route(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		b, err := encodeTask(m.epoch, id, lease.Request)
 		if err == nil {
 			err = cluster.Retry(ctx, func() error { return m.rdb.RPush(ctx, m.k.srq(), b).Err() })
@@ -333,6 +359,9 @@ func (m *Master) finished(ctx context.Context) error {
 	// up to one heartbeat before the end (issue #24: 256 done, 19 queued
 	// while the master reported 275).
 	m.publish(ctx)
+	if m.tp != nil {
+		m.publishTopics(ctx, time.Now())
+	}
 	if err := m.markDone(ctx); err != nil {
 		return err
 	}
@@ -343,10 +372,22 @@ func (m *Master) finished(ctx context.Context) error {
 // pops with the done sentinel on srq (idempotent: a second sentinel is
 // harmless).
 func (m *Master) markDone(ctx context.Context) error {
+	var nodes []string
+	if m.tp != nil {
+		var err error
+		if nodes, err = m.rdb.HKeys(ctx, m.k.workers()).Result(); err != nil {
+			return fmt.Errorf("cannot mark the crawl done: %w", err)
+		}
+	}
 	if err := cluster.Retry(ctx, func() error {
 		pipe := m.rdb.TxPipeline()
 		pipe.Set(ctx, m.k.done(), strconv.FormatInt(m.epoch, 10), 0)
 		pipe.RPush(ctx, m.k.srq(), doneSentinel)
+		for _, w := range nodes { // crawl nodes wait on their own queues
+			if id, err := strconv.Atoi(w); err == nil {
+				pipe.RPush(ctx, m.k.srqOf(id), doneSentinel)
+			}
+		}
 		_, err := pipe.Exec(ctx)
 		return err
 	}); err != nil {
@@ -357,9 +398,12 @@ func (m *Master) markDone(ctx context.Context) error {
 
 func (m *Master) take(id uint64) *frontier.Lease {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	l := m.leases[id]
 	delete(m.leases, id)
+	m.mu.Unlock()
+	if m.tp != nil && l.lease != nil {
+		m.tp.answered(l.node)
+	}
 	return l.lease
 }
 
@@ -456,6 +500,11 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 		}
 		m.results.Add(1)
 		<-m.sem
+		if m.tp != nil {
+			if err := m.route(ctx); err != nil {
+				return err
+			}
+		}
 	}
 }
 
@@ -512,6 +561,9 @@ func (m *Master) reap(ctx context.Context) error {
 				}
 			}
 		}
+		if m.tp != nil {
+			m.refreshNodes(ctx, beats, now)
+		}
 	}
 }
 
@@ -542,12 +594,16 @@ func (m *Master) expire(ctx context.Context) {
 	type gone struct {
 		id    uint64
 		lease *frontier.Lease
+		node  int
 	}
 	var old []gone
 	m.mu.Lock()
 	for id, t := range m.leases {
+		if m.tp != nil && t.node == 0 {
+			continue // waiting in the master for its node: never lost
+		}
 		if time.Since(t.at) > ttl {
-			old = append(old, gone{id, t.lease})
+			old = append(old, gone{id, t.lease, t.node})
 		}
 	}
 	m.mu.Unlock()
@@ -566,6 +622,9 @@ func (m *Master) expire(ctx context.Context) {
 		}
 		pipe := m.rdb.Pipeline()
 		pipe.LRem(ctx, m.k.srq(), 1, raw)
+		if g.node != 0 {
+			pipe.LRem(ctx, m.k.srqOf(g.node), 1, raw)
+		}
 		for _, w := range workers {
 			if id, err := strconv.Atoi(w); err == nil {
 				pipe.LRem(ctx, m.k.processing(id), 1, raw)
@@ -588,6 +647,9 @@ func (m *Master) expire(ctx context.Context) {
 }
 
 func (m *Master) requeue(ctx context.Context, worker int) error {
+	if m.tp != nil {
+		return m.requeueTopics(ctx, worker)
+	}
 	items, err := m.rdb.LRange(ctx, m.k.processing(worker), 0, -1).Result()
 	if err != nil {
 		return err

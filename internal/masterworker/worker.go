@@ -16,6 +16,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 // LoadConfig waits until the master of crawl has published its
@@ -80,6 +81,13 @@ type Worker struct {
 	epoch    atomic.Int64
 	fetched  atomic.Int64
 	stopping atomic.Bool // spider control stop: take no more tasks
+
+	// A crawl node of a topics crawl (topics.go): nil scorer otherwise.
+	scorer      *topics.Scheduler
+	inFlight    atomic.Int64
+	errs        atomic.Int64
+	lastAt      time.Time // the previous load report (heartbeat goroutine)
+	lastFetched int64
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
@@ -171,6 +179,15 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	}
 	// Leaving (done, or cancelled): give unfinished tasks and the number back.
 	bg := context.WithoutCancel(ctx)
+	if w.scorer != nil {
+		if lerr := w.leaveTopics(bg, id); lerr != nil && (err == nil || errors.Is(err, errDone)) {
+			err = lerr
+		}
+		if errors.Is(err, errDone) {
+			err = nil
+		}
+		return err
+	}
 	for {
 		if err := w.rdb.LMove(bg, w.k.processing(id), w.k.srq(), "RIGHT", "LEFT").Err(); err != nil {
 			break
@@ -250,6 +267,11 @@ func (w *Worker) beat(ctx context.Context, first bool) error {
 	if err == nil {
 		w.epoch.Store(epoch)
 	}
+	if w.scorer != nil {
+		if err := w.reportLoad(ctx); err != nil {
+			return fmt.Errorf("cannot report the crawl node's load: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -289,12 +311,13 @@ func (w *Worker) isDone(ctx context.Context) (bool, error) {
 // them and answers on nrq.
 func (w *Worker) loop(ctx context.Context) error {
 	proc := w.k.processing(w.id)
+	queue := w.queue()
 	var down outage
 	for {
 		if w.stopping.Load() {
 			return errDone // spider control stop: the tasks taken are done
 		}
-		raw, err := w.rdb.BLMove(ctx, w.k.srq(), proc, "LEFT", "RIGHT", popWait).Result()
+		raw, err := w.rdb.BLMove(ctx, queue, proc, "LEFT", "RIGHT", popWait).Result()
 		if errors.Is(err, redis.Nil) {
 			done, err := w.isDone(ctx)
 			if done {
@@ -323,7 +346,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			// Pass it on to the next blocked loop, then stop.
 			pipe := w.rdb.TxPipeline()
 			pipe.LRem(ctx, proc, 1, raw)
-			pipe.LPush(ctx, w.k.srq(), raw)
+			pipe.LPush(ctx, queue, raw)
 			if _, err := pipe.Exec(ctx); err != nil {
 				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
 			}
@@ -340,9 +363,17 @@ func (w *Worker) loop(ctx context.Context) error {
 			continue
 		}
 		took := time.Now()
+		w.inFlight.Add(1)
 		v, err := w.fetcher.Visit(ctx, t.Request, took)
+		w.inFlight.Add(-1)
 		if err != nil {
 			return err
+		}
+		if w.scorer != nil {
+			v.TopicScore = w.scoreOf(t.Request, v)
+			if r := crawl.Row(v.Outcome); !v.Retry && r != crawl.Row200 && r != crawl.Row30x {
+				w.errs.Add(1)
+			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err() // the task stays in the processing list

@@ -91,6 +91,7 @@ type Task struct {
 	LastPreempted  time.Time // zero if never
 	PreemptedBy    string
 	Recrawls       int64     // hub revisits scheduled
+	Blocked        int64     // URLs robots.txt disallowed (no page; Refused)
 	FirstPage      time.Time // first page fetched
 	Shrinks, Grows int64     // daemon slice changes
 }
@@ -388,23 +389,18 @@ func (s *Scheduler) run(now time.Time, t *Task, u string) {
 // page's relevance (text scored against the topic's terms) to the topic's
 // counters. Call it once per completed lease, recrawls included.
 func (s *Scheduler) Finished(r frontier.Request, elapsed time.Duration, text string) {
+	s.FinishedScore(r, elapsed, s.Score(r, text))
+}
+
+// FinishedScore is Finished with the page's relevance already scored
+// (Score, on the crawl node that has the text).
+func (s *Scheduler) FinishedScore(r frontier.Request, elapsed time.Duration, score float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.taskOf(r.URL, r.Topic)
-	t.SliceRemain -= elapsed
-	if t.SliceRemain <= 0 {
-		if t.State != StateIdle {
-			t.State = StateExpired
-		}
-		for _, lv := range s.levels {
-			if lv.prio == t.Priority && len(lv.tasks) > 0 && lv.tasks[lv.cur] == t {
-				lv.cur = (lv.cur + 1) % len(lv.tasks)
-			}
-		}
-	}
+	t := s.charge(r, elapsed)
 	th := s.theme(t)
 	now := s.now()
-	relevant := th.scorer.Score(text) >= s.cfg.Relevance
+	relevant := score >= s.cfg.Relevance
 	count := func(x *Task) {
 		x.Pages++
 		x.PeriodPages++
@@ -420,6 +416,24 @@ func (s *Scheduler) Finished(r frontier.Request, elapsed time.Duration, text str
 	if th != t {
 		count(th)
 	}
+}
+
+// charge takes elapsed crawl time from r's task's slice and returns the
+// task; s.mu is held.
+func (s *Scheduler) charge(r frontier.Request, elapsed time.Duration) *Task {
+	t := s.taskOf(r.URL, r.Topic)
+	t.SliceRemain -= elapsed
+	if t.SliceRemain <= 0 {
+		if t.State != StateIdle {
+			t.State = StateExpired
+		}
+		for _, lv := range s.levels {
+			if lv.prio == t.Priority && len(lv.tasks) > 0 && lv.tasks[lv.cur] == t {
+				lv.cur = (lv.cur + 1) % len(lv.tasks)
+			}
+		}
+	}
+	return t
 }
 
 // Tick is the daemon's step (SPEC §4 "Demon thread"): a topic that reached

@@ -57,6 +57,11 @@ type TaskStatus struct {
 	FirstPage      time.Time `json:"first_page,omitzero"`
 	Shrinks        int64     `json:"shrinks"`
 	Grows          int64     `json:"grows"`
+	// Blocked counts the task's URLs robots.txt disallowed (no page).
+	Blocked int64 `json:"blocked"`
+	// Note explains a figure a reader would otherwise take for a fault,
+	// e.g. a topic with no page because robots.txt refused every URL.
+	Note string `json:"note,omitempty"`
 }
 
 // Status returns the scheduler's current status.
@@ -75,10 +80,13 @@ func (s *Scheduler) Status(now time.Time) Status {
 			SliceRemainMS: t.SliceRemain.Milliseconds(), Queued: t.Queued, Pages: t.Pages, Relevant: t.Relevant,
 			PeriodRelevant: t.PeriodRelevant, MinPages: t.minPages, Preemptions: t.Preemptions,
 			LastPreempted: t.LastPreempted, PreemptedBy: t.PreemptedBy, Recrawls: t.Recrawls, FirstPage: t.FirstPage,
-			Shrinks: t.Shrinks, Grows: t.Grows,
+			Shrinks: t.Shrinks, Grows: t.Grows, Blocked: t.Blocked,
 		}
 		if t.Pages > 0 {
 			ts.Yield = float64(t.Relevant) / float64(t.Pages)
+		}
+		if t.Pages == 0 && t.Blocked > 0 {
+			ts.Note = fmt.Sprintf("no page: robots.txt disallowed all %d of its URLs requested so far", t.Blocked)
 		}
 		st.Tasks = append(st.Tasks, ts)
 	}
@@ -152,6 +160,11 @@ func (st Status) Print(w io.Writer) {
 			ms(t.SliceTotalMS), ms(t.SliceRemainMS), t.Queued, t.Pages, t.Relevant, t.Yield, period, pre, t.Recrawls)
 	}
 	tw.Flush()
+	for _, t := range st.Tasks {
+		if t.Note != "" {
+			fmt.Fprintf(w, "  note: %s: %s\n", t.Name, t.Note)
+		}
+	}
 }
 
 func ms(n int64) string { return (time.Duration(n) * time.Millisecond).String() }

@@ -35,6 +35,7 @@ type tcbRecord struct {
 	FirstPage      time.Time     `json:"first_page"`
 	Shrinks        int64         `json:"shrinks"`
 	Grows          int64         `json:"grows"`
+	Blocked        int64         `json:"blocked,omitempty"`
 }
 
 type metaRecord struct {
@@ -72,7 +73,7 @@ func (s *Scheduler) Save(tb *exthash.Table) error {
 			Pages:   t.Pages, Relevant: t.Relevant, PeriodPages: t.PeriodPages, PeriodRelevant: t.PeriodRelevant,
 			Satisfied: t.satisfied, Preemptions: t.Preemptions, LastPreempted: t.LastPreempted,
 			PreemptedBy: clip(t.PreemptedBy, 128), Recrawls: t.Recrawls, NextRecrawl: t.nextRecrawl,
-			FirstPage: t.FirstPage, Shrinks: t.Shrinks, Grows: t.Grows,
+			FirstPage: t.FirstPage, Shrinks: t.Shrinks, Grows: t.Grows, Blocked: t.Blocked,
 		}
 		b, err := json.Marshal(rec)
 		if err != nil {
@@ -119,7 +120,7 @@ func (s *Scheduler) Load(tb *exthash.Table) (restored int, err error) {
 		t.satisfied = rec.Satisfied
 		t.Preemptions, t.LastPreempted, t.PreemptedBy = rec.Preemptions, rec.LastPreempted, rec.PreemptedBy
 		t.Recrawls, t.nextRecrawl, t.FirstPage = rec.Recrawls, rec.NextRecrawl, rec.FirstPage
-		t.Shrinks, t.Grows = rec.Shrinks, rec.Grows
+		t.Shrinks, t.Grows, t.Blocked = rec.Shrinks, rec.Grows, rec.Blocked
 		restored++
 	}
 	b, ok, err := tb.Get(metaKey)
