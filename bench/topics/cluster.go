@@ -174,7 +174,9 @@ func runClusterMode(ctx context.Context, out io.Writer, cl clusterFlags, bin str
 	} else {
 		common := []string{"--redis", rs.URL(), "--crawl", crawlName, "--topics", tfile}
 		mdata := filepath.Join(dir, "coordinator")
-		margs := append(append([]string{"master"}, common...), "--data", mdata, "--quiet")
+		// --wait-nodes: no task goes out before every crawl node joined, so
+		// the first interval is not one node's alone.
+		margs := append(append([]string{"master"}, common...), "--data", mdata, "--quiet", "--wait-nodes", strconv.Itoa(cl.nodes))
 		margs = append(margs, crawlFlags...)
 		ps = append(ps, &proc{Name: "coordinator", Args: margs, Data: mdata, LogFile: filepath.Join(dir, "coordinator.log")})
 		for i := 1; i <= cl.nodes; i++ {
