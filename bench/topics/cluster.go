@@ -82,11 +82,13 @@ func runCluster(ctx context.Context, out io.Writer, cl clusterFlags, duration, s
 			return fmt.Errorf("cannot build spider: %w\n%s", err, b)
 		}
 	}
-	rs, err := redisproc.Start(ctx, filepath.Join(work, "redis"))
-	if err != nil {
-		return err
+	var rs *redisproc.Server // none for -nodes 0: the single-node crawl needs no Redis
+	if cl.nodes > 0 {
+		if rs, err = redisproc.Start(ctx, filepath.Join(work, "redis")); err != nil {
+			return err
+		}
+		defer rs.Close()
 	}
-	defer rs.Close()
 	web, err := startClusterWeb(ctx, work, cl.seed)
 	if err != nil {
 		return err
@@ -94,16 +96,16 @@ func runCluster(ctx context.Context, out io.Writer, cl clusterFlags, duration, s
 	defer web.Close()
 
 	load, _ := os.ReadFile("/proc/loadavg")
-	topo := fmt.Sprintf("1 coordinator + %d crawl nodes (spider master / spider worker, separate processes)", cl.nodes)
-	if cl.nodes == 0 {
-		topo = "1 single-node process (spider crawl --topics)"
+	topo := "1 single-node process (spider crawl --topics)"
+	if cl.nodes > 0 {
+		topo = fmt.Sprintf("1 coordinator + %d crawl nodes (spider master / spider worker, separate processes); redis-server %s", cl.nodes, rs.Addr)
 	}
 	fmt.Fprintf(out, "# SPEC §4 on a cluster: PQ-MCSA vs FIFO (%s)\n\n", time.Now().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(out, "command: go run ./bench/topics -cluster -nodes %d -duration %s -sample %s -concurrency %d -delay %s -min-pages %d -period %s -quantum %s -seed %d\n\n",
 		cl.nodes, duration, sample, conc, cl.delay, cl.minPages, cl.period, cl.quantum, cl.seed)
 	fmt.Fprintf(out, "load average at start: %s\n\n", strings.TrimSpace(string(load)))
-	fmt.Fprintf(out, "Setup: %s; redis-server %s; websim seed %d, %d hosts in %d domains, %d pages a host; --concurrency %d per process, --delay %s, --scope domain, no depth limit; topics file: period %s, tick 250ms, base_slice 200ms, quantum %s, min_pages %d for every topic; pages sampled every %s.\n\n",
-		topo, rs.Addr, cl.seed, clusterHosts, clusterDomains, clusterPages, conc, cl.delay, cl.period, cl.quantum, cl.minPages, sample)
+	fmt.Fprintf(out, "Setup: %s; websim seed %d, %d hosts in %d domains, %d pages a host; --concurrency %d per process, --delay %s, --scope domain, no depth limit; topics file: period %s, tick 250ms, base_slice 200ms, quantum %s, min_pages %d for every topic; pages sampled every %s.\n\n",
+		topo, cl.seed, clusterHosts, clusterDomains, clusterPages, conc, cl.delay, cl.period, cl.quantum, cl.minPages, sample)
 	fmt.Fprintf(out, "| topic | priority | websim domains | hosts | first-byte latency |\n|---|---|---|---|---|\n")
 	for _, t := range clusterTopics {
 		fmt.Fprintf(out, "| %s | %d | %v | %d | %s |\n", t.Name, t.Priority, t.Domains, len(web.seeds(t)), t.Latency)
@@ -272,6 +274,13 @@ func runClusterMode(ctx context.Context, out io.Writer, cl clusterFlags, bin str
 		}
 	}
 	res := report(out, mode, names, time.Duration(n)*sample, sample, samples, fmt.Sprintf("requests to hosts of no topic %d", other))
+	if cl.nodes == 0 {
+		// The single-node crawl writes the same status to a file.
+		var st coordStatus
+		if b, err := os.ReadFile(filepath.Join(ps[0].Data, "topics", "status.json")); err == nil && json.Unmarshal(b, &st) == nil {
+			statuses = append(statuses, st)
+		}
+	}
 	if len(statuses) > 0 {
 		printCoordStatus(out, statuses[len(statuses)-1])
 	} else if cl.nodes > 0 {
@@ -416,6 +425,9 @@ type coordStatus struct {
 
 func readCoordStatus(ctx context.Context, rs *redisproc.Server, crawl string) (coordStatus, bool) {
 	var st coordStatus
+	if rs == nil {
+		return st, false
+	}
 	b, err := rs.Client.Get(ctx, "{spider:"+crawl+"}:mw:topics:status").Bytes()
 	if err != nil || json.Unmarshal(b, &st) != nil {
 		return st, false
@@ -424,7 +436,7 @@ func readCoordStatus(ctx context.Context, rs *redisproc.Server, crawl string) (c
 }
 
 func printCoordStatus(out io.Writer, st coordStatus) {
-	fmt.Fprintf(out, "coordinator's topics status at the end: pre-emptions %d, switches %d\n\n| task | priority | pages | relevant | slice | shrinks | grows |\n|---|---|---|---|---|---|---|\n",
+	fmt.Fprintf(out, "scheduler's topics status at the end (coordinator's topics:status, or the single node's status file): pre-emptions %d, switches %d\n\n| task | priority | pages | relevant | slice | shrinks | grows |\n|---|---|---|---|---|---|---|\n",
 		st.Preemptions, st.Switches)
 	for _, t := range st.Tasks {
 		fmt.Fprintf(out, "| %s | %d | %d | %d | %dms | %d | %d |\n", t.Name, t.Priority, t.Pages, t.Relevant, t.SliceMS, t.Shrinks, t.Grows)
