@@ -9,6 +9,14 @@
 // high-priority topic's host.
 //
 //	go run ./bench/topics -duration 60s -sample 5s
+//
+// With -cluster (cluster.go) it runs the experiment of issue 25 on the
+// master–worker topology instead: the real binary as one coordinator
+// (spider master --topics) and -nodes crawl nodes (spider worker --topics)
+// over a redis-server, on a websim whose topics differ in size and latency,
+// pages counted from the access log:
+//
+//	go run ./bench/topics -cluster
 package main
 
 import (
