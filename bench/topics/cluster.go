@@ -71,7 +71,12 @@ func runCluster(ctx context.Context, out io.Writer, cl clusterFlags, duration, s
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	failed := false // a failed run keeps its work directory: the processes' logs tell why
+	defer func() {
+		if !failed {
+			cleanup()
+		}
+	}()
 	bin := cl.bin
 	if bin == "" {
 		fmt.Fprintln(os.Stderr, "topics bench: building ./cmd/spider …")
@@ -120,7 +125,8 @@ func runCluster(ctx context.Context, out io.Writer, cl clusterFlags, duration, s
 		}
 		r, err := runClusterMode(ctx, out, cl, bin, rs, web, filepath.Join(work, mode), mode, duration, sample, conc)
 		if err != nil {
-			return fmt.Errorf("mode %s: %w (logs in %s; -keep keeps them)", mode, err, filepath.Join(work, mode))
+			failed = true
+			return fmt.Errorf("mode %s: %w (logs and data directories kept in %s)", mode, err, filepath.Join(work, mode))
 		}
 		results[mode] = r
 	}
