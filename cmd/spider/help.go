@@ -52,7 +52,7 @@ var flagGroupOf = map[string]string{
 	"node-id": "distributed", "weight": "distributed", "buckets": "distributed", "dedup": "distributed",
 	"protocol-config": "distributed", "network": "distributed", "host-id": "distributed",
 	"local-redis": "distributed", "center-redis": "distributed", "leave": "distributed",
-	"max-inflight": "distributed", "worker-ttl": "distributed", "expire-done": "distributed",
+	"max-inflight": "distributed", "worker-ttl": "distributed", "wait-nodes": "distributed", "expire-done": "distributed",
 
 	"mode": "modes", "topics": "modes", "rounds": "modes", "groups": "modes", "workers": "modes",
 	"noise-threshold": "modes", "noise-rule": "modes", "noise-samples": "modes", "cluster-threshold": "modes",

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -140,22 +141,63 @@ type resourceError struct{ error }
 func (e resourceError) Unwrap() error { return e.error }
 
 // signalContext is cancelled by the first SIGINT/SIGTERM; a second one exits
-// at once.
+// at once, unless the command took it with secondInterrupt (then the third
+// does).
 func signalContext() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
+	base, cancel := context.WithCancel(context.Background())
+	in := &interrupts{stopped: make(chan struct{})}
+	ctx := context.WithValue(base, interruptsKey{}, in)
+	ch := make(chan os.Signal, 3)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		select {
 		case <-ch:
 			cancel()
-		case <-ctx.Done():
+		case <-in.stopped:
 			return
+		}
+		if second := in.take(); second != nil {
+			<-ch
+			close(second)
 		}
 		<-ch
 		os.Exit(130)
 	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
+	return ctx, func() { signal.Stop(ch); close(in.stopped); cancel() }
+}
+
+// interrupts is what signalContext shares with its command: whether the
+// command handles the second interrupt itself.
+type interrupts struct {
+	mu      sync.Mutex
+	second  chan struct{} // closed by the second interrupt; nil: not taken
+	stopped chan struct{} // closed when the command is over
+}
+
+type interruptsKey struct{}
+
+func (in *interrupts) take() chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.second
+}
+
+// secondInterrupt makes the second SIGINT/SIGTERM of the command's
+// signalContext close the returned channel instead of exiting (the third
+// exits at once): for a command whose first Ctrl-C starts a graceful end
+// that a second one cuts short (spider worker). It returns nil for a
+// context signalContext did not make.
+func secondInterrupt(ctx context.Context) <-chan struct{} {
+	in, ok := ctx.Value(interruptsKey{}).(*interrupts)
+	if !ok {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.second == nil {
+		in.second = make(chan struct{})
+	}
+	return in.second
 }
 
 func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {

@@ -280,7 +280,9 @@ machine is given here and only here: data directory, the SSRF guard
 (--allow-private), name resolution (--resolve, --resolve-file), and
 resource limits (concurrency, memory, body size, time-outs). Such settings
 found in Redis are ignored with a warning. Exits when the master marks the
-crawl done.
+crawl done. Ctrl-C leaves the crawl cleanly: no more tasks, the fetches in
+flight finish (at most --timeout) and are answered, exit 0; a second Ctrl-C
+abandons them (their tasks are handed back) and exits 130.
 
 In a topics crawl (spider master --topics FILE) the worker is a crawl node:
 give it --topics with the master's file; a file that differs (or its
@@ -364,8 +366,32 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		w.UseTopics(scorer)
 	}
-	if err := w.Run(ctx); err != nil {
+	// The first Ctrl-C makes the worker leave cleanly (no more tasks, the
+	// fetches in flight finish and are answered; exit 0); a second one
+	// abandons them (handed back, exit 130); a third exits at once.
+	runCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
+	second := secondInterrupt(ctx)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-runCtx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "spider worker: leaving the crawl: taking no more tasks, finishing the fetches in flight (Ctrl-C again to abandon them)")
+		w.Leave()
+		select {
+		case <-second:
+			abandon()
+		case <-runCtx.Done():
+		}
+	}()
+	if err := w.Run(runCtx); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(stdout, "worker %d: left the crawl: %d URLs fetched into %s\n", w.ID(), w.Fetched(), cfg.Data)
+		return nil
 	}
 	fmt.Fprintf(stdout, "worker %d: %d URLs fetched into %s\n", w.ID(), w.Fetched(), cfg.Data)
 	return nil

@@ -186,7 +186,7 @@ func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 	}
 	var sel frontier.Selector
 	if tr != nil {
-		sel = tr.sched
+		sel = tr.gate
 	}
 	rv, err := newRevisitState(cfg, reg)
 	if err != nil {

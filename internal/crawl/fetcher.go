@@ -145,6 +145,9 @@ type RobotsShare interface {
 // failing share is logged and the file fetched as if there were none.
 func (f *Fetcher) ShareRobots(s RobotsShare) { f.share = s }
 
+// FetchTimeout is the crawl's time-out of one fetch (Config.Timeout).
+func (f *Fetcher) FetchTimeout() time.Duration { return time.Duration(f.cfg.Timeout) }
+
 // NewFetcher prepares the fetch role for cfg (validated, with defaults) and
 // opens the local stores in cfg.Data. Before it opens any file there for
 // writing it locks the directory (store.LockDir): a second process on the

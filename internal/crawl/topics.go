@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ import (
 type topicRun struct {
 	cfg   *topics.Config
 	sched *topics.Scheduler
+	gate  *topicGate // sched as the frontier's Selector, with AdmitTopics' test
 	tcb   *exthash.Table
 	data  string
 	log   *slog.Logger
@@ -72,8 +74,44 @@ func newTopicRun(cfg Config, tc *topics.Config, f *Fetcher, logger *slog.Logger)
 	if n > 0 {
 		logger.Info("resuming topic task records", "tasks", n)
 	}
-	return &topicRun{cfg: tc, sched: sched, tcb: tcb, data: cfg.Data, log: logger, recrawls: map[string]bool{}}, nil
+	return &topicRun{cfg: tc, sched: sched, gate: &topicGate{Selector: sched}, tcb: tcb, data: cfg.Data, log: logger, recrawls: map[string]bool{}}, nil
 }
+
+// topicGate is the topic scheduler as the frontier's Selector and
+// frontier.Admitter: every ready host is admitted unless AdmitTopics set a
+// test.
+type topicGate struct {
+	frontier.Selector
+	admit atomic.Pointer[func(frontier.Candidate) bool]
+}
+
+func (g *topicGate) Admit(c frontier.Candidate) bool {
+	f := g.admit.Load()
+	return f == nil || (*f)(c)
+}
+
+// AdmitTopics makes the topic scheduler choose only among the ready URLs
+// admit accepts (frontier.Admitter): a master–worker coordinator leases no
+// URL whose crawl node has no room. When admit accepts none, Next waits
+// (no spinning) until WakeTopics, a result, a push or the next host due.
+// admit is called with the frontier's lock held: it must be quick and
+// must not call the scheduler. Without topics it does nothing; nil admits
+// everything again.
+func (s *Scheduler) AdmitTopics(admit func(frontier.Candidate) bool) {
+	if s.topics == nil {
+		return
+	}
+	if admit == nil {
+		s.topics.gate.admit.Store(nil)
+	} else {
+		s.topics.gate.admit.Store(&admit)
+	}
+	s.fr.Wake()
+}
+
+// WakeTopics makes a waiting Next ask AdmitTopics' test again: its answer
+// changed (a crawl node's window got room, the nodes changed).
+func (s *Scheduler) WakeTopics() { s.fr.Wake() }
 
 // normalizeString is s in the crawl's canonical form.
 func (f *Fetcher) normalizeString(s string) (string, error) {

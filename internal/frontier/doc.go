@@ -37,6 +37,9 @@
 // (internal/topics) is such a Selector. PushUrgent puts URLs at the head of
 // their keys' back queues (a topic's hub revisits). The frontier counts the
 // URLs of each Request.Topic in memory for the Selector (TopicQueued).
+// A Selector that is also an Admitter may hold ready keys back (Admit):
+// when it admits none, Next leases nothing and waits for Wake, a lease's
+// end, a push or the next key's time, instead of spinning.
 //
 // # Why B is bounded
 //

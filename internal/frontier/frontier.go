@@ -465,14 +465,23 @@ func (f *Frontier) Next(ctx context.Context) (*Lease, error) {
 			if len(f.ready) > 0 {
 				bq := f.ready[0]
 				if !bq.ks.nextStart.After(now) {
+					var later time.Time
 					if f.cfg.Selector != nil {
-						bq = f.selectLocked(now)
+						bq, later = f.selectLocked(now)
 					}
-					l := f.leaseLocked(bq, now)
-					f.mu.Unlock()
-					return l, nil
+					if bq != nil {
+						l := f.leaseLocked(bq, now)
+						f.mu.Unlock()
+						return l, nil
+					}
+					// An Admitter declined every ready key: wait for a
+					// Wake, a lease's end, a push, or the next key due.
+					if !later.IsZero() {
+						wait = later.Sub(now)
+					}
+				} else {
+					wait = bq.ks.nextStart.Sub(now)
 				}
-				wait = bq.ks.nextStart.Sub(now)
 			}
 		}
 		if f.mem == 0 && f.spill.total == 0 && f.leased == 0 {

@@ -27,29 +27,59 @@ type Selector interface {
 	Select(now time.Time, cands []Candidate, queued func(topic string) int) int
 }
 
+// An Admitter is a Selector that may hold keys back: Next offers Select
+// only the ready keys Admit accepts, and when it accepts none, Next leases
+// nothing and waits until Wake is called, a lease ends, a URL is pushed,
+// or a key that was not ready yet comes due (whichever is first), then
+// asks again. It is how a master–worker coordinator leases no URL for a
+// crawl node whose window is full. Admit is called with the frontier's
+// lock held, at most once per ready key per Next: it must be quick and
+// must not call the frontier.
+type Admitter interface {
+	Selector
+	Admit(c Candidate) bool
+}
+
 // MaxCandidates bounds the candidates offered to a Selector per Next: the
 // ready back queues are visited from the heap top (earliest allowed start
 // first along each path), so the offered ones are among the longest-waiting.
 const MaxCandidates = 256
 
 // selectLocked offers the back queues that may start now to the Selector
-// and returns the chosen one. The heap top must be ready.
-func (f *Frontier) selectLocked(now time.Time) *backQueue {
+// and returns the chosen one. The heap top must be ready. With an
+// Admitter, only admitted keys are offered (the traversal goes on below
+// declined ones); when none is admitted it returns nil and the earliest
+// start of a key not ready yet (zero: none).
+func (f *Frontier) selectLocked(now time.Time) (*backQueue, time.Time) {
 	f.cands = f.cands[:0]
 	f.candQ = f.candQ[:0]
+	adm, _ := f.cfg.Selector.(Admitter)
+	var later time.Time
 	var visit func(i int)
 	visit = func(i int) {
-		if i >= len(f.ready) || len(f.candQ) >= MaxCandidates || f.ready[i].ks.nextStart.After(now) {
+		if i >= len(f.ready) || len(f.candQ) >= MaxCandidates {
 			return
 		}
 		bq := f.ready[i]
+		if bq.ks.nextStart.After(now) {
+			if later.IsZero() || bq.ks.nextStart.Before(later) {
+				later = bq.ks.nextStart
+			}
+			return
+		}
 		it := bq.items.peek()
-		f.candQ = append(f.candQ, bq)
-		f.cands = append(f.cands, Candidate{URL: it.url, Key: bq.ks.key, Topic: f.topics[it.topic], Priority: int(it.prio), Depth: int(it.depth)})
+		c := Candidate{URL: it.url, Key: bq.ks.key, Topic: f.topics[it.topic], Priority: int(it.prio), Depth: int(it.depth)}
+		if adm == nil || adm.Admit(c) {
+			f.candQ = append(f.candQ, bq)
+			f.cands = append(f.cands, c)
+		}
 		visit(2*i + 1)
 		visit(2*i + 2)
 	}
 	visit(0)
+	if len(f.candQ) == 0 {
+		return nil, later
+	}
 	k := f.cfg.Selector.Select(now, f.cands, f.queuedLocked)
 	if k < 0 || k >= len(f.candQ) {
 		k = 0
@@ -57,7 +87,16 @@ func (f *Frontier) selectLocked(now time.Time) *backQueue {
 	bq := f.candQ[k]
 	clear(f.cands)
 	clear(f.candQ)
-	return bq
+	return bq, time.Time{}
+}
+
+// Wake makes waiting Next calls look at the ready keys again: an
+// Admitter's answers changed (a crawl node's window got room, the nodes
+// changed).
+func (f *Frontier) Wake() {
+	f.mu.Lock()
+	f.wakeLocked()
+	f.mu.Unlock()
 }
 
 // queuedLocked returns the URLs of topic held in memory.

@@ -3,6 +3,7 @@ package frontier
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -126,5 +127,89 @@ func TestPushUrgentGoesAhead(t *testing.T) {
 	want := "http://h/hub http://h/new http://h/1 http://h/2"
 	if s := strings.Join(got, " "); s != want {
 		t.Fatalf("lease order %s, want %s", s, want)
+	}
+}
+
+// gate is an Admitter that admits the keys in open and counts its calls.
+type gate struct {
+	mu    sync.Mutex
+	open  map[string]bool
+	calls int
+}
+
+func (g *gate) Select(_ time.Time, cands []Candidate, _ func(string) int) int { return 0 }
+
+func (g *gate) Admit(c Candidate) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls++
+	return g.open[c.Key]
+}
+
+func (g *gate) set(key string, open bool) {
+	g.mu.Lock()
+	g.open[key] = open
+	g.mu.Unlock()
+}
+
+// TestAdmitterHoldsKeysBack: an Admitter's declined keys are never offered
+// or leased (even at the heap top); with every ready key declined Next
+// waits without asking again until Wake, then leases what is admitted.
+func TestAdmitterHoldsKeysBack(t *testing.T) {
+	clk := newFakeClock()
+	g := &gate{open: map[string]bool{"b": true}}
+	f, err := New(Config{Delay: time.Second, Now: clk.Now, After: clk.After, Selector: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	for _, r := range []Request{req("http://a/1", "a", 0), req("http://b/1", "b", 0), req("http://a/2", "a", 0)} {
+		if err := f.Push(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := f.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Request.Key != "b" {
+		t.Fatalf("leased %s, want the only admitted key b", l.Request.URL)
+	}
+	f.Done(l, DoneInfo{}) // b is empty now; a is ready but declined
+
+	got := make(chan *Lease, 1)
+	go func() {
+		l, err := f.Next(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case l := <-got:
+		t.Fatalf("Next leased %s, a declined key", l.Request.URL)
+	default:
+	}
+	g.mu.Lock()
+	calls := g.calls
+	g.mu.Unlock()
+	if calls > 4 {
+		t.Fatalf("Admit called %d times while every key was declined: Next spins", calls)
+	}
+	g.set("a", true)
+	f.Wake()
+	select {
+	case l := <-got:
+		if l.Request.URL != "http://a/1" {
+			t.Fatalf("after Wake leased %s, want http://a/1", l.Request.URL)
+		}
+		f.Done(l, DoneInfo{})
+	case <-time.After(5 * time.Second):
+		t.Fatal("Next did not lease the key admitted after Wake")
+	}
+	if n := f.Stats().Queued; n != 1 {
+		t.Fatalf("%d URLs queued, want 1", n)
 	}
 }

@@ -122,3 +122,31 @@ func TopicVictim(t *testing.T, rdb redis.UniversalClient, crawl string, concurre
 	}
 	return n
 }
+
+// InFlight is how many fetches the worker has in flight.
+func InFlight(w *Worker) int64 { return w.inFlight.Load() }
+
+// TopicWindows reports the coordinator's view of its crawl nodes: per
+// worker number the tasks out on it (srq:N and its processing list) and
+// its window, and how many leased tasks wait in the coordinator for their
+// node.
+func TopicWindows(m *Master) (out, window map[int]int, waiting int) {
+	tp := m.tp
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	out, window = map[int]int{}, map[int]int{}
+	for id, ns := range tp.nodes {
+		out[id], window[id] = ns.out, tp.window(ns)
+	}
+	return out, window, len(tp.waiting)
+}
+
+// NodeQueue is the length of crawl node worker's own queue srq:N.
+func NodeQueue(t *testing.T, rdb redis.UniversalClient, crawl string, worker int) int64 {
+	t.Helper()
+	n, err := rdb.LLen(context.Background(), newKeys(crawl).srqOf(worker)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

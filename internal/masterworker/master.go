@@ -27,6 +27,7 @@ type MasterStats struct {
 	Requeued int64 // tasks taken back from dead workers
 	Bad      int64 // malformed packets dropped
 	Expired  int64 // tasks out longer than the task TTL, queued again
+	Returned int64 // topics: tasks a leaving crawl node had not started, taken back from its queue
 }
 
 // Master is the scheduling node of a master–worker crawl.
@@ -48,7 +49,7 @@ type Master struct {
 	leases map[uint64]outTask
 	nextID uint64
 
-	handed, results, stale, requeued, bad, expired atomic.Int64
+	handed, results, stale, requeued, bad, expired, returned atomic.Int64
 
 	held    atomic.Bool    // paused or stopping by spider control: hand out nothing
 	fetcher *crawl.Fetcher // builds the requests of seeds added by spider control
@@ -100,7 +101,7 @@ func NewMaster(cfg crawl.Config, sched *crawl.Scheduler, seeds []frontier.Reques
 // Stats returns the master's counters.
 func (m *Master) Stats() MasterStats {
 	return MasterStats{Handed: m.handed.Load(), Results: m.results.Load(), Stale: m.stale.Load(),
-		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load()}
+		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load(), Returned: m.returned.Load()}
 }
 
 // Progress reports the crawl's progress as the scheduler sees it.
@@ -402,7 +403,7 @@ func (m *Master) take(id uint64) *frontier.Lease {
 	delete(m.leases, id)
 	m.mu.Unlock()
 	if m.tp != nil && l.lease != nil {
-		m.tp.answered(l.node)
+		m.answered(l.node)
 	}
 	return l.lease
 }

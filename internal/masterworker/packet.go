@@ -125,6 +125,10 @@ type Options struct {
 	// ReportEvery is how often the master and workers publish their
 	// report; 0 means cluster.ReportEvery.
 	ReportEvery time.Duration
+	// LeaveTimeout bounds how long a leaving worker (Worker.Leave) lets
+	// its fetches in flight run before it abandons them. Default: the
+	// crawl's fetch time-out (crawl.Fetcher.FetchTimeout).
+	LeaveTimeout time.Duration
 }
 
 // MasterConns is how many Redis connections a master's own goroutines

@@ -13,15 +13,23 @@ package masterworker
 //     each reports;
 //   - workers report their load with their heartbeat (wload); the
 //     coordinator keeps at most 2 × a node's concurrency tasks out on it
-//     (srq:N and its processing list): a task whose node is full waits in
-//     the coordinator with its host's lease held (politeness kept) while
-//     the other nodes' tasks go out;
+//     (srq:N and its processing list), and leases no URL for a node
+//     without room: the scheduler's Selector is offered only the ready
+//     hosts whose node has room (crawl.Scheduler.AdmitTopics), so a slow
+//     node's hosts stay in the frontier, holding neither a --max-inflight
+//     slot nor a host lease, while the other nodes' hosts go out; when no
+//     ready host is admitted the dispatcher waits for a result, a
+//     membership change or a host coming due (WakeTopics), not spinning;
 //   - a dead worker's processing list and srq:N are taken back in one
 //     transaction (each task released once), the ring drops it and its
 //     logical nodes move to the others; a joining worker gets its logical
-//     nodes for new tasks (tasks already queued elsewhere stay there); a
-//     worker leaving before the crawl is done hands its queue back the
-//     same way (it marks its heartbeat dead);
+//     nodes for new tasks (tasks already queued elsewhere stay there);
+//   - a worker that leaves (Worker.Leave, spider worker's Ctrl-C) marks
+//     its load leaving: the coordinator drops it from the ring and takes
+//     back the tasks waiting on srq:N (once, never fetched: queued again
+//     as they were), while the node finishes its fetches in flight and
+//     answers them; then it marks its heartbeat dead and the reaper takes
+//     whatever is left back as for a dead node;
 //   - the canonical topics file is published at topics:config; a worker
 //     checks its own file against it (CheckTopics).
 
@@ -79,7 +87,8 @@ type topicRoute struct {
 	ring    *partition.Ring
 	owners  []string // bucket → worker number, of ring
 	nodes   map[int]*nodeState
-	waiting []uint64 // lease ids whose node's window is full (or no node yet), oldest first
+	left    map[int]bool // leaving nodes whose queue was taken back
+	waiting []uint64     // lease ids whose node left or filled up between lease and hand-out, oldest first
 }
 
 type nodeState struct {
@@ -110,8 +119,24 @@ func (m *Master) UseTopics(o TopicsOptions) error {
 	if err != nil {
 		return err
 	}
-	m.tp = &topicRoute{opt: o, canon: canon, nodes: map[int]*nodeState{}}
+	m.tp = &topicRoute{opt: o, canon: canon, nodes: map[int]*nodeState{}, left: map[int]bool{}}
+	m.sched.AdmitTopics(m.tp.admit)
 	return nil
+}
+
+// admit reports whether the ready URL c may be leased now: its logical
+// node's crawl node is on the ring (WaitNodes reached) and has room in its
+// window. It is the frontier's Admitter test (called with the frontier's
+// lock held; takes tp.mu, which is never held while calling the
+// scheduler).
+func (tp *topicRoute) admit(c frontier.Candidate) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.ring == nil || !tp.started {
+		return false
+	}
+	ns := tp.nodes[tp.ownerOf(c.URL)]
+	return ns != nil && ns.out < tp.window(ns)
 }
 
 // bucketOf is the logical node of a task's URL: its host's bucket among
@@ -166,16 +191,18 @@ func (tp *topicRoute) enqueue(id uint64) {
 	tp.mu.Unlock()
 }
 
-// answered frees a slot of node's window.
-func (tp *topicRoute) answered(node int) {
+// answered frees a slot of node's window and wakes the dispatcher.
+func (m *Master) answered(node int) {
 	if node == 0 {
 		return
 	}
+	tp := m.tp
 	tp.mu.Lock()
 	if ns := tp.nodes[node]; ns != nil && ns.out > 0 {
 		ns.out--
 	}
 	tp.mu.Unlock()
+	m.sched.WakeTopics()
 }
 
 // route hands each waiting task to its node's queue while the node's
@@ -251,6 +278,7 @@ func (m *Master) refreshNodes(ctx context.Context, beats map[string]string, now 
 	tp.mu.Lock()
 	changed := false
 	seen := map[int]bool{}
+	var leaving []int // nodes that began to leave: their queues come back
 	for w, ms := range beats {
 		id, err := strconv.Atoi(w)
 		last, err2 := strconv.ParseInt(ms, 10, 64)
@@ -262,6 +290,17 @@ func (m *Master) refreshNodes(ctx context.Context, beats map[string]string, now 
 		if json.Unmarshal([]byte(raw), &wl) != nil || wl.Concurrency < 1 {
 			continue
 		}
+		if wl.Leaving {
+			// Off the ring now (not seen), so nothing more is routed to
+			// it; its queue comes back once.
+			if !tp.left[id] {
+				tp.left[id] = true
+				leaving = append(leaving, id)
+				m.log.Info("crawl node leaving; its queued tasks are taken back and its logical nodes move to the others", "worker", id, "node", wl.Node, "in_flight", wl.InFlight)
+			}
+			continue
+		}
+		delete(tp.left, id) // the number taken again by a new worker
 		seen[id] = true
 		ns := tp.nodes[id]
 		if ns == nil {
@@ -279,17 +318,67 @@ func (m *Master) refreshNodes(ctx context.Context, beats map[string]string, now 
 	}
 	for id := range tp.nodes {
 		if !seen[id] {
-			delete(tp.nodes, id) // its tasks come back through requeue
+			delete(tp.nodes, id) // its tasks come back through requeue (or handBack)
 			changed = true
+		}
+	}
+	for id := range tp.left {
+		if _, ok := beats[strconv.Itoa(id)]; !ok {
+			delete(tp.left, id) // gone: requeueTopics took the rest back
 		}
 	}
 	if changed {
 		tp.rebuild(m.log)
 	}
 	tp.mu.Unlock()
+	if changed {
+		m.sched.WakeTopics() // other nodes own its logical nodes, or a node has room
+	}
+	// After the ring dropped them (route holds tp.mu while it pushes, so
+	// nothing is pushed to them from here on).
+	for _, id := range leaving {
+		if err := m.handBack(ctx, id); err != nil {
+			m.log.Warn("cannot take back a leaving crawl node's queue; it comes back when the node is gone", "worker", id, "err", err)
+		}
+	}
 	if err := m.route(ctx); err != nil {
 		m.log.Warn("cannot route tasks", "err", err)
 	}
+}
+
+// handBack takes back the tasks waiting on a leaving crawl node's queue
+// srq:N: read and deleted in one transaction, each lease released once and
+// its URL queued again as it was (never fetched: no attempt counted). Its
+// processing list stays: the node finishes those fetches and answers them.
+// A task the node popped meanwhile is in its processing list, not here.
+func (m *Master) handBack(ctx context.Context, worker int) error {
+	pipe := m.rdb.TxPipeline()
+	queue := pipe.LRange(ctx, m.k.srqOf(worker), 0, -1)
+	pipe.Del(ctx, m.k.srqOf(worker))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	n := 0
+	for _, raw := range queue.Val() {
+		if raw == doneSentinel {
+			continue
+		}
+		t, err := decodeTask([]byte(raw))
+		if err != nil || t.Epoch != m.epoch {
+			continue
+		}
+		if lease := m.take(t.ID); lease != nil {
+			m.sched.Release(lease, false)
+			if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
+				m.log.Warn("cannot queue a task taken back from a leaving node again; the next run fetches it", "url", lease.Request.URL, "err", err)
+			}
+			<-m.sem
+			n++
+		}
+	}
+	m.returned.Add(int64(n))
+	m.log.Info("took back the tasks a leaving crawl node had not started", "worker", worker, "tasks", n)
+	return nil
 }
 
 // dropNode takes a dead worker off the ring.
@@ -385,6 +474,9 @@ func (m *Master) publishTopics(ctx context.Context, now time.Time) {
 type workerLoad struct {
 	NodeLoad
 	Concurrency int `json:"concurrency"`
+	// Leaving: the node takes no more tasks (Worker.Leave) and finishes
+	// those in flight.
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // CheckTopics compares a crawl node's topics file (local, read from
@@ -448,7 +540,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 	}
 	w.lastAt, w.lastFetched = now, fetched
 	b, err := json.Marshal(workerLoad{NodeLoad: NodeLoad{Worker: w.id, Node: w.node, InFlight: int(w.inFlight.Load()),
-		Queued: int(q), PagesPerSec: rate, Errors: w.errs.Load(), Fetched: fetched}, Concurrency: w.concurrency})
+		Queued: int(q), PagesPerSec: rate, Errors: w.errs.Load(), Fetched: fetched}, Concurrency: w.concurrency, Leaving: w.leaving.Load()})
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,9 @@ import (
 // (alpha, beta, gamma), crawled by a coordinator and crawl nodes.
 type topicsFixture struct {
 	*fixture
-	tc      *topics.Config
-	domains map[string]string // topic → its domain ("d0")
+	tc          *topics.Config
+	domains     map[string]string // topic → its domain ("d0")
+	maxInFlight int               // the coordinator's --max-inflight (0: its default)
 }
 
 // newTopicsFixture writes the topics file; blockedSeed, when not empty,
@@ -110,7 +111,7 @@ func (f *topicsFixture) coordinator(t *testing.T, name, stateDir, data string, w
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := masterworker.NewMaster(cfg, sched, seeds, f.rdb, opts(name), 0, nil)
+	m, err := masterworker.NewMaster(cfg, sched, seeds, f.rdb, opts(name), f.maxInFlight, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,13 @@ func (f *topicsFixture) coordinator(t *testing.T, name, stateDir, data string, w
 // node makes a crawl node: it checks its topics file and scores pages.
 func (f *topicsFixture) node(t *testing.T, name string, concurrency int) (*masterworker.Worker, string) {
 	t.Helper()
+	return f.nodeWith(t, name, concurrency, nil)
+}
+
+// nodeWith is node with its configuration changed by edit (nil: none)
+// before its fetcher is made.
+func (f *topicsFixture) nodeWith(t *testing.T, name string, concurrency int, edit func(*crawl.Config)) (*masterworker.Worker, string) {
+	t.Helper()
 	ctx := context.Background()
 	cfg, err := masterworker.LoadConfig(ctx, f.rdb, name, nil)
 	if err != nil {
@@ -134,6 +142,9 @@ func (f *topicsFixture) node(t *testing.T, name string, concurrency int) (*maste
 	}
 	cfg.SetLocal(f.cfg)
 	cfg.Data = t.TempDir()
+	if edit != nil {
+		edit(&cfg)
+	}
 	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)

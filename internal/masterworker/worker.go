@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,10 @@ type Worker struct {
 	fetched  atomic.Int64
 	stopping atomic.Bool // spider control stop: take no more tasks
 
+	leaving   atomic.Bool   // Leave: take no more tasks, finish those in flight
+	leaveOnce sync.Once     // closes leaveCh
+	leaveCh   chan struct{} // closed by Leave
+
 	// A crawl node of a topics crawl (topics.go): nil scorer otherwise.
 	scorer      *topics.Scheduler
 	inFlight    atomic.Int64
@@ -101,7 +106,8 @@ func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, c
 		logger = slog.New(slog.DiscardHandler)
 	}
 	fetcher.ShareRobots(NewRobotsShare(rdb, opt.Crawl))
-	w := &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl), instance: rand.Text(), node: opt.NodeID}
+	w := &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl), instance: rand.Text(), node: opt.NodeID,
+		leaveCh: make(chan struct{})}
 	if w.node == "" {
 		w.node = "worker-" + w.instance[:8]
 	}
@@ -119,10 +125,32 @@ func (w *Worker) ID() int { return w.id }
 
 var errDeclaredDead = errors.New("declared dead by the master")
 
+// Leave makes Run leave the crawl gracefully (spider worker's first
+// Ctrl-C): the worker takes no more tasks; a crawl node of a topics crawl
+// marks itself leaving in its load, so the coordinator takes the tasks
+// waiting on its queue back (once) and moves its logical nodes to the
+// other nodes at once; the fetches in flight finish (at most
+// Options.LeaveTimeout) and their results go to the master; then the
+// worker deregisters and Run returns nil. Cancelling Run's context
+// abandons at once instead (fetches in flight are cut off and their
+// tasks handed back: another worker may send their requests again). Leave
+// may be called at any time, more than once, from any goroutine.
+func (w *Worker) Leave() {
+	w.leaveOnce.Do(func() {
+		w.leaving.Store(true)
+		close(w.leaveCh)
+	})
+}
+
+// errLeft ends a fetch loop of a leaving worker (Leave); it cancels
+// nothing.
+var errLeft = errors.New("worker leaving")
+
 // Run takes a work number from trq and fetches tasks until the master marks
-// the crawl done or ctx ends. If the master declares it dead (a heartbeat
-// came too late), it takes a new number and goes on. On ctx cancellation it
-// puts the tasks it had not finished back at the head of srq.
+// the crawl done, Leave is called, or ctx ends. If the master declares it
+// dead (a heartbeat came too late), it takes a new number and goes on
+// (unless it is leaving). On ctx cancellation it puts the tasks it had not
+// finished back at the head of srq.
 func (w *Worker) Run(ctx context.Context) (err error) {
 	ck, err := cluster.NewKeys(w.opt.Crawl)
 	if err != nil {
@@ -142,6 +170,10 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 		err := w.runOnce(ctx)
 		if !errors.Is(err, errDeclaredDead) {
 			return err
+		}
+		if w.leaving.Load() {
+			w.log.Warn("this worker was declared dead (late heartbeat) while leaving; the master took its tasks back")
+			return nil
 		}
 		w.log.Warn("this worker was declared dead (late heartbeat); taking a new work number")
 	}
@@ -167,15 +199,76 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	if err := ctl.Fresh(ctx); err != nil { // a stopped crawl runs again
 		return err
 	}
+	// The heartbeat and the control follower run until the fetch loops
+	// have ended (a leaving worker beats while its fetches finish, so the
+	// master never takes them back); fetchCtx is cut by Leave's bound.
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return w.heartbeat(gctx) })
-	g.Go(func() error { return w.follow(gctx, ctl) })
-	for i := 0; i < w.concurrency; i++ {
-		g.Go(func() error { return w.loop(gctx) })
+	beatCtx, stopBeats := context.WithCancel(gctx)
+	defer stopBeats()
+	fetchCtx, abandon := context.WithCancel(gctx)
+	defer abandon()
+	untilLoops := func(f func(context.Context) error) func() error {
+		return func() error {
+			err := f(beatCtx)
+			if beatCtx.Err() != nil && gctx.Err() == nil {
+				return nil // the loops ended: not an error
+			}
+			return err
+		}
 	}
+	g.Go(untilLoops(w.heartbeat))
+	g.Go(untilLoops(func(ctx context.Context) error { return w.follow(ctx, ctl) }))
+	var loops sync.WaitGroup
+	for i := 0; i < w.concurrency; i++ {
+		loops.Add(1)
+		g.Go(func() error {
+			defer loops.Done()
+			err := w.loop(fetchCtx)
+			if errors.Is(err, errLeft) {
+				return nil // the other loops finish their fetches
+			}
+			return err
+		})
+	}
+	var cutOff atomic.Bool
+	g.Go(func() error {
+		loops.Wait()
+		stopBeats()
+		return nil
+	})
+	g.Go(func() error {
+		select {
+		case <-beatCtx.Done():
+			return nil
+		case <-w.leaveCh:
+		}
+		w.log.Info("leaving the crawl: taking no more tasks, finishing the fetches in flight", "in_flight", w.inFlight.Load())
+		if w.scorer != nil {
+			// The coordinator takes the tasks waiting on srq:N back at
+			// its next round and routes no more to this node.
+			if err := w.reportLoad(beatCtx); err != nil && beatCtx.Err() == nil {
+				w.log.Warn("cannot tell the coordinator this node is leaving; it will take the node's tasks back when the node is gone", "err", err)
+			}
+		}
+		bound := w.opt.LeaveTimeout
+		if bound <= 0 {
+			bound = w.fetcher.FetchTimeout()
+		}
+		select {
+		case <-beatCtx.Done():
+		case <-time.After(bound):
+			cutOff.Store(true)
+			w.log.Warn("fetches still in flight after the leave time-out are abandoned; their tasks are handed back", "in_flight", w.inFlight.Load(), "timeout", bound)
+			abandon()
+		}
+		return nil
+	})
 	err = g.Wait()
 	if errors.Is(err, errDeclaredDead) {
 		return err
+	}
+	if cutOff.Load() && err == nil {
+		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out: %w", context.Canceled)
 	}
 	// Leaving (done, or cancelled): give unfinished tasks and the number back.
 	bg := context.WithoutCancel(ctx)
@@ -227,6 +320,8 @@ func (w *Worker) takeNumber(ctx context.Context) (int, error) {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
+		case <-w.leaveCh:
+			return 0, nil
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -317,6 +412,9 @@ func (w *Worker) loop(ctx context.Context) error {
 		if w.stopping.Load() {
 			return errDone // spider control stop: the tasks taken are done
 		}
+		if w.leaving.Load() {
+			return errLeft // Leave: the task taken is answered
+		}
 		raw, err := w.rdb.BLMove(ctx, queue, proc, "LEFT", "RIGHT", popWait).Result()
 		if errors.Is(err, redis.Nil) {
 			done, err := w.isDone(ctx)
@@ -347,7 +445,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			pipe := w.rdb.TxPipeline()
 			pipe.LRem(ctx, proc, 1, raw)
 			pipe.LPush(ctx, queue, raw)
-			if _, err := pipe.Exec(ctx); err != nil {
+			if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
 				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
 			}
 			return errDone

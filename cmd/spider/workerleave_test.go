@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestWorkerInterruptLeaves: Ctrl-C to `spider worker` in the middle of a
+// crawl makes it leave cleanly: it says so, finishes its fetches in flight
+// (websim answers after 100 ms, so some are) and exits 0 with "left the
+// crawl"; the master and the other worker finish the crawl (exit 0), and
+// no page was requested twice or abandoned.
+func TestWorkerInterruptLeaves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: a Redis server and three processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 21, Hosts: 6, PagesPerHost: 25, Latency: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	dir := t.TempDir()
+	common := append([]string{"--redis", rs.URL(), "--crawl", "leave", "--allow-private"}, resolveArgs(srv)...)
+	master := startProc(t, bin, append(append([]string{"master", "--data", filepath.Join(dir, "m"), "--delay", "5ms",
+		"--scope", "any", "--max-depth", "-1", "--quiet"}, common...), srv.SeedURLs(2)...)...)
+	stay := startProc(t, bin, append([]string{"worker", "--data", filepath.Join(dir, "w1"), "--concurrency", "3"}, common...)...)
+	leaver := startProc(t, bin, append([]string{"worker", "--data", filepath.Join(dir, "w2"), "--concurrency", "3"}, common...)...)
+	if code := interruptWhenServed(t, leaver, srv, 30); code != 0 {
+		t.Fatalf("the interrupted worker: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, leaver.stdout.String(), leaver.stderr.String())
+	}
+	if !strings.Contains(leaver.stdout.String(), "left the crawl") || !strings.Contains(leaver.stderr.String(), "finishing the fetches in flight") {
+		t.Errorf("the interrupted worker did not say it left:\nstdout:\n%s\nstderr:\n%s", leaver.stdout.String(), leaver.stderr.String())
+	}
+	if code := master.wait(t, "master"); code != 0 {
+		t.Fatalf("master: exit %d\nstdout:\n%s\nstderr:\n%s", code, master.stdout.String(), master.stderr.String())
+	}
+	if code := stay.wait(t, "worker"); code != 0 {
+		t.Fatalf("the other worker: exit %d\n%s", code, stay.stderr.String())
+	}
+	count := map[string]int{}
+	for _, e := range srv.Log().Entries() {
+		if strings.HasPrefix(e.Path, "/robots") {
+			continue
+		}
+		count[e.URL]++
+		if e.Status == 0 {
+			t.Errorf("%s: a request abandoned in flight", e.URL)
+		}
+	}
+	for u, n := range count {
+		if n > 1 {
+			t.Errorf("%s requested %d times", u, n)
+		}
+	}
+	if len(count) < 100 {
+		t.Errorf("%d pages requested: the crawl did not complete", len(count))
+	}
+}

@@ -1,0 +1,254 @@
+package masterworker_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/partition"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestTopicsClusterNodeLeaves: a crawl node told to leave (Worker.Leave,
+// spider worker's Ctrl-C) while its fetches are in flight (websim answers
+// after 150 ms) takes no more tasks, lets the coordinator take its queued
+// tasks back, finishes and answers its fetches, and leaves: Run returns
+// nil, the other node crawls the rest, and websim saw every page of the
+// truth requested exactly once and no request abandoned (a fetch
+// abandoned in flight is requested again by the other node: that is what
+// cancelling Run does). Nothing was taken back as from a dead node.
+func TestTopicsClusterNodeLeaves(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 11, Hosts: 9, Domains: 3, PagesPerHost: 16, Latency: 150 * time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc5", t.TempDir(), t.TempDir(), 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	stay, d1 := f.node(t, "tc5", 3)
+	leaver, d2 := f.node(t, "tc5", 3)
+	g.Go(func() error { return stay.Run(gctx) })
+	deadline := time.Now().Add(30 * time.Second)
+	for { // the staying node joins first: the leaving one is worker 2
+		if _, win, _ := masterworker.TopicWindows(m); len(win) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first node did not join")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	left := make(chan error, 1)
+	go func() { left <- leaver.Run(gctx) }()
+
+	// Leave with fetches in flight and tasks waiting on its queue (its
+	// loops all busy: an idle one would have taken them).
+	deadline = time.Now().Add(time.Minute)
+	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) == 0 || masterworker.NodeQueue(t, f.rdb, "tc5", 2) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leaving node never had fetches in flight and tasks queued (fetched %d)", leaver.Fetched())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	inFlight, before := masterworker.InFlight(leaver), leaver.Fetched()
+	leaver.Leave()
+	leaver.Leave() // a second call changes nothing
+	select {
+	case err := <-left:
+		if err != nil {
+			t.Fatalf("the leaving node: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the leaving node did not leave")
+	}
+	after := leaver.Fetched()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
+	requestedOnce(t, f.srv)
+	s := m.Stats()
+	t.Logf("left with %d fetches in flight: %d answered before, %d after the leave; %d queued tasks taken back; stats %+v", inFlight, before, after, s.Returned, s)
+	if s.Returned == 0 {
+		t.Errorf("stats %+v: the tasks queued on the leaving node were not taken back", s)
+	}
+	if s.Requeued != 0 || s.Expired != 0 {
+		t.Errorf("stats %+v: tasks of the leaving node were taken back as from a dead node", s)
+	}
+	if stay.Fetched() == 0 {
+		t.Error("the staying node fetched nothing")
+	}
+	if masterworker.InFlight(leaver) != 0 {
+		t.Errorf("the node left with %d fetches in flight", masterworker.InFlight(leaver))
+	}
+}
+
+// TestTopicsClusterSlowNode: a slow crawl node (concurrency 1, so a window
+// of 2 tasks, and 5 requests/s) owns more ready hosts than its window holds
+// (3 of 20; the fast node has concurrency 4);
+// the coordinator (--max-inflight 4) leases no URL for it while its window
+// is full, so no task waits in the coordinator holding a slot and the fast
+// node keeps getting work; nothing is repeated, nothing lost.
+func TestTopicsClusterSlowNode(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 12, Hosts: 20, Domains: 3, PagesPerHost: 5, Latency: 20 * time.Millisecond}, "")
+	f.maxInFlight = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc6", t.TempDir(), t.TempDir(), 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	slow, d1 := f.nodeWith(t, "tc6", 1, func(c *crawl.Config) { c.MaxRate = 5 })
+	g.Go(func() error { return slow.Run(gctx) })
+	// The slow node joins first, so it has work number 1.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, win, _ := masterworker.TopicWindows(m); len(win) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow node did not join")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fast, d2 := f.node(t, "tc6", 4)
+	g.Go(func() error { return fast.Run(gctx) })
+
+	var mu sync.Mutex
+	maxOut := map[int]int{}
+	maxWaiting, over := 0, ""
+	sampled := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			out, win, waiting := masterworker.TopicWindows(m)
+			mu.Lock()
+			maxWaiting = max(maxWaiting, waiting)
+			for id, n := range out {
+				maxOut[id] = max(maxOut[id], n)
+				if n > win[id] && over == "" {
+					over = "node " + strconv.Itoa(id) + ": " + strconv.Itoa(n) + " tasks out, window " + strconv.Itoa(win[id])
+				}
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	err := g.Wait()
+	close(stop)
+	<-sampled
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
+
+	// The precondition: the slow node (1) owns more hosts than its window.
+	ring, err := partition.NewRing([]partition.Member{{ID: "1", Weight: 1}, {ID: "2", Weight: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := map[string]bool{}
+	for _, u := range f.truth.MustFetch {
+		if ring.Owner(partition.Bucket(hostname(u), partition.DefaultBuckets)) == "1" {
+			hosts[hostname(u)] = true
+		}
+	}
+	if len(hosts) <= 2 {
+		t.Fatalf("the slow node owns %d hosts, not more than its window of 2: pick another websim seed", len(hosts))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("slow node: %d hosts, %d pages, at most %d out; fast node: %d pages, at most %d out; at most %d waiting in the coordinator",
+		len(hosts), slow.Fetched(), maxOut[1], fast.Fetched(), maxOut[2], maxWaiting)
+	if maxWaiting != 0 {
+		t.Errorf("up to %d leased tasks waited in the coordinator for a node with no room", maxWaiting)
+	}
+	if over != "" {
+		t.Errorf("a window overflowed: %s", over)
+	}
+	if maxOut[2] < 2 {
+		t.Errorf("the fast node had at most %d tasks out: it was starved (want the 2 slots the slow node cannot hold)", maxOut[2])
+	}
+	if fast.Fetched() <= slow.Fetched() {
+		t.Errorf("the fast node fetched %d pages, the slow one %d", fast.Fetched(), slow.Fetched())
+	}
+}
+
+// requestedOnce is stricter than fixture.check, which forgives a request
+// repeated after an abandoned one (status 0): no page was requested twice,
+// none abandoned.
+func requestedOnce(t *testing.T, srv *websim.Server) {
+	t.Helper()
+	count := map[string]int{}
+	for _, e := range srv.Log().Entries() {
+		if strings.HasPrefix(e.Path, "/robots") {
+			continue
+		}
+		count[e.URL]++
+		if e.Status == 0 {
+			t.Errorf("%s: a request abandoned in flight", e.URL)
+		}
+	}
+	for u, n := range count {
+		if n > 1 {
+			t.Errorf("%s requested %d times", u, n)
+		}
+	}
+}
+
+// TestWorkerLeaves: the plain topology shares the graceful leave: a worker
+// told to leave while fetching finishes and answers its fetches, Run
+// returns nil, the other worker crawls the rest; no page requested twice,
+// none abandoned, nothing taken back as from a dead worker.
+func TestWorkerLeaves(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 33, Hosts: 8, PagesPerHost: 20, Latency: 100 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-leave")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	stay, d1 := f.worker(t, "mw-leave", 3)
+	leaver, d2 := f.worker(t, "mw-leave", 3)
+	g.Go(func() error { return stay.Run(gctx) })
+	left := make(chan error, 1)
+	go func() { left <- leaver.Run(gctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leaving worker never had fetches in flight (fetched %d)", leaver.Fetched())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	before := leaver.Fetched()
+	leaver.Leave()
+	select {
+	case err := <-left:
+		if err != nil {
+			t.Fatalf("the leaving worker: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the leaving worker did not leave")
+	}
+	if leaver.Fetched() <= before {
+		t.Errorf("the leaving worker answered no fetch after Leave (%d before, %d after)", before, leaver.Fetched())
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
+	requestedOnce(t, f.srv)
+	if s := m.Stats(); s.Requeued != 0 || s.Expired != 0 {
+		t.Errorf("stats %+v: the leaving worker's tasks were taken back as from a dead worker", s)
+	}
+}
