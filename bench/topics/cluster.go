@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.period, "period", 5*time.Second, "cluster: the topics file's period (the relevance daemon's accounting period)")
 	fs.DurationVar(&c.quantum, "quantum", 100*time.Millisecond, "cluster: the topics file's quantum (the daemon's slice step; base_slice is 200ms)")
 	fs.StringVar(&c.work, "work", "", "cluster: work directory (default: a new temporary one, removed at the end unless -keep)")
-	fs.BoolVar(&c.keep, "keep", false, "cluster: keep the work directory (logs, data directories, topics files)")
+	fs.BoolVar(&c.keep, "keep", false, "cluster: keep the work directory (logs, data directories, topics files, and websim's access log as access.jsonl)")
 	fs.StringVar(&c.bin, "bin", "", "cluster: a spider binary to run (default: go build ./cmd/spider into the work directory)")
 	fs.StringVar(&c.modes, "modes", "fifo,pq", "cluster: the modes to run, in order")
 	fs.Int64Var(&c.seed, "seed", 11, "cluster: websim seed")
@@ -94,7 +95,16 @@ func runCluster(ctx context.Context, out io.Writer, cl clusterFlags, duration, s
 		}
 		defer rs.Close()
 	}
-	web, err := startClusterWeb(ctx, work, cl.seed)
+	var accessLog io.Writer
+	if cl.keep {
+		f, err := os.Create(filepath.Join(work, "access.jsonl"))
+		if err != nil {
+			return fmt.Errorf("cannot create the access log file: %w", err)
+		}
+		defer f.Close() // after web.Close (deferred later, run first)
+		accessLog = f
+	}
+	web, err := startClusterWeb(ctx, work, cl.seed, accessLog)
 	if err != nil {
 		return err
 	}
@@ -292,6 +302,7 @@ func runClusterMode(ctx context.Context, out io.Writer, cl clusterFlags, bin str
 	} else if cl.nodes > 0 {
 		fmt.Fprintf(out, "the coordinator published no topics status (key {spider:%s}:mw:topics:status)\n\n", crawlName)
 	}
+	hostGaps(out, web, names, t0, t0.Add(time.Duration(n)*sample), cl.delay)
 	nodeShares(out, ps, names, web, t0, t0.Add(time.Duration(n)*sample))
 	dup := web.Log().Duplicates()
 	extra := 0
@@ -311,6 +322,43 @@ func runClusterMode(ctx context.Context, out io.Writer, cl clusterFlags, bin str
 	}
 	fmt.Fprintf(out, "\n\n")
 	return res, nil
+}
+
+// hostGaps prints, per topic, the median time from the end of a host's
+// answer to the next request to that host, in [from, to): what politeness
+// (--delay) and the round trip between the crawl's scheduler and its
+// fetchers add to each page of a host.
+func hostGaps(out io.Writer, web *clusterWeb, names []string, from, to time.Time, delay time.Duration) {
+	last := map[string]time.Time{}
+	gaps := map[string][]time.Duration{}
+	for _, e := range web.Log().Entries() { // by arrival; a host's requests do not overlap
+		if e.Time.Before(from) || !e.Time.Before(to) {
+			continue
+		}
+		tp := web.topicOfHost(e.Host)
+		if tp == "" {
+			continue
+		}
+		// An entry's Time is after the latency the benchmark's handler
+		// added: the request arrived that much earlier.
+		if prev, ok := last[e.Host]; ok && e.Time.Add(-web.latency[e.Host]).After(prev) {
+			gaps[tp] = append(gaps[tp], e.Time.Add(-web.latency[e.Host]).Sub(prev))
+		}
+		if e.End.After(last[e.Host]) {
+			last[e.Host] = e.End
+		}
+	}
+	var cells []string
+	for _, n := range names {
+		g := gaps[n]
+		if len(g) == 0 {
+			cells = append(cells, n+" -")
+			continue
+		}
+		slices.Sort(g)
+		cells = append(cells, fmt.Sprintf("%s %s", n, g[len(g)/2].Round(time.Millisecond)))
+	}
+	fmt.Fprintf(out, "per-host gap from an answer's end to the host's next request, median (--delay %s): %s\n\n", delay, strings.Join(cells, ", "))
 }
 
 // isPage tells a page request from robots.txt and sitemaps.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -56,14 +57,17 @@ type clusterWeb struct {
 	resolveF string                   // the --resolve-file of the spider processes
 }
 
-func startClusterWeb(ctx context.Context, dir string, seed int64) (*clusterWeb, error) {
+// startClusterWeb starts the cluster web on a free loopback port and writes
+// its resolve file into dir; accessLog, when not nil, gets every access-log
+// entry as a JSON line.
+func startClusterWeb(ctx context.Context, dir string, seed int64, accessLog io.Writer) (*clusterWeb, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen for websim: %w", err)
 	}
 	web, err := websim.New(websim.Config{Seed: seed, Hosts: clusterHosts, Domains: clusterDomains, PagesPerHost: clusterPages,
-		Port: ln.Addr().(*net.TCPAddr).Port})
+		LogWriter: accessLog, Port: ln.Addr().(*net.TCPAddr).Port})
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("cannot build the websim web: %w", err)
