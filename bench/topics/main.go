@@ -9,6 +9,14 @@
 // high-priority topic's host.
 //
 //	go run ./bench/topics -duration 60s -sample 5s
+//
+// With -cluster (cluster.go) it runs the experiment of issue 25 on the
+// master–worker topology instead: the real binary as one coordinator
+// (spider master --topics) and -nodes crawl nodes (spider worker --topics)
+// over a redis-server, on a websim whose topics differ in size and latency,
+// pages counted from the access log:
+//
+//	go run ./bench/topics -cluster
 package main
 
 import (
@@ -18,11 +26,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,34 +44,61 @@ import (
 var names = []string{"alpha", "beta", "gamma"}
 
 func main() {
-	duration := flag.Duration("duration", 60*time.Second, "crawl time per mode")
-	sample := flag.Duration("sample", 5*time.Second, "sampling interval")
-	workers := flag.Int("concurrency", 2, "fetch workers")
-	latency := flag.Duration("latency", 20*time.Millisecond, "websim first-byte latency (fetch cost)")
-	publish := flag.Duration("publish-every", 2*time.Second, "websim publishes one new article per section every …")
+	duration := flag.Duration("duration", 60*time.Second, "crawl time per mode (cluster default 90s)")
+	sample := flag.Duration("sample", 5*time.Second, "sampling interval (cluster default 10s)")
+	workers := flag.Int("concurrency", 2, "fetch workers (cluster: per crawl node, default 4)")
+	latency := flag.Duration("latency", 20*time.Millisecond, "websim first-byte latency (fetch cost; single node only)")
+	publish := flag.Duration("publish-every", 2*time.Second, "websim publishes one new article per section every … (single node only)")
+	var cl clusterFlags
+	cl.register(flag.CommandLine)
 	flag.Parse()
-	fmt.Printf("# PQ-MCSA vs FIFO on websim (%s)\n\n", time.Now().Format("2006-01-02"))
-	fmt.Printf("command: go run ./bench/topics -duration %s -sample %s -concurrency %d -latency %s -publish-every %s\n\n",
-		*duration, *sample, *workers, *latency, *publish)
-	for _, mode := range []string{"fifo", "pq"} {
-		if err := runMode(mode, *duration, *sample, *workers, *latency, *publish); err != nil {
+	if cl.on {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["duration"] {
+			*duration = 90 * time.Second
+		}
+		if !set["sample"] {
+			*sample = 10 * time.Second
+		}
+		if !set["concurrency"] {
+			*workers = 4
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := runCluster(ctx, os.Stdout, cl, *duration, *sample, *workers)
+		stop()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "topics bench:", err)
 			os.Exit(1)
 		}
+		return
 	}
+	fmt.Printf("# PQ-MCSA vs FIFO on websim (%s)\n\n", time.Now().Format("2006-01-02"))
+	fmt.Printf("command: go run ./bench/topics -duration %s -sample %s -concurrency %d -latency %s -publish-every %s\n\n",
+		*duration, *sample, *workers, *latency, *publish)
+	var res []*modeResult
+	for _, mode := range []string{"fifo", "pq"} {
+		r, err := runMode(mode, *duration, *sample, *workers, *latency, *publish)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "topics bench:", err)
+			os.Exit(1)
+		}
+		res = append(res, r)
+	}
+	summary(os.Stdout, res[0], res[1])
 }
 
-func runMode(mode string, duration, sample time.Duration, workers int, latency, publish time.Duration) error {
+func runMode(mode string, duration, sample time.Duration, workers int, latency, publish time.Duration) (*modeResult, error) {
 	ctx := context.Background()
 	srv, err := websim.Start(ctx, websim.Config{Seed: 11, Hosts: 40, Domains: 4, PagesPerHost: 1000,
 		Latency: latency, PublishEvery: publish})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer srv.Close()
 	dir, err := os.MkdirTemp("", "topics-bench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	words := func(tp websim.Topic) string {
@@ -101,7 +137,7 @@ topics:
 		srv.URL("www.d2.test", "/"), srv.URL("www.d3.test", "/"), words(websim.TopicSports))
 	tfile := filepath.Join(dir, "topics.yaml")
 	if err := os.WriteFile(tfile, []byte(yml), 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	cfg := crawl.NewConfig()
 	cfg.Data = filepath.Join(dir, "data")
@@ -114,7 +150,7 @@ topics:
 	cfg.MaxDepth = -1
 	eng, err := crawl.New(cfg, nil, prometheus.NewRegistry())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer eng.Close()
 	rctx, cancel := context.WithTimeout(ctx, duration)
@@ -131,7 +167,7 @@ topics:
 		case err := <-done:
 			running = false
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return err
+				return nil, err
 			}
 		case <-tick.C:
 			st, _ := eng.TopicStatus()
@@ -146,63 +182,10 @@ topics:
 	elapsed := time.Since(start)
 	st, _ := eng.TopicStatus()
 	if err := eng.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	report(mode, elapsed, sample, samples, st.Preemptions)
-	return freshness(cfg.Data, srv)
-}
-
-func report(mode string, elapsed, sample time.Duration, samples []map[string]int64, preemptions int64) {
-	fmt.Printf("## mode %s (%s)\n\n", mode, elapsed.Round(time.Second))
-	fmt.Printf("| interval end | %s | CV across topics |\n|---|---|---|---|---|\n", strings.Join(names, " | "))
-	var prev map[string]int64
-	zero := map[string]int{}
-	var cvs []float64
-	for i, s := range samples {
-		var d []float64
-		cells := make([]string, 0, len(names))
-		for _, n := range names {
-			v := s[n] - prev[n]
-			d = append(d, float64(v))
-			cells = append(cells, fmt.Sprint(v))
-			if v == 0 {
-				zero[n]++
-			}
-		}
-		c := cv(d)
-		cvs = append(cvs, c)
-		fmt.Printf("| %s | %s | %.2f |\n", time.Duration(i+1)*sample, strings.Join(cells, " | "), c)
-		prev = s
-	}
-	last := samples[len(samples)-1]
-	var tot []float64
-	cells := []string{}
-	for _, n := range names {
-		tot = append(tot, float64(last[n]))
-		cells = append(cells, fmt.Sprintf("%d (%d relevant)", last[n], last[n+"/relevant"]))
-	}
-	fmt.Printf("| **total** | %s | %.2f |\n\n", strings.Join(cells, " | "), cv(tot))
-	fmt.Printf("mean per-interval CV %.2f; intervals with no page for a topic: %v; pre-emptions %d\n\n", mean(cvs), zero, preemptions)
-}
-
-func cv(xs []float64) float64 {
-	m := mean(xs)
-	if m == 0 {
-		return 0
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss/float64(len(xs))) / m
-}
-
-func mean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
+	res := report(os.Stdout, mode, names, elapsed, sample, samples, fmt.Sprintf("pre-emptions %d", st.Preemptions))
+	return res, freshness(cfg.Data, srv)
 }
 
 // freshness reports the delay from publication to first fetch of the new
