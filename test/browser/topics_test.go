@@ -136,6 +136,7 @@ func TestTopicsDashboardEngine(t *testing.T) {
 	seeds := web.SeedURLs(3)
 	topicsFile := filepath.Join(dir, "topics.yaml")
 	yaml := fmt.Sprintf(`period: 3s
+relevance: 0.005
 topics:
   - {name: news, priority: 2, seeds: [%q], terms: [the, and]}
   - {name: sport, priority: 1, seeds: [%q], terms: [season]}
@@ -150,8 +151,9 @@ topics:
 		"--addr", "127.0.0.1:0")
 
 	do(t, ctx, chromedp.Navigate(base+"/dashboard"))
-	waitJS(t, ctx, `[...document.querySelectorAll("#topics tbody tr")].filter(tr => tr.cells[5] && tr.cells[5].textContent !== "0").length >= 2`,
-		time.Minute, "topics with pages in the topics table")
+	// news's terms are common words: its pages count as relevant.
+	waitJS(t, ctx, `(rows => rows.filter(tr => tr.cells[5].textContent !== "0").length >= 2 && rows.some(tr => tr.cells[0].textContent === "news" && tr.cells[6].textContent !== "0"))([...document.querySelectorAll("#topics tbody tr")])`,
+		time.Minute, "topics with pages, and relevant pages of news, in the topics table")
 	// Paused, the crawl (and its server) stays up for the checks below;
 	// a paused crawl's priorities can still be changed.
 	post(t, base+"/api/crawl/pause", token)
@@ -166,6 +168,10 @@ topics:
 	if pages == 0 {
 		t.Fatalf("the crawl fetched pages, but no topic counts any: %q", rows)
 	}
+	if count(rows["news"][6]) == 0 || count(rows["news"][6]) > count(rows["news"][5]) {
+		t.Fatalf("news: %s relevant of %s pages", rows["news"][6], rows["news"][5])
+	}
+	t.Logf("topic rows: %q", rows)
 	shown := sectionsShown(t, ctx)
 	for id, want := range map[string]bool{"topics-section": true, "nodes-section": false, "topic-nodes-section": false, "hosts-section": true, "control": true} {
 		if shown[id] != want {
@@ -207,6 +213,23 @@ topics:
 	case <-time.After(time.Minute):
 		t.Fatal("the crawl did not stop")
 	}
+
+	// The data directory of the finished crawl (serve --data): its topics
+	// from DATA/topics/status.json, the changed priority kept; no control,
+	// no crawl nodes.
+	sbase, scmd, sdone := startSpider(t, nil, "serve", "--data", data, "--addr", "127.0.0.1:0")
+	defer func() { scmd.Process.Signal(os.Interrupt); <-sdone }()
+	do(t, ctx, chromedp.Navigate(sbase+"/dashboard"))
+	waitJS(t, ctx, `document.getElementById("state").textContent === "stopped" && document.querySelectorAll("#topics tbody tr").length > 0`,
+		30*time.Second, "the topics of the stopped crawl's data directory")
+	checkTopicRows(t, topicRows(t, ctx), want)
+	shown = sectionsShown(t, ctx)
+	for id, want := range map[string]bool{"topics-section": true, "nodes-section": false, "topic-nodes-section": false, "control": false} {
+		if shown[id] != want {
+			t.Errorf("data-directory dashboard: section %s shown: %v, want %v (all: %v)", id, shown[id], want, shown)
+		}
+	}
+	checkNoBadText(t, ctx, "dashboard of a topics crawl's data directory")
 }
 
 // TestTopicsDashboardRedis: the dashboard of a topics crawl on a cluster
