@@ -231,8 +231,13 @@
     const nt = fill("topics", st.topics, [txt("name"),
       { get: function (r) { return r.file_priority !== undefined && r.file_priority !== r.priority ? num(r.priority) + " (file " + num(r.file_priority) + ")" : num(r.priority); }, cls: "num" },
       txt("state"), { get: function (r) { return ms(r.slice_total_ms); }, cls: "num" }, { get: function (r) { return ms(r.slice_remain_ms); }, cls: "num" },
-      col("pages"), col("relevant"), col("queued"), col("preemptions")]);
+      col("pages"), col("relevant"), col("queued"), col("preemptions"), col("blocked")]);
     show("topics-section", nt > 0);
+    // A topic whose URLs robots.txt all refused says so (the crawl goes on
+    // without it; it is not a hang).
+    const notes = (st.topics || []).filter(function (r) { return r.note; }).map(function (r) { return r.name + ": " + r.note; });
+    $("topics-notes").textContent = notes.join("; ");
+    show("topics-notes", notes.length > 0);
     $("topics-caption").textContent = nt > 0 ? "PQ-MCSA scheduler" + (st.topics_at ? ", as of " + new Date(st.topics_at).toLocaleTimeString() : "") +
       "; a higher priority pre-empts a lower one, equal priorities share time slices" : "";
     topicChoices(st.topics || []);
