@@ -81,6 +81,12 @@ func TestTopicsClusterNodeLeaves(t *testing.T) {
 	if s.Requeued != 0 || s.Expired != 0 {
 		t.Errorf("stats %+v: tasks of the leaving node were taken back as from a dead node", s)
 	}
+	// spider status reads the counters from the stats hash.
+	if st, err := masterworker.ReadStatus(context.Background(), f.rdb, "tc5"); err != nil {
+		t.Fatal(err)
+	} else if st.Master["returned"] != s.Returned || st.Master["requeued"] != s.Requeued {
+		t.Errorf("stats hash returned %d, requeued %d; the master counted %d and %d", st.Master["returned"], st.Master["requeued"], s.Returned, s.Requeued)
+	}
 	if stay.Fetched() == 0 {
 		t.Error("the staying node fetched nothing")
 	}
