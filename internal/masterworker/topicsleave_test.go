@@ -2,6 +2,7 @@ package masterworker_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,4 +258,52 @@ func TestWorkerLeaves(t *testing.T) {
 	if s := m.Stats(); s.Requeued != 0 || s.Expired != 0 {
 		t.Errorf("stats %+v: the leaving worker's tasks were taken back as from a dead worker", s)
 	}
+}
+
+// TestWorkerLeaveTimeout: a leaving worker whose fetches outlast
+// Options.LeaveTimeout (websim answers after 1.5 s, the bound is 200 ms)
+// cuts them off: Run returns soon after the bound with an error that wraps
+// context.Canceled (spider worker exits 130) and says the fetches were cut
+// off; their tasks are handed back and the other worker fetches every
+// page, none lost.
+func TestWorkerLeaveTimeout(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 34, Hosts: 4, PagesPerHost: 4, Latency: 1500 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 2, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-leave-cut")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	stay, d1 := f.worker(t, "mw-leave-cut", 3)
+	leaver, d2 := f.workerWith(t, "mw-leave-cut", 3, func(o *masterworker.Options) { o.LeaveTimeout = 200 * time.Millisecond })
+	left := make(chan error, 1)
+	go func() { left <- leaver.Run(gctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for masterworker.InFlight(leaver) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the leaving worker never had a fetch in flight")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	g.Go(func() error { return stay.Run(gctx) })
+	leaver.Leave()
+	start := time.Now()
+	// No t.Fatal before g.Wait: the master must not be closed (test
+	// clean-up) while it runs.
+	select {
+	case err := <-left:
+		if !errors.Is(err, context.Canceled) || err == nil || !strings.Contains(err.Error(), "cut off") {
+			t.Errorf("the worker cut off by the leave time-out: Run returned %v, want an error wrapping context.Canceled that says the fetches were cut off", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Run returned %s after Leave: the 200 ms bound did not cut the 1.5 s fetches off", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the leaving worker did not return")
+		cancel()
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
 }
