@@ -530,6 +530,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.loadMu.Lock()
 	now := time.Now()
 	fetched := w.fetched.Load()
 	rate := 0.0
@@ -539,6 +540,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 		}
 	}
 	w.lastAt, w.lastFetched = now, fetched
+	w.loadMu.Unlock()
 	b, err := json.Marshal(workerLoad{NodeLoad: NodeLoad{Worker: w.id, Node: w.node, InFlight: int(w.inFlight.Load()),
 		Queued: int(q), PagesPerSec: rate, Errors: w.errs.Load(), Fetched: fetched}, Concurrency: w.concurrency, Leaving: w.leaving.Load()})
 	if err != nil {

@@ -307,3 +307,36 @@ func TestWorkerLeaveTimeout(t *testing.T) {
 	}
 	f.check(t, []string{d1, d2}, 0)
 }
+
+// TestReportLoadConcurrent: a crawl node's load is reported by its
+// heartbeat and, at once, by Leave (so the coordinator stops routing to it
+// without waiting for the next beat): the two may run together, and the
+// rate they compute must not race (go test -race).
+func TestReportLoadConcurrent(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 35, Hosts: 1, PagesPerHost: 1}, websim.TruthRules{MaxDepth: 0, Scope: websim.ScopeAny})
+	cfg := f.cfg
+	cfg.Data = t.TempDir()
+	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := masterworker.NewWorker(fetcher, f.rdb, opts("mw-load"), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var g errgroup.Group
+	for range 2 {
+		g.Go(func() error {
+			for range 50 {
+				if err := masterworker.ReportLoad(context.Background(), w); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -91,8 +91,9 @@ type Worker struct {
 	scorer      *topics.Scheduler
 	inFlight    atomic.Int64
 	errs        atomic.Int64
-	lastAt      time.Time // the previous load report (heartbeat goroutine)
-	lastFetched int64
+	loadMu      sync.Mutex // reportLoad runs in the heartbeat and in Leave's goroutine
+	lastAt      time.Time  // the previous load report (loadMu)
+	lastFetched int64      // (loadMu)
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
