@@ -655,18 +655,7 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, raw := range items {
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
-		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, true)
-			<-m.sem
-			n++
-		}
-	}
+	n := m.releaseTasks(items, true)
 	pipe := m.rdb.TxPipeline()
 	pipe.Del(ctx, m.k.processing(worker))
 	pipe.HDel(ctx, m.k.workers(), strconv.Itoa(worker))

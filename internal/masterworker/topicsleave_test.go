@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/partition"
@@ -338,5 +339,56 @@ func TestReportLoadConcurrent(t *testing.T) {
 	}
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTopicsClusterStop: spider control stop on a topics crawl while tasks
+// wait on a crawl node's own queue srq:N: the coordinator takes them back
+// as never fetched (as a plain master takes back srq), the node finishes
+// its fetch in flight and exits, and the coordinator returns ErrStopped
+// promptly with no task taken back as from a dead node; the queue is
+// empty afterwards.
+func TestTopicsClusterStop(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 13, Hosts: 9, Domains: 3, PagesPerHost: 16, Latency: 300 * time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc7", t.TempDir(), t.TempDir(), 1)
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(ctx) }()
+	node, _ := f.node(t, "tc7", 1) // a window of 2: one fetching, one queued
+	var g errgroup.Group
+	g.Go(func() error { return node.Run(ctx) })
+	deadline := time.Now().Add(time.Minute)
+	for masterworker.NodeQueue(t, f.rdb, "tc7", 1) == 0 || masterworker.InFlight(node) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the node never had a task queued behind its fetch")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	keys, err := cluster.NewKeys("tc7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewControl(f.rdb, keys).Set(ctx, cluster.ControlStopping); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, masterworker.ErrStopped) {
+			t.Errorf("the stopped coordinator returned %v, want ErrStopped", err)
+		}
+	case <-time.After(20 * time.Second):
+		cancel()
+		<-stopped
+		t.Fatal("the coordinator did not stop within 20 s")
+	}
+	if err := g.Wait(); err != nil {
+		t.Errorf("the stopped node: %v", err)
+	}
+	if s := m.Stats(); s.Requeued != 0 || s.Expired != 0 {
+		t.Errorf("stats %+v: the stopped node's queued tasks were taken back as from a dead node, not as never fetched", s)
+	}
+	if n := masterworker.NodeQueue(t, f.rdb, "tc7", 1); n != 0 {
+		t.Errorf("%d tasks left on the node's queue after the stop", n)
 	}
 }
