@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
@@ -65,16 +67,45 @@ func (m *Master) follow(ctx context.Context, ctl *cluster.Control) error {
 }
 
 // takeBack removes the tasks still waiting on srq (no worker took them)
-// and gives their URLs back to the scheduler, pending.
+// and gives their URLs back to the scheduler, pending. A topics
+// coordinator also takes back those on the crawl nodes' own queues srq:N
+// and those waiting in it for their node (takeBackTopics).
 func (m *Master) takeBack(ctx context.Context) {
+	queues := []string{m.k.srq()}
+	if m.tp != nil {
+		for w := 1; w <= m.opt.MaxWorkers; w++ {
+			queues = append(queues, m.k.srqOf(w))
+		}
+	}
 	pipe := m.rdb.TxPipeline()
-	all := pipe.LRange(ctx, m.k.srq(), 0, -1)
-	pipe.Del(ctx, m.k.srq())
+	lists := make([]*redis.StringSliceCmd, len(queues))
+	for i, q := range queues {
+		lists[i] = pipe.LRange(ctx, q, 0, -1)
+	}
+	pipe.Del(ctx, queues...)
 	if _, err := pipe.Exec(ctx); err != nil {
-		m.log.Warn("cannot take back the tasks waiting on srq", "err", err)
+		m.log.Warn("cannot take back the tasks waiting on srq; they are fetched", "err", err)
 		return
 	}
-	for _, raw := range all.Val() {
+	var all []string
+	for _, l := range lists {
+		all = append(all, l.Val()...)
+	}
+	m.releaseTasks(all, false)
+	if m.tp != nil {
+		m.takeBackWaiting()
+	}
+}
+
+// releaseTasks gives the tasks raw (as on srq, srq:N or a processing
+// list) back to the scheduler and returns how many it released: each
+// task of this run's epoch whose lease is still out, once. Tasks never
+// fetched (fetched false) are queued again as they were (no attempt
+// counted: they stay pending in the state); the others are released as
+// failed attempts (Attempt+1), which queues them again after a back-off.
+func (m *Master) releaseTasks(raws []string, fetched bool) int {
+	n := 0
+	for _, raw := range raws {
 		if raw == doneSentinel {
 			continue
 		}
@@ -83,15 +114,23 @@ func (m *Master) takeBack(ctx context.Context) {
 			continue
 		}
 		if lease := m.take(t.ID); lease != nil {
-			// Queued again as it was (no attempt counted): it was never
-			// fetched, and stays pending in the state.
-			m.sched.Release(lease, false)
-			if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
-				m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", lease.Request.URL, "err", err)
-			}
-			<-m.sem
+			m.release(lease, fetched)
+			n++
 		}
 	}
+	return n
+}
+
+// release gives a lease taken from m.leases back to the scheduler (see
+// releaseTasks) and frees its --max-inflight slot.
+func (m *Master) release(lease *frontier.Lease, fetched bool) {
+	m.sched.Release(lease, fetched)
+	if !fetched {
+		if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
+			m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", lease.Request.URL, "err", err)
+		}
+	}
+	<-m.sem
 }
 
 // popSeeds records the seeds spider control queued (the crawl's rules

@@ -150,3 +150,6 @@ func NodeQueue(t *testing.T, rdb redis.UniversalClient, crawl string, worker int
 	}
 	return n
 }
+
+// ReportLoad writes w's load record as its heartbeat does.
+func ReportLoad(ctx context.Context, w *Worker) error { return w.reportLoad(ctx) }

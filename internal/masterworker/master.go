@@ -655,18 +655,7 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, raw := range items {
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
-		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, true)
-			<-m.sem
-			n++
-		}
-	}
+	n := m.releaseTasks(items, true)
 	pipe := m.rdb.TxPipeline()
 	pipe.Del(ctx, m.k.processing(worker))
 	pipe.HDel(ctx, m.k.workers(), strconv.Itoa(worker))
@@ -682,13 +671,28 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 
 // publish writes the master's progress for `spider status`.
 func (m *Master) publish(ctx context.Context) {
+	fields := map[string]any{"epoch": m.epoch}
+	for k, v := range m.figures() {
+		fields[k] = v
+	}
+	m.rdb.HSet(ctx, m.k.stats(), fields)
+}
+
+// figures are the master's progress and task counters by the names the
+// stats hash (spider status) and the crawl report share; a topics
+// coordinator adds "returned" (MasterStats.Returned: tasks a leaving crawl
+// node had not started, taken back from its queue).
+func (m *Master) figures() map[string]int64 {
 	p := m.sched.Progress()
 	s := m.Stats()
-	m.rdb.HSet(ctx, m.k.stats(), map[string]any{
-		"epoch": m.epoch, "fetched": p.Fetched, "errors": p.Errors, "queued": p.Queued,
-		"in_flight": p.InFlight, "hosts": p.Hosts, "elapsed_ms": p.Elapsed.Milliseconds(),
+	f := map[string]int64{
+		"fetched": p.Fetched, "errors": p.Errors, "queued": int64(p.Queued), "in_flight": int64(p.InFlight), "hosts": int64(p.Hosts), "elapsed_ms": p.Elapsed.Milliseconds(),
 		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad, "expired": s.Expired,
-	})
+	}
+	if m.tp != nil {
+		f["returned"] = s.Returned
+	}
+	return f
 }
 
 // ScheduleStatus reads the revisit schedule for the summary

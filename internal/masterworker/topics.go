@@ -212,8 +212,8 @@ func (m *Master) route(ctx context.Context) error {
 	tp := m.tp
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	if tp.ring == nil || !tp.started || len(tp.waiting) == 0 {
-		return nil
+	if tp.ring == nil || !tp.started || len(tp.waiting) == 0 || m.held.Load() {
+		return nil // paused or stopping: takeBack gives the waiting tasks back
 	}
 	type push struct {
 		node int
@@ -358,27 +358,26 @@ func (m *Master) handBack(ctx context.Context, worker int) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	n := 0
-	for _, raw := range queue.Val() {
-		if raw == doneSentinel {
-			continue
-		}
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
-		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, false)
-			if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
-				m.log.Warn("cannot queue a task taken back from a leaving node again; the next run fetches it", "url", lease.Request.URL, "err", err)
-			}
-			<-m.sem
-			n++
-		}
-	}
+	n := m.releaseTasks(queue.Val(), false)
 	m.returned.Add(int64(n))
 	m.log.Info("took back the tasks a leaving crawl node had not started", "worker", worker, "tasks", n)
 	return nil
+}
+
+// takeBackWaiting gives the tasks waiting in the coordinator for their
+// node back to the scheduler, never fetched (spider control pause and
+// stop: nothing more is handed out, and stop waits for every lease).
+func (m *Master) takeBackWaiting() {
+	tp := m.tp
+	tp.mu.Lock()
+	ids := tp.waiting
+	tp.waiting = nil
+	tp.mu.Unlock()
+	for _, id := range ids {
+		if lease := m.take(id); lease != nil {
+			m.release(lease, false)
+		}
+	}
 }
 
 // dropNode takes a dead worker off the ring.
@@ -409,18 +408,7 @@ func (m *Master) requeueTopics(ctx context.Context, worker int) error {
 		return err
 	}
 	m.dropNode(worker)
-	n := 0
-	for _, raw := range slices.Concat(proc.Val(), queue.Val()) {
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
-		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, true)
-			<-m.sem
-			n++
-		}
-	}
+	n := m.releaseTasks(slices.Concat(proc.Val(), queue.Val()), true)
 	m.requeued.Add(int64(n))
 	m.log.Warn("crawl node gone; its tasks are queued again and its logical nodes move to the others", "worker", worker, "tasks", n)
 	return m.route(ctx)
@@ -530,6 +518,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.loadMu.Lock()
 	now := time.Now()
 	fetched := w.fetched.Load()
 	rate := 0.0
@@ -539,6 +528,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 		}
 	}
 	w.lastAt, w.lastFetched = now, fetched
+	w.loadMu.Unlock()
 	b, err := json.Marshal(workerLoad{NodeLoad: NodeLoad{Worker: w.id, Node: w.node, InFlight: int(w.inFlight.Load()),
 		Queued: int(q), PagesPerSec: rate, Errors: w.errs.Load(), Fetched: fetched}, Concurrency: w.concurrency, Leaving: w.leaving.Load()})
 	if err != nil {

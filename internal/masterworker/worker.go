@@ -91,8 +91,9 @@ type Worker struct {
 	scorer      *topics.Scheduler
 	inFlight    atomic.Int64
 	errs        atomic.Int64
-	lastAt      time.Time // the previous load report (heartbeat goroutine)
-	lastFetched int64
+	loadMu      sync.Mutex // reportLoad runs in the heartbeat and in Leave's goroutine
+	lastAt      time.Time  // the previous load report (loadMu)
+	lastFetched int64      // (loadMu)
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
@@ -267,8 +268,9 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	if errors.Is(err, errDeclaredDead) {
 		return err
 	}
-	if cutOff.Load() && err == nil {
-		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out: %w", context.Canceled)
+	if cutOff.Load() && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)) {
+		// The loops end with the cancelled fetch context's error, not nil.
+		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out; their tasks are handed back to be fetched again: %w", context.Canceled)
 	}
 	// Leaving (done, or cancelled): give unfinished tasks and the number back.
 	bg := context.WithoutCancel(ctx)
