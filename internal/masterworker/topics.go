@@ -380,15 +380,19 @@ func (m *Master) takeBackWaiting() {
 	}
 }
 
-// dropNode takes a dead worker off the ring.
-func (m *Master) dropNode(worker int) {
+// dropNode takes a dead worker off the ring; it reports whether the
+// worker had announced that it was leaving (Worker.Leave).
+func (m *Master) dropNode(worker int) (left bool) {
 	tp := m.tp
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
+	left = tp.left[worker]
+	delete(tp.left, worker)
 	if _, ok := tp.nodes[worker]; ok {
 		delete(tp.nodes, worker)
 		tp.rebuild(m.log)
 	}
+	return left
 }
 
 // requeueTopics takes back a dead (or leaving) crawl node's tasks: its
@@ -407,10 +411,22 @@ func (m *Master) requeueTopics(ctx context.Context, worker int) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	m.dropNode(worker)
-	n := m.releaseTasks(slices.Concat(proc.Val(), queue.Val()), true)
-	m.requeued.Add(int64(n))
-	m.log.Warn("crawl node gone; its tasks are queued again and its logical nodes move to the others", "worker", worker, "tasks", n)
+	left := m.dropNode(worker)
+	// Its processing list may have been fetched (an attempt counts); its
+	// queue was never started. A node that left (Worker.Leave) answered
+	// everything it fetched: what it left on its queue counts as returned.
+	n := m.releaseTasks(proc.Val(), true)
+	q := m.releaseTasks(queue.Val(), false)
+	if left {
+		m.requeued.Add(int64(n))
+		m.returned.Add(int64(q))
+		if n+q > 0 {
+			m.log.Info("crawl node gone after leaving; the tasks it left are queued again", "worker", worker, "taken", n, "not started", q)
+		}
+	} else {
+		m.requeued.Add(int64(n + q))
+		m.log.Warn("crawl node gone; its tasks are queued again and its logical nodes move to the others", "worker", worker, "tasks", n+q)
+	}
 	return m.route(ctx)
 }
 

@@ -50,9 +50,12 @@ func TestTopicsClusterNodeLeaves(t *testing.T) {
 	go func() { left <- leaver.Run(gctx) }()
 
 	// Leave with fetches in flight and tasks waiting on its queue (its
-	// loops all busy: an idle one would have taken them).
+	// loops all busy: an idle one would have taken them). Two queued at
+	// least: a fetch that ends between this check and Leave lets its loop
+	// start one of them before Leave (a loop that takes one after Leave
+	// hands it back).
 	deadline = time.Now().Add(time.Minute)
-	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) == 0 || masterworker.NodeQueue(t, f.rdb, "tc5", 2) == 0 {
+	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) == 0 || masterworker.NodeQueue(t, f.rdb, "tc5", 2) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the leaving node never had fetches in flight and tasks queued (fetched %d)", leaver.Fetched())
 		}

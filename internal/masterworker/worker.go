@@ -452,6 +452,19 @@ func (w *Worker) loop(ctx context.Context) error {
 			}
 			return errDone
 		}
+		if w.leaving.Load() {
+			// Leave came while this loop waited for a task: no fetch starts
+			// after Leave. The task goes back untouched to the head of the
+			// queue it came from, where the coordinator takes it back (from a
+			// leaving node's srq:N, or with the node's lists once it is gone).
+			pipe := w.rdb.TxPipeline()
+			pipe.LRem(ctx, proc, 1, raw)
+			pipe.LPush(ctx, queue, raw)
+			if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
+				w.log.Warn("cannot hand back a task taken while leaving; the master takes it back from this worker's processing list", "err", err)
+			}
+			return errLeft
+		}
 		t, err := decodeTask([]byte(raw))
 		if err != nil {
 			w.log.Warn("dropping malformed task", "err", err)
