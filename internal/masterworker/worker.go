@@ -396,6 +396,16 @@ func (w *Worker) heartbeat(ctx context.Context) error {
 	}
 }
 
+// putBack moves raw from the processing list proc back to the head of
+// queue in one transaction: the packet is not this loop's to handle.
+func (w *Worker) putBack(ctx context.Context, proc, queue, raw string) error {
+	pipe := w.rdb.TxPipeline()
+	pipe.LRem(ctx, proc, 1, raw)
+	pipe.LPush(ctx, queue, raw)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
 func (w *Worker) isDone(ctx context.Context) (bool, error) {
 	n, err := w.rdb.Exists(ctx, w.k.done()).Result()
 	if err != nil {
@@ -444,10 +454,7 @@ func (w *Worker) loop(ctx context.Context) error {
 		down.ok(w.log, "taking tasks")
 		if raw == doneSentinel {
 			// Pass it on to the next blocked loop, then stop.
-			pipe := w.rdb.TxPipeline()
-			pipe.LRem(ctx, proc, 1, raw)
-			pipe.LPush(ctx, queue, raw)
-			if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
+			if err := w.putBack(ctx, proc, queue, raw); err != nil && ctx.Err() == nil {
 				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
 			}
 			return errDone
@@ -457,10 +464,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			// after Leave. The task goes back untouched to the head of the
 			// queue it came from, where the coordinator takes it back (from a
 			// leaving node's srq:N, or with the node's lists once it is gone).
-			pipe := w.rdb.TxPipeline()
-			pipe.LRem(ctx, proc, 1, raw)
-			pipe.LPush(ctx, queue, raw)
-			if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
+			if err := w.putBack(ctx, proc, queue, raw); err != nil && ctx.Err() == nil {
 				w.log.Warn("cannot hand back a task taken while leaving; the master takes it back from this worker's processing list", "err", err)
 			}
 			return errLeft
