@@ -38,8 +38,9 @@ var (
 // checkTopicRows checks every row of the topics table: one per name of
 // want (and no other), in the scheduler's order, each with its priority
 // as want gives it ("7 (file 2)" after a change), a scheduler state, the
-// slice total and slice left as durations, and pages, relevant, queued and
-// pre-empted as counts: no cell empty, "–", undefined, NaN or null. It
+// slice total and slice left as durations, and pages, relevant, queued,
+// pre-empted and robots refused as counts: no cell empty, "–", undefined,
+// NaN or null. It
 // returns the rows by topic name.
 func checkTopicRows(t *testing.T, rows [][]string, want map[string]string) map[string][]string {
 	t.Helper()
@@ -48,8 +49,8 @@ func checkTopicRows(t *testing.T, rows [][]string, want map[string]string) map[s
 	}
 	byName := map[string][]string{}
 	for _, r := range rows {
-		if len(r) != 9 {
-			t.Fatalf("topic row %q: %d cells, want 9 (topic, priority, state, slice total, slice left, pages, relevant, queued, pre-empted)", r, len(r))
+		if len(r) != 10 {
+			t.Fatalf("topic row %q: %d cells, want 10 (topic, priority, state, slice total, slice left, pages, relevant, queued, pre-empted, robots refused)", r, len(r))
 		}
 		prio, ok := want[r[0]]
 		switch {
@@ -62,7 +63,7 @@ func checkTopicRows(t *testing.T, rows [][]string, want map[string]string) map[s
 		case !sliceCell.MatchString(r[3]) || strings.HasPrefix(r[3], "-") || !sliceCell.MatchString(r[4]):
 			t.Fatalf("topic row %q: slice total %q and slice left %q are not durations (\"250 ms\", \"1.5 s\")", r, r[3], r[4])
 		}
-		for i, name := range []string{"pages", "relevant", "queued", "pre-empted"} {
+		for i, name := range []string{"pages", "relevant", "queued", "pre-empted", "robots refused"} {
 			if !intCell.MatchString(r[5+i]) {
 				t.Fatalf("topic row %q: %s %q is not a count", r, name, r[5+i])
 			}
@@ -308,7 +309,7 @@ topics:
 		if name == "news" {
 			w[0] = "1,234"
 		}
-		if got := rows[name][5:]; !slices.Equal(got, w) {
+		if got := rows[name][5:9]; !slices.Equal(got, w) {
 			t.Errorf("topic %s: pages, relevant, queued, pre-empted %q, want %q (the coordinator's figures)", name, got, w)
 		}
 	}
