@@ -435,24 +435,20 @@ func (m *Master) requeueTopics(ctx context.Context, worker int) error {
 // load is published.
 func (m *Master) topicTick(ctx context.Context, now time.Time) error {
 	ts := m.sched.Topics()
-	if over, err := TopicPriorities(ctx, m.rdb, m.opt.Crawl); err != nil {
-		m.log.Warn("cannot read topic priority overrides", "err", err)
-	} else {
-		cur := map[string]int{}
-		for _, t := range ts.Tasks() {
-			if t.Granularity == topics.GranularityTopic {
-				cur[t.Name] = t.Priority
-			}
+	cur := ts.Priorities()
+	err := ApplyTopicPriorities(ctx, m.rdb, m.opt.Crawl, func(name string, p int) error {
+		c, ok := cur[name]
+		if !ok || c == p {
+			return nil // a topic the file no longer has, or nothing to change
 		}
-		for name, p := range over {
-			if c, ok := cur[name]; ok && c != p {
-				if err := ts.SetPriority(name, p); err != nil {
-					m.log.Warn("cannot apply a topic priority override", "topic", name, "priority", p, "err", err)
-					continue
-				}
-				m.log.Info("topic priority changed", "topic", name, "from", c, "to", p)
-			}
+		if err := ts.SetPriority(name, p); err != nil {
+			return err
 		}
+		m.log.Info("topic priority changed", "topic", name, "from", c, "to", p)
+		return nil
+	})
+	if err != nil {
+		m.log.Warn("cannot apply the topic priority overrides", "err", err)
 	}
 	m.publishTopics(ctx, now)
 	return nil
