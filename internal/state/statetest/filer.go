@@ -19,18 +19,21 @@ type Filer interface {
 
 // filed is what a crawl does with one page: File, then Complete with the
 // decision (Outcome.Filed). It returns File's decision and checks that
-// Complete hands back the same one.
+// Complete hands back the same one. It may run on any goroutine: errors
+// are reported with Errorf.
 func filed(t *testing.T, s Backend, r frontier.Request, fp, sim uint64) (string, bool) {
 	t.Helper()
 	ctx := context.Background()
 	dup, near, err := s.(Filer).File(ctx, r.URL, fp, sim, 3)
 	if err != nil {
-		t.Fatalf("File %s: %v", r.URL, err)
+		t.Errorf("File %s: %v", r.URL, err)
+		return "", false
 	}
 	res, err := s.Complete(ctx, r, state.Outcome{Class: "200", Fingerprint: fp, SimHash: sim, NearDistance: 3, URL: r.URL,
 		Filed: true, DuplicateOf: dup, Near: near}, nil)
 	if err != nil {
-		t.Fatalf("Complete %s: %v", r.URL, err)
+		t.Errorf("Complete %s: %v", r.URL, err)
+		return dup, near
 	}
 	if res.DuplicateOf != dup || res.Near != near {
 		t.Errorf("%s: Complete returned DuplicateOf %q Near %v; File decided %q %v", r.URL, res.DuplicateOf, res.Near, dup, near)
