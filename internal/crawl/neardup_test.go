@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -290,5 +291,44 @@ func TestCrawlMatchesTruthNearDups(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrawlDuplicateRecordsConcurrent (issue #27): with pages fetched and
+// processed at once, each text's copies have exactly one original, every
+// other copy's record names a page of its text, and the counters count
+// exactly the records that name one (one decision per page).
+func TestCrawlDuplicateRecordsConcurrent(t *testing.T) {
+	_, recs, reg := dupCrawl(t, func(c *crawl.Config) { c.Concurrency = 8 })
+	var exact, near float64
+	for _, r := range recs {
+		switch {
+		case r.duplicateOf != "" && r.near:
+			near++
+		case r.duplicateOf != "":
+			exact++
+		}
+	}
+	if got := counter(t, reg, "spider_duplicate_content_total"); got != exact {
+		t.Errorf("exact duplicates: counter %v, records %v", got, exact)
+	}
+	if got := counter(t, reg, "spider_near_duplicate_content_total"); got != near {
+		t.Errorf("near duplicates: counter %v, records %v", got, near)
+	}
+	for _, group := range [][]string{{"/article", "/print/article", "/dated"}, {"/one", "/one-again"}} {
+		originals := 0
+		for _, p := range group {
+			r := recs[p]
+			if r.duplicateOf == "" {
+				originals++
+				continue
+			}
+			if !slices.Contains(group, r.duplicateOf) || r.duplicateOf == p {
+				t.Errorf("%s names %q, not another copy of its text %v", p, r.duplicateOf, group)
+			}
+		}
+		if originals != 1 {
+			t.Errorf("%v: %d originals recorded, want exactly 1", group, originals)
+		}
 	}
 }
