@@ -184,8 +184,24 @@ func (s *Store) File(ctx context.Context, url string, fp, sim uint64, k int) (du
 		return "", false, nil
 	}
 	fset := &s.filed
+	fset.judge.Lock()
+	defer fset.judge.Unlock()
+	// The overlay first, then the persisted tables in a read transaction
+	// begun after: an entry is dropped from the overlay only once its
+	// commit is done, so a page missing from the overlay here was never
+	// filed or is visible to the transaction. Complete's transaction never
+	// waits for this read (only for mu, held briefly).
 	fset.mu.Lock()
-	defer fset.mu.Unlock()
+	var ovOwner, ovURL string
+	var ovD int
+	var ovMine, ovOK bool
+	if fp != 0 {
+		ovOwner = fset.ownerOf(fp)
+	}
+	if sim != 0 {
+		ovURL, ovD, ovMine, ovOK = fset.nearest(sim, k, url)
+	}
+	fset.mu.Unlock()
 	e := filedPage{url: url, k: k}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		if fp != 0 {
@@ -195,7 +211,7 @@ func (s *Store) File(ctx context.Context, url string, fp, sim uint64, k int) (du
 				prev = string(b.Get(fk))
 			}
 			if prev == "" {
-				prev = fset.ownerOf(fp)
+				prev = ovOwner
 			}
 			switch {
 			case prev == "":
@@ -217,9 +233,9 @@ func (s *Store) File(ctx context.Context, url string, fp, sim uint64, k int) (du
 			}
 			bestD = d
 		}
-		if u, d, isMine, ok := fset.nearest(sim, k, url); ok && d < bestD {
-			dup, mine = u, isMine
-			if isMine {
+		if ovOK && ovD < bestD { // ties: the persisted page, filed first
+			dup, mine = ovURL, ovMine
+			if ovMine {
 				dup = ""
 			}
 		}
@@ -238,7 +254,9 @@ func (s *Store) File(ctx context.Context, url string, fp, sim uint64, k int) (du
 		return dup, false, nil
 	}
 	if e.fp != 0 || e.sim != 0 {
+		fset.mu.Lock()
 		fset.pages = append(fset.pages, e)
+		fset.mu.Unlock()
 	}
 	return dup, near, nil
 }
@@ -277,7 +295,8 @@ func (s *Store) nearestSim(tx *bolt.Tx, h uint64, k int) (string, int, bool) {
 // committed yet, in the order filed (at most the pages in flight, so a
 // lookup scans them).
 type filedSet struct {
-	mu    sync.Mutex // held for a whole File: one judgement at a time
+	judge sync.Mutex // held for a whole File: one judgement at a time
+	mu    sync.Mutex // guards pages (held briefly, never during a read of the database)
 	pages []filedPage
 }
 
