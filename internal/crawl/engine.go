@@ -418,9 +418,9 @@ func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer, sel
 const maxLevels = 64
 
 // frontierLevels gives one front queue per depth level and turns on the
-// level barrier unless the depth is unlimited or LooseDepth is set.
+// level barrier with StrictLevels under a depth limit (not with Topics).
 func frontierLevels(cfg Config) (queues int, strict bool) {
-	if cfg.MaxDepth < 0 || cfg.LooseDepth || cfg.Topics != "" {
+	if cfg.MaxDepth < 0 || cfg.LevelsOverlap() {
 		return frontier.DefaultFrontQueues, false
 	}
 	return min(cfg.MaxDepth+1, maxLevels), true
