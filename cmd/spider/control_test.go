@@ -104,10 +104,10 @@ func controlScenario(t *testing.T, topo string) {
 		ps = append(ps, start(append(append([]string{"master", "--redis", rs.URL(), "--crawl", "c", "--data", datas[0],
 			// --sitemaps=false: websim's sitemaps list every page at depth 1,
 			// whose links reach the host seeded mid-crawl within the limit.
-			"--delay", "150ms", "--scope", "any", "--max-depth", "2", "--sitemaps=false",
 			// A seed added mid-crawl may lower the depth of a page already
-			// seen: the master relinks only with --loose-depth (peers always).
-			"--loose-depth"}, common...), seeds...)...))
+			// seen: the master relinks by default (not with --strict-levels;
+			// peers always).
+			"--delay", "150ms", "--scope", "any", "--max-depth", "2", "--sitemaps=false"}, common...), seeds...)...))
 		for i := 1; i < 3; i++ {
 			ps = append(ps, start(append([]string{"worker", "--redis", rs.URL(), "--crawl", "c", "--data", datas[i], "--concurrency", "4"}, common...)...))
 		}
