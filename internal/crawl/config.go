@@ -108,8 +108,10 @@ type Config struct {
 	// its nodes' levels overlap (StrictLevels keeps each node's own
 	// frontier level by level). The layered crawl (internal/layered) and
 	// the mixed topology (internal/mixed) ignore it: their rounds and
-	// pools keep their own depth rules. StrictLevels with Topics is
-	// refused by Validate: topics, not levels, order a topics crawl.
+	// pools keep their own depth rules; a Scheduler on a State that does
+	// not relink (NewScheduler) goes level by level whatever this says.
+	// StrictLevels with Topics is refused by Validate: topics, not levels,
+	// order a topics crawl.
 	StrictLevels bool `yaml:"strict_levels"`
 	// LooseDepth is the former switch for what is now the default: true
 	// asks for overlapping levels (the default anyway, so it changes

@@ -1,13 +1,18 @@
 package crawl_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
@@ -182,5 +187,65 @@ func TestRulesCarryStrictLevels(t *testing.T) {
 		if rules.StrictLevels != tc.wantStrict || rules.LooseDepth {
 			t.Errorf("older master's %s: StrictLevels %v, LooseDepth %v; want %v, false", tc.old, rules.StrictLevels, rules.LooseDepth, tc.wantStrict)
 		}
+	}
+}
+
+// TestSchedulerLevelsNeedRelinking: a Scheduler lets depth levels overlap
+// by default only on a State that relinks; on one that does not
+// (state.Options without Relink) it goes level by level, so that the
+// default stays exact for every State. Two depth-0 URLs are handed out
+// and not finished: a depth-1 URL of another host must then wait (levels)
+// or come at once (overlap).
+func TestSchedulerLevelsNeedRelinking(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opt       state.Options
+		wantLevel bool
+	}{
+		{"relinking state: levels overlap", state.Options{Relink: true, MaxDepth: 5}, false},
+		{"state without relinking: level by level", state.Options{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			st, err := state.Open(filepath.Join(dir, "state"), tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := crawl.NewConfig()
+			cfg.Data = dir
+			cfg.Delay = 0
+			s, err := crawl.NewScheduler(cfg, st, nil, prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			reqs := []frontier.Request{
+				{URL: "http://a.test/", Key: "a.test"},
+				{URL: "http://b.test/", Key: "b.test"},
+				{URL: "http://c.test/deep", Key: "c.test", Depth: 1, Priority: 1},
+			}
+			if err := s.Start(ctx, reqs); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				l, err := s.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Request.Depth != 0 {
+					t.Fatalf("handed out %s (depth %d) before the depth-0 URLs", l.Request.URL, l.Request.Depth)
+				}
+			}
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			l, err := s.Next(wctx)
+			switch {
+			case tc.wantLevel && err == nil:
+				t.Errorf("handed out %s while depth 0 was still being fetched: levels overlap on a state that cannot relink", l.Request.URL)
+			case !tc.wantLevel && err != nil:
+				t.Errorf("Next: %v; want the depth-1 URL at once (levels overlap by default)", err)
+			}
+		})
 	}
 }
