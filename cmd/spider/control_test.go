@@ -97,7 +97,11 @@ func controlScenario(t *testing.T, topo string) {
 		if topo == "p2p" {
 			for i := range 3 {
 				ps = append(ps, start(append(append([]string{"crawl", "--redis", rs.URL(), "--crawl", "c", "--node-id", fmt.Sprintf("n%d", i),
-					"--buckets", "64", "--data", datas[i], "--delay", "150ms", "--concurrency", "4", "--scope", "any", "--max-depth", "2"}, common...), seeds...)...))
+					// --sitemaps=false as for the master below: with levels
+					// overlapping (the default) the nodes reach the sitemaps'
+					// depth-1 pages, and through them the host seeded
+					// mid-crawl, before the pause.
+					"--buckets", "64", "--data", datas[i], "--delay", "150ms", "--concurrency", "4", "--scope", "any", "--max-depth", "2", "--sitemaps=false"}, common...), seeds...)...))
 			}
 			return ps
 		}
