@@ -9,7 +9,7 @@ import (
 // first byte less the fastest round trip seen on any host, plus the guard.
 func TestArrivalBound(t *testing.T) {
 	f := &Fetcher{cfg: Config{Delay: Duration(640 * time.Millisecond), DelayFrom: DelayFromStart}}
-	const guard = 10 * time.Millisecond // 640 ms / 64
+	const guard = 20 * time.Millisecond // 640 ms / 32
 	t0 := time.Unix(100, 0)
 	tr := func(written, firstByte time.Duration) *reqTrace {
 		r := &reqTrace{}
