@@ -150,3 +150,10 @@ func NodeQueue(t *testing.T, rdb redis.UniversalClient, crawl string, worker int
 	}
 	return n
 }
+
+// SetBeforeResult makes w call f with each task's URL after the page was
+// processed and before its result is sent: a per-page processing cost on
+// the worker (a slow parse or store). Call it before Run.
+func SetBeforeResult(w *Worker, f func(url string)) {
+	w.beforeResult = func(t Task) { f(t.Request.URL) }
+}

@@ -28,6 +28,10 @@ type MasterStats struct {
 	Bad      int64 // malformed packets dropped
 	Expired  int64 // tasks out longer than the task TTL, queued again
 	Returned int64 // topics: tasks a leaving crawl node had not started, taken back from its queue
+	// Answers counts the hosts' turns ended by a worker's Answered packet
+	// (the rest end with their result); StaleAnswers the packets ignored
+	// (their result came first, the task was taken back, another epoch).
+	Answers, StaleAnswers int64
 }
 
 // Master is the scheduling node of a master–worker crawl.
@@ -50,6 +54,7 @@ type Master struct {
 	nextID uint64
 
 	handed, results, stale, requeued, bad, expired, returned atomic.Int64
+	answers, staleAnswers                                    atomic.Int64
 
 	held    atomic.Bool    // paused or stopping by spider control: hand out nothing
 	fetcher *crawl.Fetcher // builds the requests of seeds added by spider control
@@ -77,6 +82,7 @@ type outTask struct {
 	lease *frontier.Lease
 	at    time.Time // when it went on srq (topics: on its node's queue)
 	node  int       // topics: the crawl node whose srq:N holds it (0: shared srq, or waiting in the master)
+	turn  *taskTurn // its host's turn: ended by an Answered packet (answered.go)
 }
 
 // NewMaster prepares a master for cfg that schedules from sched (which it
@@ -101,7 +107,8 @@ func NewMaster(cfg crawl.Config, sched *crawl.Scheduler, seeds []frontier.Reques
 // Stats returns the master's counters.
 func (m *Master) Stats() MasterStats {
 	return MasterStats{Handed: m.handed.Load(), Results: m.results.Load(), Stale: m.stale.Load(),
-		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load(), Returned: m.returned.Load()}
+		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load(), Returned: m.returned.Load(),
+		Answers: m.answers.Load(), StaleAnswers: m.staleAnswers.Load()}
 }
 
 // Progress reports the crawl's progress as the scheduler sees it.
@@ -143,6 +150,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	g.Go(func() error { return m.dispatch(gctx) })
 	results := make(chan string, 2*m.opt.Collectors)
 	g.Go(func() error { return m.collect(gctx, results) })
+	g.Go(func() error { return m.collectAnswers(gctx) })
 	for range m.opt.Collectors {
 		g.Go(func() error { return m.apply(gctx, results) })
 	}
@@ -188,7 +196,8 @@ func (m *Master) prepare(ctx context.Context) error {
 		return err
 	}
 	pipe := m.rdb.TxPipeline()
-	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.done())
+	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.ans(), m.k.done())
+	pipe.Set(ctx, m.k.ansEpoch(), epoch, 0) // this master reads ans
 	pipe.Set(ctx, m.k.config(), cfgJSON, 0)
 	pipe.Set(ctx, m.k.heartbeat(), m.opt.Heartbeat.Milliseconds(), 0)
 	if m.tp != nil {
@@ -223,7 +232,8 @@ func (m *Master) prepare(ctx context.Context) error {
 
 // dispatch hands URLs to workers as the frontier releases them: politeness
 // across all workers is the frontier's, because a host's next URL is only
-// released after the result of its previous one came back.
+// released after its previous one's answer was read (the worker's
+// Answered packet, answered.go) or, failing that, its result came back.
 func (m *Master) dispatch(ctx context.Context) error {
 	for {
 		select {
@@ -269,7 +279,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 		m.mu.Lock()
 		m.nextID++
 		id := m.nextID
-		m.leases[id] = outTask{lease: lease, at: time.Now()}
+		m.leases[id] = outTask{lease: lease, at: time.Now(), turn: &taskTurn{}}
 		m.mu.Unlock()
 		if m.tp != nil {
 			// To the queue of the crawl node owning the host's logical
@@ -397,15 +407,42 @@ func (m *Master) markDone(ctx context.Context) error {
 	return nil
 }
 
+// take removes a task from the tasks out and returns its lease (nil: not
+// out any more); from then on no Answered packet ends its turn.
 func (m *Master) take(id uint64) *frontier.Lease {
+	t, _ := m.takeTask(id)
+	return t.lease
+}
+
+// takeTask is take that returns the task (retry needs its turn state).
+func (m *Master) takeTask(id uint64) (t outTask, ok bool) {
 	m.mu.Lock()
-	l := m.leases[id]
+	t, ok = m.leases[id]
 	delete(m.leases, id)
 	m.mu.Unlock()
-	if m.tp != nil && l.lease != nil {
-		m.answered(l.node)
+	if !ok {
+		return t, false
 	}
-	return l.lease
+	t.turn.finish() // waits for an endTurn under way
+	if m.tp != nil {
+		m.answered(t.node)
+	}
+	return t, true
+}
+
+// retry gives a task taken (takeTask) back without a result, its URL
+// queued again with Attempt+1: a dead worker's, an expired one, one whose
+// result does not match. Once an Answered packet ended its host's turn,
+// through crawl.Scheduler.RequeueAfterTurn (the URL waits the host's
+// delay again); else Release.
+func (m *Master) retry(t outTask) {
+	if t.turn.finish() {
+		if err := m.sched.RequeueAfterTurn(t.lease); err != nil {
+			m.log.Warn("cannot queue a task taken back again; it stays pending for the next run", "url", t.lease.Request.URL, "err", err)
+		}
+		return
+	}
+	m.sched.Release(t.lease, true)
 }
 
 // collect pops results from nrq, up to resultBatch per round trip, and
@@ -483,15 +520,16 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			m.stale.Add(1)
 			continue
 		}
-		lease := m.take(r.ID)
-		if lease == nil {
+		t, ok := m.takeTask(r.ID)
+		if !ok {
 			m.stale.Add(1) // its worker was declared dead and the URL re-queued
 			continue
 		}
+		lease := t.lease
 		if lease.Request.URL != r.Visit.Request.URL {
 			m.bad.Add(1)
 			m.log.Warn("result does not match its task", "id", r.ID, "task", lease.Request.URL, "result", r.Visit.Request.URL)
-			m.sched.Release(lease, true)
+			m.retry(t)
 			<-m.sem
 			continue
 		}
@@ -634,8 +672,8 @@ func (m *Master) expire(ctx context.Context) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return
 		}
-		if l := m.take(g.id); l != nil { // else answered meanwhile
-			m.sched.Release(l, true)
+		if t, ok := m.takeTask(g.id); ok { // else answered meanwhile
+			m.retry(t)
 			<-m.sem
 			n++
 		}
@@ -661,8 +699,8 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 		if err != nil || t.Epoch != m.epoch {
 			continue
 		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, true)
+		if task, ok := m.takeTask(t.ID); ok {
+			m.retry(task)
 			<-m.sem
 			n++
 		}

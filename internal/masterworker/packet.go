@@ -133,8 +133,9 @@ type Options struct {
 
 // MasterConns is how many Redis connections a master's own goroutines
 // may hold at once: its Collectors appliers (each a state script at a
-// time), the collector's blocking pop of nrq, the dispatcher, the reaper,
-// the revisit feed, the crawl-wide reporter and the control follower. A
+// time), the collector's blocking pop of nrq, the answer collector's of
+// ans, the dispatcher, the reaper, the revisit feed, the crawl-wide
+// reporter and the control follower. A
 // master's client needs that many beyond go-redis's default pool (10 per
 // CPU), or under load the reaper waits out the pool's time-out (4 s) for
 // a connection and a dead worker's tasks are not taken back in that time
@@ -144,7 +145,7 @@ func (o Options) MasterConns() int {
 	if c <= 0 {
 		c = defaultCollectors
 	}
-	return c + 6
+	return c + 7
 }
 
 // defaultCollectors is Options.Collectors' default.

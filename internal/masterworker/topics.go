@@ -242,7 +242,8 @@ func (m *Master) route(ctx context.Context) error {
 		}
 		ns.out++
 		m.mu.Lock()
-		m.leases[id] = outTask{lease: t.lease, at: now, node: node}
+		t.at, t.node = now, node
+		m.leases[id] = t
 		m.mu.Unlock()
 		pushes = append(pushes, push{node, id, raw})
 	}
@@ -415,8 +416,8 @@ func (m *Master) requeueTopics(ctx context.Context, worker int) error {
 		if err != nil || t.Epoch != m.epoch {
 			continue
 		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, true)
+		if task, ok := m.takeTask(t.ID); ok {
+			m.retry(task)
 			<-m.sem
 			n++
 		}

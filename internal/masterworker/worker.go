@@ -80,6 +80,7 @@ type Worker struct {
 	instance string // this process's token in the owners hash
 	node     string // its id in the crawl-wide report (Options.NodeID)
 	epoch    atomic.Int64
+	ansEpoch atomic.Int64 // the epoch of the master that reads ans (answered.go)
 	fetched  atomic.Int64
 	stopping atomic.Bool // spider control stop: take no more tasks
 
@@ -93,6 +94,10 @@ type Worker struct {
 	errs        atomic.Int64
 	lastAt      time.Time // the previous load report (heartbeat goroutine)
 	lastFetched int64
+
+	// beforeResult, a test hook, is called after a page was processed
+	// and before its result is sent (nil: not called).
+	beforeResult func(Task)
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
@@ -358,9 +363,18 @@ func (w *Worker) beat(ctx context.Context, first bool) error {
 	if ok == 0 {
 		return errDeclaredDead
 	}
-	epoch, err := w.rdb.Get(ctx, w.k.epoch()).Int64()
-	if err == nil {
-		w.epoch.Store(epoch)
+	vals, err := w.rdb.MGet(ctx, w.k.epoch(), w.k.ansEpoch()).Result()
+	if err == nil && len(vals) == 2 {
+		if s, ok := vals[0].(string); ok {
+			if epoch, err := strconv.ParseInt(s, 10, 64); err == nil {
+				w.epoch.Store(epoch)
+			}
+		}
+		var ans int64 // none: a master that does not read ans
+		if s, ok := vals[1].(string); ok {
+			ans, _ = strconv.ParseInt(s, 10, 64)
+		}
+		w.ansEpoch.Store(ans)
 	}
 	if w.scorer != nil {
 		if err := w.reportLoad(ctx); err != nil {
@@ -462,7 +476,13 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		took := time.Now()
 		w.inFlight.Add(1)
-		v, err := w.fetcher.Visit(ctx, t.Request, took)
+		// The answer read, the host's turn ends (answered.go) while the
+		// page is parsed and stored.
+		fd := w.fetcher.Fetch(ctx, t.Request, took)
+		if ctx.Err() == nil {
+			w.sendAnswered(ctx, t, fd.Turn(), took)
+		}
+		v, err := w.fetcher.Process(ctx, fd)
 		w.inFlight.Add(-1)
 		if err != nil {
 			return err
@@ -475,6 +495,9 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err() // the task stays in the processing list
+		}
+		if w.beforeResult != nil {
+			w.beforeResult(t)
 		}
 		// The master completes its own copy of the request (its lease):
 		// the schedule entry is not sent back (nor could a JSON string
