@@ -84,3 +84,48 @@ func TestHostTurnEndsAtAnswer(t *testing.T) {
 	}
 	t.Logf("median gap %v over %d gaps (min %v, max %v); master %+v", median, len(gaps), gaps[0], gaps[len(gaps)-1], s)
 }
+
+// TestWorkerDiesAfterAnswered: a worker killed after it told the master a
+// task's answer was read, before its result: the host's turn has ended,
+// the lease has not; the task is queued again when the worker is declared
+// dead and fetched by another worker, so no URL is lost.
+func TestWorkerDiesAfterAnswered(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 42, Hosts: 6, PagesPerHost: 20, Latency: 5 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-ans-dies")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+
+	victim, url := masterworker.AnsweredVictim(t, f.rdb, "mw-ans-dies")
+	// The packet is popped before its turn ends: wait for the count.
+	for deadline := time.Now().Add(10 * time.Second); m.Stats().Answers != 1; {
+		if time.Now().After(deadline) {
+			t.Errorf("the victim's answered packet did not end its host's turn: %+v", m.Stats())
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var dirs []string
+	for range 2 {
+		w, dir := f.worker(t, "mw-ans-dies", 4)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 0)
+	if _, ok := fetched(t, dirs)[url]; !ok {
+		t.Errorf("the dead worker's task %s was never fetched", url)
+	}
+	s := m.Stats()
+	if s.Requeued < 1 {
+		t.Errorf("the dead worker's task was not re-queued: %+v", s)
+	}
+	if n, _ := f.rdb.LLen(ctx, victim).Result(); n != 0 {
+		t.Errorf("the dead worker's processing list still holds %d tasks", n)
+	}
+	t.Logf("master: %+v", s)
+}

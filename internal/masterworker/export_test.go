@@ -2,6 +2,7 @@ package masterworker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -156,4 +157,39 @@ func NodeQueue(t *testing.T, rdb redis.UniversalClient, crawl string, worker int
 // the worker (a slow parse or store). Call it before Run.
 func SetBeforeResult(w *Worker, f func(url string)) {
 	w.beforeResult = func(t Task) { f(t.Request.URL) }
+}
+
+// AnsweredVictim is Victim for a worker killed with kill -9 after it told
+// the master a task's answer was read (an Answered packet on ans) and
+// before it sent the result: the host's turn has ended, the task is in
+// its processing list. It returns the processing list's key and the
+// task's URL once the master has taken the packet.
+func AnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string) (proc, url string) {
+	t.Helper()
+	ctx := context.Background()
+	k := newKeys(crawl)
+	proc = Victim(t, rdb, crawl)
+	raw, err := rdb.LIndex(ctx, proc, 0).Result()
+	if err != nil {
+		t.Fatalf("the victim's task: %v", err)
+	}
+	task, err := decodeTask([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Answered{Epoch: task.Epoch, ID: task.ID, URL: task.Request.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.RPush(ctx, k.ans(), b).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rdb.LLen(ctx, k.ans()).Val() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the master did not take the answered packet")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return proc, task.Request.URL
 }
