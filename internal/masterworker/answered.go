@@ -166,10 +166,10 @@ func (m *Master) endTurn(raw string) {
 // is crawl.Fetched.Turn, took when the worker took the task), if the
 // master reads such packets (its epoch in ans-epoch is the task's). It is
 // best effort: on failure the host's turn ends with the result, as
-// without it.
-func (w *Worker) sendAnswered(ctx context.Context, t Task, turn crawl.Visit, took time.Time) {
+// without it. It reports whether it sent the packet.
+func (w *Worker) sendAnswered(ctx context.Context, t Task, turn crawl.Visit, took time.Time) bool {
 	if turn.Retry || t.Epoch != w.ansEpoch.Load() {
-		return
+		return false
 	}
 	a := Answered{Epoch: t.Epoch, ID: t.ID, Worker: w.id, URL: t.Request.URL, Delay: turn.Delay, CrawlDelay: turn.CrawlDelay}
 	if turn.RequestAfter > 0 {
@@ -179,7 +179,38 @@ func (w *Worker) sendAnswered(ctx context.Context, t Task, turn crawl.Visit, too
 	if err == nil {
 		err = w.rdb.RPush(ctx, w.k.ans(), b).Err()
 	}
-	if err != nil && ctx.Err() == nil {
-		w.log.Debug("cannot tell the master the answer was read; the host's turn ends with the result", "url", t.Request.URL, "err", err)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Debug("cannot tell the master the answer was read; the host's turn ends with the result", "url", t.Request.URL, "err", err)
+		}
+		return false
 	}
+	return true
+}
+
+// giveBackAnswered gives back, as retry results on nrq, the tasks of
+// processing list proc whose answered packet was sent and whose result
+// was not (the worker is abandoning them): their hosts' turns have ended,
+// so such a task must not go back on srq, where another worker would
+// fetch it outside the host's turn; the master queues it again in its
+// frontier instead (Master.apply: a retry after the turn ended), where it
+// waits the host's delay. A task whose give-back fails stays in proc.
+func (w *Worker) giveBackAnswered(ctx context.Context, proc string) {
+	w.answeredOut.Range(func(key, val any) bool {
+		raw, t := key.(string), val.(Task)
+		r := t.Request
+		r.Schedule = ""
+		b, err := json.Marshal(Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: crawl.Visit{Request: r, Retry: true}})
+		if err == nil {
+			pipe := w.rdb.TxPipeline()
+			pipe.RPush(ctx, w.k.nrq(), b)
+			pipe.LRem(ctx, proc, 1, raw)
+			_, err = pipe.Exec(ctx)
+		}
+		if err != nil {
+			w.log.Warn("cannot give an abandoned task back to the master; it is taken back when this worker is declared dead", "url", t.Request.URL, "err", err)
+		}
+		w.answeredOut.Delete(key)
+		return true
+	})
 }

@@ -3,6 +3,7 @@ package masterworker_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,6 +127,63 @@ func TestWorkerDiesAfterAnswered(t *testing.T) {
 	}
 	if n, _ := f.rdb.LLen(ctx, victim).Result(); n != 0 {
 		t.Errorf("the dead worker's processing list still holds %d tasks", n)
+	}
+	t.Logf("master: %+v", s)
+}
+
+// TestWorkerAbandonsAfterAnswered: a worker stopped (its context
+// cancelled) while it processes a page whose answered packet it sent
+// gives that task back to the master as a retry, not to srq (where
+// another worker would fetch it outside its host's turn); the master
+// queues it again and the crawl completes, politely.
+func TestWorkerAbandonsAfterAnswered(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	f := newFixture(t, websim.Config{Seed: 43, Hosts: 4, PagesPerHost: 12, Latency: 5 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+	f.cfg.Delay = crawl.Duration(delay)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-ans-abandon")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+
+	quitter, qdir := f.worker(t, "mw-ans-abandon", 2)
+	qctx, quit := context.WithCancel(gctx)
+	var once sync.Once
+	masterworker.SetBeforeResult(quitter, func(string) {
+		once.Do(quit)
+		<-qctx.Done()
+	})
+	quitDone := make(chan error, 1)
+	go func() { quitDone <- quitter.Run(qctx) }()
+	select {
+	case err := <-quitDone:
+		t.Logf("the quitting worker ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the quitting worker did not end")
+	}
+	dirs := []string{qdir}
+	for range 2 {
+		w, dir := f.worker(t, "mw-ans-abandon", 4)
+		dirs = append(dirs, dir)
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, dirs, 2) // the abandoned pages are fetched again
+	log := f.srv.Log()
+	for _, h := range log.Hosts() {
+		if n := log.MaxOpen(h); n > 1 {
+			t.Errorf("%s: %d requests open at once, want 1", h, n)
+		}
+		if gap, ok := log.MinGap(h); ok && gap < delay {
+			t.Errorf("%s: requests %v apart, want at least %v", h, gap, delay)
+		}
+	}
+	s := m.Stats()
+	if s.Requeued < 1 {
+		t.Errorf("the abandoned task was not given back and queued again: %+v", s)
 	}
 	t.Logf("master: %+v", s)
 }

@@ -533,6 +533,21 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			<-m.sem
 			continue
 		}
+		if r.Visit.Retry && t.turn.finish() {
+			// Given back by a worker that abandoned it after its answered
+			// packet (giveBackAnswered), or a retry after the turn ended:
+			// Finish's re-queue would be lost (Done after EndTurn ignores
+			// a Retry), so it is queued again here.
+			m.retry(t)
+			m.requeued.Add(1)
+			<-m.sem
+			if m.tp != nil {
+				if err := m.route(ctx); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		r.Visit.RequestAfter = requestAfter(lease.Start, r)
 		if err := m.sched.Finish(ctx, lease, r.Visit); err != nil {
 			return err

@@ -95,6 +95,10 @@ type Worker struct {
 	lastAt      time.Time // the previous load report (heartbeat goroutine)
 	lastFetched int64
 
+	// answeredOut holds the tasks (raw → Task) whose answered packet was
+	// sent and whose result was not yet (giveBackAnswered).
+	answeredOut sync.Map
+
 	// beforeResult, a test hook, is called after a page was processed
 	// and before its result is sent (nil: not called).
 	beforeResult func(Task)
@@ -190,6 +194,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		return err
 	}
 	w.id = id
+	w.answeredOut.Clear() // a previous number's tasks were taken back with it
 	if ms, err := w.rdb.Get(ctx, w.k.heartbeat()).Int64(); err == nil && ms > 0 {
 		w.opt.Heartbeat = time.Duration(ms) * time.Millisecond // the master's pace
 	}
@@ -286,6 +291,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		}
 		return err
 	}
+	w.giveBackAnswered(bg, w.k.processing(id))
 	for {
 		if err := w.rdb.LMove(bg, w.k.processing(id), w.k.srq(), "RIGHT", "LEFT").Err(); err != nil {
 			break
@@ -479,10 +485,13 @@ func (w *Worker) loop(ctx context.Context) error {
 		// The answer read, the host's turn ends (answered.go) while the
 		// page is parsed and stored.
 		fd := w.fetcher.Fetch(ctx, t.Request, took)
-		if ctx.Err() == nil {
-			w.sendAnswered(ctx, t, fd.Turn(), took)
+		if ctx.Err() == nil && w.sendAnswered(ctx, t, fd.Turn(), took) {
+			w.answeredOut.Store(raw, t)
 		}
 		v, err := w.fetcher.Process(ctx, fd)
+		if w.beforeResult != nil {
+			w.beforeResult(t)
+		}
 		w.inFlight.Add(-1)
 		if err != nil {
 			return err
@@ -495,9 +504,6 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err() // the task stays in the processing list
-		}
-		if w.beforeResult != nil {
-			w.beforeResult(t)
 		}
 		// The master completes its own copy of the request (its lease):
 		// the schedule entry is not sent back (nor could a JSON string
@@ -526,6 +532,7 @@ func (w *Worker) loop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cannot answer task %d: %w", t.ID, err)
 		}
+		w.answeredOut.Delete(raw)
 		w.fetched.Add(1)
 	}
 }
