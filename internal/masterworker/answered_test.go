@@ -147,7 +147,9 @@ func TestWorkerAbandonsAfterAnswered(t *testing.T) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Run(gctx) })
 
-	quitter, qdir := f.worker(t, "mw-ans-abandon", 2)
+	// One fetch loop: a second one could be cut off mid-fetch, and such a
+	// task goes back to srq under its host's turn (not this test's case).
+	quitter, qdir := f.worker(t, "mw-ans-abandon", 1)
 	qctx, quit := context.WithCancel(gctx)
 	var once sync.Once
 	masterworker.SetBeforeResult(quitter, func(string) {
@@ -171,7 +173,7 @@ func TestWorkerAbandonsAfterAnswered(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	f.check(t, dirs, 2) // the abandoned pages are fetched again
+	f.check(t, dirs, 1) // the abandoned page is fetched again
 	log := f.srv.Log()
 	for _, h := range log.Hosts() {
 		if n := log.MaxOpen(h); n > 1 {
