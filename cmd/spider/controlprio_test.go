@@ -42,7 +42,7 @@ func fakeCoordinator(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 	b, _ := json.Marshal(cfg)
 	p := "{spider:" + name + "}:mw:"
-	rdb.HSet(ctx, p+"stats", "epoch", 1, "fetched", 10, "elapsed_ms", 1000)
+	rdb.HSet(ctx, p+"stats", "epoch", 1, "fetched", 10, "elapsed_ms", 1000, "returned", 3)
 	rdb.Set(ctx, p+"topics:config", b, 0)
 	at := time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)
 	publish := func() {
@@ -205,7 +205,8 @@ func TestStatusTopicsRedis(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: %d %s", code, errOut)
 	}
-	for _, want := range []string{"coordinator (PQ-MCSA", "news", "tax", "(other)", "crawl nodes: 2", "logical nodes", "h1-aaaaaa", "h2-bbbbbb"} {
+	for _, want := range []string{"coordinator (PQ-MCSA", "news", "tax", "(other)", "crawl nodes: 2", "logical nodes", "h1-aaaaaa", "h2-bbbbbb",
+		"taken back from leaving nodes 3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

@@ -194,8 +194,12 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if stoppedContinuous {
 			verb = "continuous crawl stopped after"
 		}
-		fmt.Fprintf(stdout, "crawl %q %s %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d\n",
+		fmt.Fprintf(stdout, "crawl %q %s %d URLs in %s (%.1f/s); tasks handed %d, results %d, stale %d, re-queued %d",
 			rf.crawl, verb, p.Fetched, el.Round(time.Millisecond), float64(p.Fetched)/max(el.Seconds(), 1e-9), s.Handed, s.Results, s.Stale, s.Requeued)
+		if tc != nil {
+			fmt.Fprintf(stdout, ", taken back from leaving nodes %d", s.Returned)
+		}
+		fmt.Fprintln(stdout)
 		names := make([]string, 0, len(rows))
 		for r := range rows {
 			names = append(names, r)

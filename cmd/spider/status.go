@@ -84,7 +84,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	printReport(stdout, rep)
 	fmt.Fprintf(stdout, "  master: %d URLs done (%.1f/s over %s), %d queued, %d in flight, %d hosts, %d errors\n",
 		m["fetched"], rate, (time.Duration(m["elapsed_ms"]) * time.Millisecond).Round(time.Second), m["queued"], m["in_flight"], m["hosts"], m["errors"])
-	fmt.Fprintf(stdout, "  tasks: handed %d, results %d, stale %d, re-queued from dead workers %d\n", m["handed"], m["results"], m["stale"], m["requeued"])
+	fmt.Fprintf(stdout, "  tasks: handed %d, results %d, stale %d, re-queued from dead workers %d", m["handed"], m["results"], m["stale"], m["requeued"])
+	if isTopics {
+		fmt.Fprintf(stdout, ", taken back from leaving nodes %d", m["returned"])
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "  queues: srq %d, nrq %d, free work numbers (trq) %d\n", st.SRQ, st.NRQ, st.FreeTRQ)
 	fmt.Fprintf(stdout, "  workers: %d\n", len(st.Workers))
 	for _, w := range st.Workers {

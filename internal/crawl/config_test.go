@@ -88,7 +88,9 @@ func TestValidateRanges(t *testing.T) {
 		{"--revisit-share", func(c *Config) { c.RevisitShare = 1.01 }, false},
 		{"--revisit-share", func(c *Config) { c.RevisitShare = math.NaN() }, false},
 		{"--revisit-share", func(c *Config) { c.RevisitShare = 1 }, true},
-		{"revisit_hosts", func(c *Config) { c.RevisitHosts = map[string]RevisitBounds{"a.test": {Min: Duration(time.Hour), Max: Duration(time.Minute)}} }, false},
+		{"revisit_hosts", func(c *Config) {
+			c.RevisitHosts = map[string]RevisitBounds{"a.test": {Min: Duration(time.Hour), Max: Duration(time.Minute)}}
+		}, false},
 		{"revisit_hosts", func(c *Config) { c.RevisitHosts = map[string]RevisitBounds{"a.test": {Min: 1}} }, false},
 		{"revisit_topics", func(c *Config) { c.RevisitTopics = map[string]RevisitBounds{"news": {Max: MaxRevisit + 1}} }, false},
 		{"revisit_topics", func(c *Config) { c.RevisitTopics = map[string]RevisitBounds{"news": {Min: Duration(time.Minute)}} }, true},

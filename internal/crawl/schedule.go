@@ -510,8 +510,8 @@ type ScheduleStatus struct {
 	// failures to retry); Due of them are in the due index, the earliest
 	// at Next (zero: none).
 	Records, Due int64
-	Next        time.Time
-	Counts      RevisitCounts
+	Next         time.Time
+	Counts       RevisitCounts
 }
 
 // ScheduleStatus reads the State's revisit schedule; ok is false when the

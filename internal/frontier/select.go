@@ -43,6 +43,9 @@ type Admitter interface {
 // MaxCandidates bounds the candidates offered to a Selector per Next: the
 // ready back queues are visited from the heap top (earliest allowed start
 // first along each path), so the offered ones are among the longest-waiting.
+// Keys an Admitter declines do not count: the traversal goes on until
+// MaxCandidates keys are admitted or every ready key was asked, so admitted
+// keys are offered however many declined ones wait ahead of them.
 const MaxCandidates = 256
 
 // selectLocked offers the back queues that may start now to the Selector

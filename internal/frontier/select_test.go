@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +212,67 @@ func TestAdmitterHoldsKeysBack(t *testing.T) {
 	}
 	if n := f.Stats().Queued; n != 1 {
 		t.Fatalf("%d URLs queued, want 1", n)
+	}
+}
+
+// offerCounter is a gate that records how many candidates each Select was
+// offered.
+type offerCounter struct {
+	gate
+	offered []int
+}
+
+func (o *offerCounter) Select(_ time.Time, cands []Candidate, _ func(string) int) int {
+	o.mu.Lock()
+	o.offered = append(o.offered, len(cands))
+	o.mu.Unlock()
+	return 0
+}
+
+// TestAdmitterDeclinedKeysDoNotUseUpCandidates: declined ready keys do not
+// count against MaxCandidates, so a crawl node's hosts are offered however
+// many ready hosts of full nodes come first (more than MaxCandidates of
+// them here, all declined); the bound still holds for admitted keys.
+func TestAdmitterDeclinedKeysDoNotUseUpCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		keys, admitted int
+		wantOffered    int
+	}{
+		{"few admitted among many declined", 3 * MaxCandidates, 5, 5},
+		{"more admitted than the bound", 3 * MaxCandidates, MaxCandidates + 40, MaxCandidates},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock()
+			g := &offerCounter{gate: gate{open: map[string]bool{}}}
+			f, err := New(Config{Delay: time.Second, Now: clk.Now, After: clk.After, Selector: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for i := range tc.keys {
+				key := fmt.Sprintf("k%04d", i)
+				if i >= tc.keys-tc.admitted { // the last pushed: deep in the heap
+					g.set(key, true)
+				}
+				if err := f.Push(req("http://"+key+"/1", key, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			for range min(tc.admitted, 5) {
+				l, err := f.Next(ctx)
+				if err != nil {
+					t.Fatalf("Next with %d admitted keys behind %d declined: %v", tc.admitted, tc.keys-tc.admitted, err)
+				}
+				if !g.open[l.Request.Key] {
+					t.Fatalf("leased %s, a declined key", l.Request.Key)
+				}
+			}
+			if g.offered[0] != tc.wantOffered {
+				t.Errorf("the first Select was offered %d candidates, want %d", g.offered[0], tc.wantOffered)
+			}
+		})
 	}
 }

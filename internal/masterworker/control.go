@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
@@ -65,16 +67,43 @@ func (m *Master) follow(ctx context.Context, ctl *cluster.Control) error {
 }
 
 // takeBack removes the tasks still waiting on srq (no worker took them)
-// and gives their URLs back to the scheduler, pending.
+// and gives their URLs back to the scheduler, pending. A topics
+// coordinator also takes back those on the crawl nodes' own queues srq:N
+// and those waiting in it for their node (takeBackTopics).
 func (m *Master) takeBack(ctx context.Context) {
+	queues := []string{m.k.srq()}
+	if m.tp != nil {
+		for w := 1; w <= m.opt.MaxWorkers; w++ {
+			queues = append(queues, m.k.srqOf(w))
+		}
+	}
 	pipe := m.rdb.TxPipeline()
-	all := pipe.LRange(ctx, m.k.srq(), 0, -1)
-	pipe.Del(ctx, m.k.srq())
+	lists := make([]*redis.StringSliceCmd, len(queues))
+	for i, q := range queues {
+		lists[i] = pipe.LRange(ctx, q, 0, -1)
+	}
+	pipe.Del(ctx, queues...)
 	if _, err := pipe.Exec(ctx); err != nil {
-		m.log.Warn("cannot take back the tasks waiting on srq", "err", err)
+		m.log.Warn("cannot take back the tasks waiting on srq; they are fetched", "err", err)
 		return
 	}
-	for _, raw := range all.Val() {
+	var all []string
+	for _, l := range lists {
+		all = append(all, l.Val()...)
+	}
+	m.releaseTasks(all, false)
+	if m.tp != nil {
+		m.takeBackWaiting()
+	}
+}
+
+// releaseTasks gives the tasks raw (as on srq, srq:N or a processing
+// list) back to the scheduler and returns how many it released: each
+// task of this run's epoch whose lease is still out, once, as release
+// does.
+func (m *Master) releaseTasks(raws []string, fetched bool) int {
+	n := 0
+	for _, raw := range raws {
 		if raw == doneSentinel {
 			continue
 		}
@@ -82,14 +111,36 @@ func (m *Master) takeBack(ctx context.Context) {
 		if err != nil || t.Epoch != m.epoch {
 			continue
 		}
-		if lease := m.take(t.ID); lease != nil {
-			// Queued again as it was (no attempt counted): it was never
-			// fetched, and stays pending in the state.
-			m.sched.Release(lease, false)
-			if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
-				m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", lease.Request.URL, "err", err)
-			}
-			<-m.sem
+		if task, ok := m.take(t.ID); ok {
+			m.release(task, fetched)
+			n++
+		}
+	}
+	return n
+}
+
+// release gives a task taken from m.leases (take) back to the scheduler
+// and frees its --max-inflight slot. A task never fetched (fetched false)
+// is queued again as it was (no attempt counted: it stays pending in the
+// state); a fetched one is released as a failed attempt (Attempt+1),
+// which queues it again after a back-off. A task whose host's turn an
+// Answered packet ended (answered.go) was fetched, wherever it is found:
+// it is queued again with Attempt+1 through
+// crawl.Scheduler.RequeueAfterTurn, where it waits the host's delay
+// (Release with retry would lose it: the frontier's Done ignores a Retry
+// after EndTurn).
+func (m *Master) release(t outTask, fetched bool) {
+	defer func() { <-m.sem }()
+	if t.turn.finish() {
+		if err := m.sched.RequeueAfterTurn(t.lease); err != nil {
+			m.log.Warn("cannot queue a task taken back again; it stays pending for the next run", "url", t.lease.Request.URL, "err", err)
+		}
+		return
+	}
+	m.sched.Release(t.lease, fetched)
+	if !fetched {
+		if err := m.sched.Enqueue([]frontier.Request{t.lease.Request}); err != nil {
+			m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", t.lease.Request.URL, "err", err)
 		}
 	}
 }

@@ -193,3 +193,6 @@ func AnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string) (proc
 	}
 	return proc, task.Request.URL
 }
+
+// ReportLoad writes w's load record as its heartbeat does.
+func ReportLoad(ctx context.Context, w *Worker) error { return w.reportLoad(ctx) }

@@ -295,7 +295,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 			err = cluster.Retry(ctx, func() error { return m.rdb.RPush(ctx, m.k.srq(), b).Err() })
 		}
 		if err != nil {
-			m.take(id)
+			m.take(id) // never on srq: its turn cannot have ended
 			m.sched.Release(lease, false)
 			return fmt.Errorf("cannot hand out %s: %w", lease.Request.URL, err)
 		}
@@ -407,15 +407,11 @@ func (m *Master) markDone(ctx context.Context) error {
 	return nil
 }
 
-// take removes a task from the tasks out and returns its lease (nil: not
-// out any more); from then on no Answered packet ends its turn.
-func (m *Master) take(id uint64) *frontier.Lease {
-	t, _ := m.takeTask(id)
-	return t.lease
-}
-
-// takeTask is take that returns the task (retry needs its turn state).
-func (m *Master) takeTask(id uint64) (t outTask, ok bool) {
+// take removes a task from the tasks out and returns it (ok false: not
+// out any more); from then on no Answered packet ends its turn (it waits
+// for an endTurn under way). A topics coordinator counts the task off its
+// node's window.
+func (m *Master) take(id uint64) (t outTask, ok bool) {
 	m.mu.Lock()
 	t, ok = m.leases[id]
 	delete(m.leases, id)
@@ -423,26 +419,11 @@ func (m *Master) takeTask(id uint64) (t outTask, ok bool) {
 	if !ok {
 		return t, false
 	}
-	t.turn.finish() // waits for an endTurn under way
+	t.turn.finish()
 	if m.tp != nil {
 		m.answered(t.node)
 	}
 	return t, true
-}
-
-// retry gives a task taken (takeTask) back without a result, its URL
-// queued again with Attempt+1: a dead worker's, an expired one, one whose
-// result does not match. Once an Answered packet ended its host's turn,
-// through crawl.Scheduler.RequeueAfterTurn (the URL waits the host's
-// delay again); else Release.
-func (m *Master) retry(t outTask) {
-	if t.turn.finish() {
-		if err := m.sched.RequeueAfterTurn(t.lease); err != nil {
-			m.log.Warn("cannot queue a task taken back again; it stays pending for the next run", "url", t.lease.Request.URL, "err", err)
-		}
-		return
-	}
-	m.sched.Release(t.lease, true)
 }
 
 // collect pops results from nrq, up to resultBatch per round trip, and
@@ -520,7 +501,7 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			m.stale.Add(1)
 			continue
 		}
-		t, ok := m.takeTask(r.ID)
+		t, ok := m.take(r.ID)
 		if !ok {
 			m.stale.Add(1) // its worker was declared dead and the URL re-queued
 			continue
@@ -529,8 +510,7 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 		if lease.Request.URL != r.Visit.Request.URL {
 			m.bad.Add(1)
 			m.log.Warn("result does not match its task", "id", r.ID, "task", lease.Request.URL, "result", r.Visit.Request.URL)
-			m.retry(t)
-			<-m.sem
+			m.release(t, true)
 			continue
 		}
 		if r.Visit.Retry && t.turn.finish() {
@@ -538,9 +518,8 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			// packet (giveBackAnswered), or a retry after the turn ended:
 			// Finish's re-queue would be lost (Done after EndTurn ignores
 			// a Retry), so it is queued again here.
-			m.retry(t)
+			m.release(t, true)
 			m.requeued.Add(1)
-			<-m.sem
 			if m.tp != nil {
 				if err := m.route(ctx); err != nil {
 					return err
@@ -687,9 +666,8 @@ func (m *Master) expire(ctx context.Context) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return
 		}
-		if t, ok := m.takeTask(g.id); ok { // else answered meanwhile
-			m.retry(t)
-			<-m.sem
+		if t, ok := m.take(g.id); ok { // else answered meanwhile
+			m.release(t, true)
 			n++
 		}
 	}
@@ -708,18 +686,7 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 	if err != nil {
 		return err
 	}
-	n := 0
-	for _, raw := range items {
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
-		}
-		if task, ok := m.takeTask(t.ID); ok {
-			m.retry(task)
-			<-m.sem
-			n++
-		}
-	}
+	n := m.releaseTasks(items, true)
 	pipe := m.rdb.TxPipeline()
 	pipe.Del(ctx, m.k.processing(worker))
 	pipe.HDel(ctx, m.k.workers(), strconv.Itoa(worker))
@@ -735,13 +702,28 @@ func (m *Master) requeue(ctx context.Context, worker int) error {
 
 // publish writes the master's progress for `spider status`.
 func (m *Master) publish(ctx context.Context) {
+	fields := map[string]any{"epoch": m.epoch}
+	for k, v := range m.figures() {
+		fields[k] = v
+	}
+	m.rdb.HSet(ctx, m.k.stats(), fields)
+}
+
+// figures are the master's progress and task counters by the names the
+// stats hash (spider status) and the crawl report share; a topics
+// coordinator adds "returned" (MasterStats.Returned: tasks a leaving crawl
+// node had not started, taken back from its queue).
+func (m *Master) figures() map[string]int64 {
 	p := m.sched.Progress()
 	s := m.Stats()
-	m.rdb.HSet(ctx, m.k.stats(), map[string]any{
-		"epoch": m.epoch, "fetched": p.Fetched, "errors": p.Errors, "queued": p.Queued,
-		"in_flight": p.InFlight, "hosts": p.Hosts, "elapsed_ms": p.Elapsed.Milliseconds(),
+	f := map[string]int64{
+		"fetched": p.Fetched, "errors": p.Errors, "queued": int64(p.Queued), "in_flight": int64(p.InFlight), "hosts": int64(p.Hosts), "elapsed_ms": p.Elapsed.Milliseconds(),
 		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad, "expired": s.Expired,
-	})
+	}
+	if m.tp != nil {
+		f["returned"] = s.Returned
+	}
+	return f
 }
 
 // ScheduleStatus reads the revisit schedule for the summary

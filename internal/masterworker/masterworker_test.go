@@ -97,6 +97,12 @@ func opts(name string) masterworker.Options {
 
 func (f *fixture) worker(t *testing.T, name string, concurrency int) (*masterworker.Worker, string) {
 	t.Helper()
+	return f.workerWith(t, name, concurrency, nil)
+}
+
+// workerWith is worker with its options changed by edit (nil: none).
+func (f *fixture) workerWith(t *testing.T, name string, concurrency int, edit func(*masterworker.Options)) (*masterworker.Worker, string) {
+	t.Helper()
 	cfg, err := masterworker.LoadConfig(context.Background(), f.rdb, name, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +115,11 @@ func (f *fixture) worker(t *testing.T, name string, concurrency int) (*masterwor
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := masterworker.NewWorker(fetcher, f.rdb, opts(name), concurrency, nil)
+	o := opts(name)
+	if edit != nil {
+		edit(&o)
+	}
+	w, err := masterworker.NewWorker(fetcher, f.rdb, o, concurrency, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

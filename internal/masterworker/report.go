@@ -38,12 +38,9 @@ func stopReport(ctx context.Context, rep *cluster.Reporter, state string) error 
 
 // masterReport is this run's part of the master's report.
 func (m *Master) masterReport() cluster.NodeReport {
-	p := m.sched.Progress()
-	s := m.Stats()
-	r := cluster.NodeReport{Detail: map[string]int64{
-		"fetched": p.Fetched, "errors": p.Errors, "queued": int64(p.Queued), "in_flight": int64(p.InFlight), "hosts": int64(p.Hosts),
-		"handed": s.Handed, "results": s.Results, "stale": s.Stale, "requeued": s.Requeued, "bad": s.Bad, "expired": s.Expired,
-	}}
+	d := m.figures()
+	delete(d, "elapsed_ms") // the report has its own times
+	r := cluster.NodeReport{Detail: d}
 	if m.held.Load() {
 		r.State = cluster.ReportPaused
 	}

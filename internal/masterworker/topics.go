@@ -212,8 +212,8 @@ func (m *Master) route(ctx context.Context) error {
 	tp := m.tp
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	if tp.ring == nil || !tp.started || len(tp.waiting) == 0 {
-		return nil
+	if tp.ring == nil || !tp.started || len(tp.waiting) == 0 || m.held.Load() {
+		return nil // paused or stopping: takeBack gives the waiting tasks back
 	}
 	type push struct {
 		node int
@@ -359,38 +359,41 @@ func (m *Master) handBack(ctx context.Context, worker int) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	n := 0
-	for _, raw := range queue.Val() {
-		if raw == doneSentinel {
-			continue
-		}
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
-		}
-		if lease := m.take(t.ID); lease != nil {
-			m.sched.Release(lease, false)
-			if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
-				m.log.Warn("cannot queue a task taken back from a leaving node again; the next run fetches it", "url", lease.Request.URL, "err", err)
-			}
-			<-m.sem
-			n++
-		}
-	}
+	n := m.releaseTasks(queue.Val(), false)
 	m.returned.Add(int64(n))
 	m.log.Info("took back the tasks a leaving crawl node had not started", "worker", worker, "tasks", n)
 	return nil
 }
 
-// dropNode takes a dead worker off the ring.
-func (m *Master) dropNode(worker int) {
+// takeBackWaiting gives the tasks waiting in the coordinator for their
+// node back to the scheduler, never fetched (spider control pause and
+// stop: nothing more is handed out, and stop waits for every lease).
+func (m *Master) takeBackWaiting() {
+	tp := m.tp
+	tp.mu.Lock()
+	ids := tp.waiting
+	tp.waiting = nil
+	tp.mu.Unlock()
+	for _, id := range ids {
+		if t, ok := m.take(id); ok {
+			m.release(t, false)
+		}
+	}
+}
+
+// dropNode takes a dead worker off the ring; it reports whether the
+// worker had announced that it was leaving (Worker.Leave).
+func (m *Master) dropNode(worker int) (left bool) {
 	tp := m.tp
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
+	left = tp.left[worker]
+	delete(tp.left, worker)
 	if _, ok := tp.nodes[worker]; ok {
 		delete(tp.nodes, worker)
 		tp.rebuild(m.log)
 	}
+	return left
 }
 
 // requeueTopics takes back a dead (or leaving) crawl node's tasks: its
@@ -409,21 +412,22 @@ func (m *Master) requeueTopics(ctx context.Context, worker int) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	m.dropNode(worker)
-	n := 0
-	for _, raw := range slices.Concat(proc.Val(), queue.Val()) {
-		t, err := decodeTask([]byte(raw))
-		if err != nil || t.Epoch != m.epoch {
-			continue
+	left := m.dropNode(worker)
+	// Its processing list may have been fetched (an attempt counts); its
+	// queue was never started. A node that left (Worker.Leave) answered
+	// everything it fetched: what it left on its queue counts as returned.
+	n := m.releaseTasks(proc.Val(), true)
+	q := m.releaseTasks(queue.Val(), false)
+	if left {
+		m.requeued.Add(int64(n))
+		m.returned.Add(int64(q))
+		if n+q > 0 {
+			m.log.Info("crawl node gone after leaving; the tasks it left are queued again", "worker", worker, "taken", n, "not started", q)
 		}
-		if task, ok := m.takeTask(t.ID); ok {
-			m.retry(task)
-			<-m.sem
-			n++
-		}
+	} else {
+		m.requeued.Add(int64(n + q))
+		m.log.Warn("crawl node gone; its tasks are queued again and its logical nodes move to the others", "worker", worker, "tasks", n+q)
 	}
-	m.requeued.Add(int64(n))
-	m.log.Warn("crawl node gone; its tasks are queued again and its logical nodes move to the others", "worker", worker, "tasks", n)
 	return m.route(ctx)
 }
 
@@ -432,24 +436,20 @@ func (m *Master) requeueTopics(ctx context.Context, worker int) error {
 // load is published.
 func (m *Master) topicTick(ctx context.Context, now time.Time) error {
 	ts := m.sched.Topics()
-	if over, err := TopicPriorities(ctx, m.rdb, m.opt.Crawl); err != nil {
-		m.log.Warn("cannot read topic priority overrides", "err", err)
-	} else {
-		cur := map[string]int{}
-		for _, t := range ts.Tasks() {
-			if t.Granularity == topics.GranularityTopic {
-				cur[t.Name] = t.Priority
-			}
+	cur := ts.Priorities()
+	err := ApplyTopicPriorities(ctx, m.rdb, m.opt.Crawl, func(name string, p int) error {
+		c, ok := cur[name]
+		if !ok || c == p {
+			return nil // a topic the file no longer has, or nothing to change
 		}
-		for name, p := range over {
-			if c, ok := cur[name]; ok && c != p {
-				if err := ts.SetPriority(name, p); err != nil {
-					m.log.Warn("cannot apply a topic priority override", "topic", name, "priority", p, "err", err)
-					continue
-				}
-				m.log.Info("topic priority changed", "topic", name, "from", c, "to", p)
-			}
+		if err := ts.SetPriority(name, p); err != nil {
+			return err
 		}
+		m.log.Info("topic priority changed", "topic", name, "from", c, "to", p)
+		return nil
+	})
+	if err != nil {
+		m.log.Warn("cannot apply the topic priority overrides", "err", err)
 	}
 	m.publishTopics(ctx, now)
 	return nil
@@ -531,6 +531,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.loadMu.Lock()
 	now := time.Now()
 	fetched := w.fetched.Load()
 	rate := 0.0
@@ -540,6 +541,7 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 		}
 	}
 	w.lastAt, w.lastFetched = now, fetched
+	w.loadMu.Unlock()
 	b, err := json.Marshal(workerLoad{NodeLoad: NodeLoad{Worker: w.id, Node: w.node, InFlight: int(w.inFlight.Load()),
 		Queued: int(q), PagesPerSec: rate, Errors: w.errs.Load(), Fetched: fetched}, Concurrency: w.concurrency, Leaving: w.leaving.Load()})
 	if err != nil {
@@ -549,11 +551,16 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 }
 
 // leaveTopics gives a crawl node's work back as it leaves: the tasks it
-// had taken go back to the head of its queue; if the crawl is done the
+// had taken go back to the head of its queue, except those whose answered
+// packet was sent, which go back to the coordinator as retries
+// (giveBackAnswered: their hosts' turns have ended); if the crawl is done the
 // queue is deleted and the number returned; otherwise the worker marks
 // its heartbeat dead, so that the coordinator's reaper takes the queue back
 // (each task once) on its next round and moves its logical nodes.
 func (w *Worker) leaveTopics(ctx context.Context, id int) error {
+	// Tasks whose answered packet was sent go back to the coordinator as
+	// retries (their hosts' turns have ended), not to srq:N.
+	w.giveBackAnswered(ctx, w.k.processing(id))
 	for {
 		if err := w.rdb.LMove(ctx, w.k.processing(id), w.k.srqOf(id), "RIGHT", "LEFT").Err(); err != nil {
 			break

@@ -390,3 +390,53 @@ func TestTopicsCoordinatorRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicsCoordinatorAppliesOverride: a running coordinator applies a
+// priority spider control wrote (SetTopicPriority) on its next daemon tick
+// and publishes it in topics:status, with the file's priority beside it.
+func TestTopicsCoordinatorAppliesOverride(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 7, Hosts: 9, Domains: 3, PagesPerHost: 12, Latency: time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Waiting for 2 crawl nodes that never come: the crawl stays running.
+	m, _ := f.coordinator(t, "tc9", t.TempDir(), t.TempDir(), 2)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	prio := func() (int, int, bool) {
+		st, ok, err := masterworker.ReadTopicStatus(ctx, f.rdb, "tc9")
+		if err != nil || !ok {
+			return 0, 0, false
+		}
+		for _, tk := range st.Tasks {
+			if tk.Name == "beta" {
+				return tk.Priority, tk.FilePriority, true
+			}
+		}
+		return 0, 0, false
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, _, ok := prio(); !ok; _, _, ok = prio() {
+		if time.Now().After(deadline) {
+			t.Fatal("the coordinator published no topics status")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := masterworker.SetTopicPriority(ctx, f.rdb, "tc9", "beta", 7); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p, fp, _ := prio()
+		if p == 7 {
+			if fp != 1 {
+				t.Errorf("beta's file priority %d, want 1", fp)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("beta's priority is still %d, want 7 after the override", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -2,6 +2,7 @@ package masterworker_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/partition"
@@ -48,9 +50,12 @@ func TestTopicsClusterNodeLeaves(t *testing.T) {
 	go func() { left <- leaver.Run(gctx) }()
 
 	// Leave with fetches in flight and tasks waiting on its queue (its
-	// loops all busy: an idle one would have taken them).
+	// loops all busy: an idle one would have taken them). Two queued at
+	// least: a fetch that ends between this check and Leave lets its loop
+	// start one of them before Leave (a loop that takes one after Leave
+	// hands it back).
 	deadline = time.Now().Add(time.Minute)
-	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) == 0 || masterworker.NodeQueue(t, f.rdb, "tc5", 2) == 0 {
+	for leaver.Fetched() < 5 || masterworker.InFlight(leaver) == 0 || masterworker.NodeQueue(t, f.rdb, "tc5", 2) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the leaving node never had fetches in flight and tasks queued (fetched %d)", leaver.Fetched())
 		}
@@ -80,6 +85,12 @@ func TestTopicsClusterNodeLeaves(t *testing.T) {
 	}
 	if s.Requeued != 0 || s.Expired != 0 {
 		t.Errorf("stats %+v: tasks of the leaving node were taken back as from a dead node", s)
+	}
+	// spider status reads the counters from the stats hash.
+	if st, err := masterworker.ReadStatus(context.Background(), f.rdb, "tc5"); err != nil {
+		t.Fatal(err)
+	} else if st.Master["returned"] != s.Returned || st.Master["requeued"] != s.Requeued {
+		t.Errorf("stats hash returned %d, requeued %d; the master counted %d and %d", st.Master["returned"], st.Master["requeued"], s.Returned, s.Requeued)
 	}
 	if stay.Fetched() == 0 {
 		t.Error("the staying node fetched nothing")
@@ -250,5 +261,137 @@ func TestWorkerLeaves(t *testing.T) {
 	requestedOnce(t, f.srv)
 	if s := m.Stats(); s.Requeued != 0 || s.Expired != 0 {
 		t.Errorf("stats %+v: the leaving worker's tasks were taken back as from a dead worker", s)
+	}
+}
+
+// TestWorkerLeaveTimeout: a leaving worker whose fetches outlast
+// Options.LeaveTimeout (websim answers after 1.5 s, the bound is 200 ms)
+// cuts them off: Run returns soon after the bound with an error that wraps
+// context.Canceled (spider worker exits 130) and says the fetches were cut
+// off; their tasks are handed back and the other worker fetches every
+// page, none lost.
+func TestWorkerLeaveTimeout(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 34, Hosts: 4, PagesPerHost: 4, Latency: 1500 * time.Millisecond},
+		websim.TruthRules{MaxDepth: 2, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := f.master(t, "mw-leave-cut")
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	stay, d1 := f.worker(t, "mw-leave-cut", 3)
+	leaver, d2 := f.workerWith(t, "mw-leave-cut", 3, func(o *masterworker.Options) { o.LeaveTimeout = 200 * time.Millisecond })
+	left := make(chan error, 1)
+	go func() { left <- leaver.Run(gctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for masterworker.InFlight(leaver) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the leaving worker never had a fetch in flight")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	g.Go(func() error { return stay.Run(gctx) })
+	leaver.Leave()
+	start := time.Now()
+	// No t.Fatal before g.Wait: the master must not be closed (test
+	// clean-up) while it runs.
+	select {
+	case err := <-left:
+		if !errors.Is(err, context.Canceled) || err == nil || !strings.Contains(err.Error(), "cut off") {
+			t.Errorf("the worker cut off by the leave time-out: Run returned %v, want an error wrapping context.Canceled that says the fetches were cut off", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Run returned %s after Leave: the 200 ms bound did not cut the 1.5 s fetches off", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the leaving worker did not return")
+		cancel()
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{d1, d2}, 0)
+}
+
+// TestReportLoadConcurrent: a crawl node's load is reported by its
+// heartbeat and, at once, by Leave (so the coordinator stops routing to it
+// without waiting for the next beat): the two may run together, and the
+// rate they compute must not race (go test -race).
+func TestReportLoadConcurrent(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 35, Hosts: 1, PagesPerHost: 1}, websim.TruthRules{MaxDepth: 0, Scope: websim.ScopeAny})
+	cfg := f.cfg
+	cfg.Data = t.TempDir()
+	fetcher, err := crawl.NewFetcher(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := masterworker.NewWorker(fetcher, f.rdb, opts("mw-load"), 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var g errgroup.Group
+	for range 2 {
+		g.Go(func() error {
+			for range 50 {
+				if err := masterworker.ReportLoad(context.Background(), w); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTopicsClusterStop: spider control stop on a topics crawl while tasks
+// wait on a crawl node's own queue srq:N: the coordinator takes them back
+// as never fetched (as a plain master takes back srq), the node finishes
+// its fetch in flight and exits, and the coordinator returns ErrStopped
+// promptly with no task taken back as from a dead node; the queue is
+// empty afterwards.
+func TestTopicsClusterStop(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 13, Hosts: 9, Domains: 3, PagesPerHost: 16, Latency: 300 * time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc7", t.TempDir(), t.TempDir(), 1)
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(ctx) }()
+	node, _ := f.node(t, "tc7", 1) // a window of 2: one fetching, one queued
+	var g errgroup.Group
+	g.Go(func() error { return node.Run(ctx) })
+	deadline := time.Now().Add(time.Minute)
+	for masterworker.NodeQueue(t, f.rdb, "tc7", 1) == 0 || masterworker.InFlight(node) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the node never had a task queued behind its fetch")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	keys, err := cluster.NewKeys("tc7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.NewControl(f.rdb, keys).Set(ctx, cluster.ControlStopping); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, masterworker.ErrStopped) {
+			t.Errorf("the stopped coordinator returned %v, want ErrStopped", err)
+		}
+	case <-time.After(20 * time.Second):
+		cancel()
+		<-stopped
+		t.Fatal("the coordinator did not stop within 20 s")
+	}
+	if err := g.Wait(); err != nil {
+		t.Errorf("the stopped node: %v", err)
+	}
+	if s := m.Stats(); s.Requeued != 0 || s.Expired != 0 {
+		t.Errorf("stats %+v: the stopped node's queued tasks were taken back as from a dead node, not as never fetched", s)
+	}
+	if n := masterworker.NodeQueue(t, f.rdb, "tc7", 1); n != 0 {
+		t.Errorf("%d tasks left on the node's queue after the stop", n)
 	}
 }

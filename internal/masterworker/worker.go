@@ -92,8 +92,9 @@ type Worker struct {
 	scorer      *topics.Scheduler
 	inFlight    atomic.Int64
 	errs        atomic.Int64
-	lastAt      time.Time // the previous load report (heartbeat goroutine)
-	lastFetched int64
+	loadMu      sync.Mutex // reportLoad runs in the heartbeat and in Leave's goroutine
+	lastAt      time.Time  // the previous load report (loadMu)
+	lastFetched int64      // (loadMu)
 
 	// answeredOut holds the tasks (raw → Task) whose answered packet was
 	// sent and whose result was not yet (giveBackAnswered).
@@ -277,8 +278,9 @@ func (w *Worker) runOnce(ctx context.Context) error {
 	if errors.Is(err, errDeclaredDead) {
 		return err
 	}
-	if cutOff.Load() && err == nil {
-		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out: %w", context.Canceled)
+	if cutOff.Load() && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)) {
+		// The loops end with the cancelled fetch context's error, not nil.
+		err = fmt.Errorf("left the crawl with fetches cut off after the leave time-out; their tasks are handed back to be fetched again: %w", context.Canceled)
 	}
 	// Leaving (done, or cancelled): give unfinished tasks and the number back.
 	bg := context.WithoutCancel(ctx)
@@ -414,6 +416,16 @@ func (w *Worker) heartbeat(ctx context.Context) error {
 	}
 }
 
+// putBack moves raw from the processing list proc back to the head of
+// queue in one transaction: the packet is not this loop's to handle.
+func (w *Worker) putBack(ctx context.Context, proc, queue, raw string) error {
+	pipe := w.rdb.TxPipeline()
+	pipe.LRem(ctx, proc, 1, raw)
+	pipe.LPush(ctx, queue, raw)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
 func (w *Worker) isDone(ctx context.Context) (bool, error) {
 	n, err := w.rdb.Exists(ctx, w.k.done()).Result()
 	if err != nil {
@@ -462,13 +474,20 @@ func (w *Worker) loop(ctx context.Context) error {
 		down.ok(w.log, "taking tasks")
 		if raw == doneSentinel {
 			// Pass it on to the next blocked loop, then stop.
-			pipe := w.rdb.TxPipeline()
-			pipe.LRem(ctx, proc, 1, raw)
-			pipe.LPush(ctx, queue, raw)
-			if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
+			if err := w.putBack(ctx, proc, queue, raw); err != nil && ctx.Err() == nil {
 				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
 			}
 			return errDone
+		}
+		if w.leaving.Load() {
+			// Leave came while this loop waited for a task: no fetch starts
+			// after Leave. The task goes back untouched to the head of the
+			// queue it came from, where the coordinator takes it back (from a
+			// leaving node's srq:N, or with the node's lists once it is gone).
+			if err := w.putBack(ctx, proc, queue, raw); err != nil && ctx.Err() == nil {
+				w.log.Warn("cannot hand back a task taken while leaving; the master takes it back from this worker's processing list", "err", err)
+			}
+			return errLeft
 		}
 		t, err := decodeTask([]byte(raw))
 		if err != nil {

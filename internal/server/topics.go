@@ -40,7 +40,7 @@ func TopicRows(st topics.Status) []Topic {
 		}
 		rows = append(rows, Topic{Name: t.Name, Priority: t.Priority, FilePriority: t.FilePriority, State: t.State,
 			SliceTotalMS: t.SliceTotalMS, SliceRemainMS: t.SliceRemainMS, Pages: t.Pages, Relevant: t.Relevant,
-			Queued: int64(t.Queued), Preemptions: t.Preemptions})
+			Queued: int64(t.Queued), Preemptions: t.Preemptions, Blocked: t.Blocked, Note: t.Note})
 	}
 	return rows
 }

@@ -190,3 +190,25 @@ func TestDirViewTopics(t *testing.T) {
 		t.Fatalf("topics %+v at %v", st.Topics, st.TopicsAt)
 	}
 }
+
+// TestTopicRowsReportRobotsRefusals: a topic whose URLs robots.txt all
+// refused shows its refusals and the scheduler's note in the dashboard's
+// rows (issue 25: reported, not a silent 0), and URL tasks are left out.
+func TestTopicRowsReportRobotsRefusals(t *testing.T) {
+	st := topics.Status{Tasks: []topics.TaskStatus{
+		{Name: "news", Granularity: topics.GranularityTopic.String(), Priority: 2, Pages: 5},
+		{Name: "closed", Granularity: topics.GranularityTopic.String(), Priority: 1, Blocked: 3,
+			Note: "no page: robots.txt disallowed all 3 of its URLs requested so far"},
+		{Name: "https://a.test/x", Granularity: topics.GranularityURL.String(), Priority: 5},
+	}}
+	rows := TopicRows(st)
+	if len(rows) != 2 {
+		t.Fatalf("rows = %+v, want the two topics", rows)
+	}
+	if rows[0].Blocked != 0 || rows[0].Note != "" {
+		t.Errorf("news row = %+v, want no refusal", rows[0])
+	}
+	if rows[1].Blocked != 3 || !strings.Contains(rows[1].Note, "robots.txt disallowed all 3") {
+		t.Errorf("closed row = %+v, want 3 refusals and the note", rows[1])
+	}
+}

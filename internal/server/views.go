@@ -229,6 +229,10 @@ type Topic struct {
 	Relevant      int64  `json:"relevant"`
 	Queued        int64  `json:"queued"`
 	Preemptions   int64  `json:"preemptions"`
+	// Blocked counts the topic's URLs robots.txt disallowed (no page), and
+	// Note says why a topic shows no page when all were (topics.TaskStatus).
+	Blocked int64  `json:"blocked"`
+	Note    string `json:"note,omitempty"`
 }
 
 // RecentError is a URL whose last fetch did not end 2xx or 3xx.

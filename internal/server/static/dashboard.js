@@ -32,12 +32,14 @@
   }
 
   // fill replaces the rows of table id; a column is {get(row) → text or
-  // Node, cls}. It returns how many rows it wrote.
-  function fill(id, rows, cols) {
+  // Node, cls}; rowClass(row), when given, is the class of the row's tr.
+  // It returns how many rows it wrote.
+  function fill(id, rows, cols, rowClass) {
     const tbody = $(id).querySelector("tbody");
     tbody.replaceChildren();
     for (const r of rows || []) {
       const tr = document.createElement("tr");
+      if (rowClass) tr.className = rowClass(r);
       for (const c of cols) {
         const v = c.get(r);
         if (v instanceof Node) {
@@ -68,9 +70,11 @@
     return "in " + (ms / 60000).toFixed(1) + " min";
   }
 
+  // ms formats a duration in milliseconds: "250 ms", "1.5 s", "-1.3 s"
+  // (a topic's slice left is negative once it overran its slice).
   function ms(v) {
     if (typeof v !== "number" || !Number.isFinite(v)) return DASH;
-    if (v < 1000) return v + " ms";
+    if (Math.abs(v) < 1000) return v + " ms";
     return (v / 1000).toFixed(v % 1000 ? 1 : 0) + " s";
   }
 
@@ -227,14 +231,22 @@
     const nt = fill("topics", st.topics, [txt("name"),
       { get: function (r) { return r.file_priority !== undefined && r.file_priority !== r.priority ? num(r.priority) + " (file " + num(r.file_priority) + ")" : num(r.priority); }, cls: "num" },
       txt("state"), { get: function (r) { return ms(r.slice_total_ms); }, cls: "num" }, { get: function (r) { return ms(r.slice_remain_ms); }, cls: "num" },
-      col("pages"), col("relevant"), col("queued"), col("preemptions")]);
+      col("pages"), col("relevant"), col("queued"), col("preemptions"), col("blocked")]);
     show("topics-section", nt > 0);
+    // A topic whose URLs robots.txt all refused says so (the crawl goes on
+    // without it; it is not a hang).
+    const notes = (st.topics || []).filter(function (r) { return r.note; }).map(function (r) { return r.name + ": " + r.note; });
+    $("topics-notes").textContent = notes.join("; ");
+    show("topics-notes", notes.length > 0);
     $("topics-caption").textContent = nt > 0 ? "PQ-MCSA scheduler" + (st.topics_at ? ", as of " + new Date(st.topics_at).toLocaleTimeString() : "") +
       "; a higher priority pre-empts a lower one, equal priorities share time slices" : "";
     topicChoices(st.topics || []);
-    show("topic-nodes-section", fill("topic-nodes", st.topic_nodes, [col("worker"), txt("node"), { get: function (r) { return r.alive ? "yes" : "no (its tasks go out again)"; } },
+    // A dead crawl node's row is marked (class "dead"): greyed, its alive
+    // cell in red.
+    show("topic-nodes-section", fill("topic-nodes", st.topic_nodes, [col("worker"), txt("node"), { get: function (r) { return r.alive ? "yes" : "no (its tasks go out again)"; }, cls: "alive" },
       col("in_flight"), col("queued"), col("pages_per_sec", 1), col("errors"), col("fetched"), col("buckets"),
-      { get: function (r) { return r.last_beat ? new Date(r.last_beat).toLocaleTimeString() : ""; } }]) > 0);
+      { get: function (r) { return r.last_beat ? new Date(r.last_beat).toLocaleTimeString() : DASH; } }],
+    function (r) { return r.alive ? "" : "dead"; }) > 0);
     show("errors-section", fill("errors", st.recent_errors, [
       { get: function (r) { return r.at ? new Date(r.at).toLocaleTimeString() : ""; } },
       { get: function (r) { return r.status && String(r.status) !== r.outcome ? text(r.outcome) + " (" + r.status + ")" : text(r.outcome); } },
@@ -283,8 +295,10 @@
       });
       const ans = await r.json();
       out.textContent = r.ok ? text(ans.action) + ": done" + (typeof ans.added === "number" ? " (" + ans.added + " new)" : "") : text(ans.error);
+      out.className = r.ok ? "muted" : "error"; // a refusal shows in red
     } catch (e) {
       out.textContent = "cannot reach the server: " + text(e.message);
+      out.className = "error";
     }
   }
 
@@ -294,7 +308,13 @@
   $("add-seed").addEventListener("click", function () { control("/api/crawl/seeds", { urls: [$("seed").value] }); });
   $("set-priority").addEventListener("click", function () {
     const topic = $("priority-topic").value;
-    control("/api/topics/" + encodeURIComponent(topic) + "/priority", { priority: Number($("priority-value").value) }, "PUT");
+    // A field that holds no whole number (empty, "2.5", or text the
+    // browser dropped) goes as null, which the server refuses with its
+    // message ("give priority as a whole number from 0 to 9"): never as a
+    // silent 0, nor as a JSON decoding error naming Go types.
+    const raw = $("priority-value").value.trim();
+    const p = raw === "" ? NaN : Number(raw);
+    control("/api/topics/" + encodeURIComponent(topic) + "/priority", { priority: Number.isInteger(p) ? p : null }, "PUT");
   });
   if ($("state").textContent !== "no crawl") poll();
 })();
