@@ -168,7 +168,7 @@ func (m *Master) endTurn(raw string) {
 // best effort: on failure the host's turn ends with the result, as
 // without it. It reports whether it sent the packet.
 func (w *Worker) sendAnswered(ctx context.Context, t Task, turn crawl.Visit, took time.Time) bool {
-	if turn.Retry || t.Epoch != w.ansEpoch.Load() {
+	if w.noAnswered || turn.Retry || t.Epoch != w.ansEpoch.Load() {
 		return false
 	}
 	a := Answered{Epoch: t.Epoch, ID: t.ID, Worker: w.id, URL: t.Request.URL, Delay: turn.Delay, CrawlDelay: turn.CrawlDelay}

@@ -3,6 +3,7 @@ package masterworker_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,31 +47,10 @@ func TestHostTurnEndsAtAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(t, dirs, 0)
-	log := f.srv.Log()
-	var gaps []time.Duration
-	for _, h := range log.Hosts() {
-		if n := log.MaxOpen(h); n > 1 {
-			t.Errorf("%s: %d requests open at once across workers, want 1", h, n)
-		}
-		var prev *websim.Entry
-		for _, e := range log.HostEntries(h) {
-			if e.Path == "/robots.txt" {
-				continue // fetched under the page's lease, before it
-			}
-			if prev != nil {
-				gap := e.Time.Sub(prev.End)
-				if gap < delay {
-					t.Errorf("%s: %s requested %v after the answer of %s ended, want at least the delay %v", h, e.Path, gap, prev.Path, delay)
-				}
-				gaps = append(gaps, gap)
-			}
-			prev = &e
-		}
-	}
+	gaps := hostGaps(t, f.srv.Log(), delay)
 	if len(gaps) < 10 {
 		t.Fatalf("only %d gaps measured, want at least 10", len(gaps))
 	}
-	slices.Sort(gaps)
 	median := gaps[len(gaps)/2]
 	if limit := delay + process/2; median >= limit {
 		t.Errorf("median gap from an answer to the host's next request %v, want below %v (the delay %v, not delay + processing %v + round trip); gaps %v",
@@ -188,4 +168,167 @@ func TestWorkerAbandonsAfterAnswered(t *testing.T) {
 		t.Errorf("the abandoned task was not given back and queued again: %+v", s)
 	}
 	t.Logf("master: %+v", s)
+}
+
+// hostGaps checks websim's log for politeness (one request open per host,
+// every gap from an answer's end to the host's next page request at least
+// delay) and returns those gaps, sorted. robots.txt is left out: it is
+// fetched under the page's lease, just before the page.
+func hostGaps(t *testing.T, log *websim.AccessLog, delay time.Duration) []time.Duration {
+	t.Helper()
+	var gaps []time.Duration
+	for _, h := range log.Hosts() {
+		if n := log.MaxOpen(h); n > 1 {
+			t.Errorf("%s: %d requests open at once across workers, want 1", h, n)
+		}
+		var prev *websim.Entry
+		for _, e := range log.HostEntries(h) {
+			if e.Path == "/robots.txt" {
+				continue
+			}
+			if prev != nil {
+				gap := e.Time.Sub(prev.End)
+				if gap < delay {
+					t.Errorf("%s: %s requested %v after the answer of %s ended, want at least the delay %v", h, e.Path, gap, prev.Path, delay)
+				}
+				gaps = append(gaps, gap)
+			}
+			prev = &e
+		}
+	}
+	slices.Sort(gaps)
+	return gaps
+}
+
+// TestHostTurnAnsweredOrNot measures the host's turn with and without
+// answered packets, on a plain master–worker crawl and on a topics crawl
+// (crawl nodes with their own queues srq:N: the same politeness rule).
+// Each page costs the workers 150 ms after its answer was read. With the
+// packets, the median gap at the server from an answer to the host's next
+// request stays below delay + half the processing; without them (the
+// turn ends with the result) it is at least delay + processing, which
+// shows the test tells the two apart. No gap is ever below the delay.
+func TestHostTurnAnsweredOrNot(t *testing.T) {
+	const (
+		delay   = 100 * time.Millisecond
+		process = 150 * time.Millisecond
+	)
+	web := websim.Config{Seed: 44, Hosts: 6, Domains: 3, PagesPerHost: 8, Latency: 20 * time.Millisecond}
+	for _, tc := range []struct {
+		name             string
+		topics, answered bool
+	}{
+		{"plain/answered", false, true},
+		{"plain/without", false, false},
+		{"topics/answered", true, true},
+		{"topics/without", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			crawlName := "mw-turn-" + strings.ReplaceAll(tc.name, "/", "-")
+			var (
+				m     *masterworker.Master
+				check func(dirs []string)
+				log   *websim.AccessLog
+				nodes []*masterworker.Worker
+				dirs  []string
+			)
+			g, gctx := errgroup.WithContext(ctx)
+			if tc.topics {
+				f := newTopicsFixture(t, web, "")
+				f.cfg.Delay = crawl.Duration(delay)
+				m, _ = f.coordinator(t, crawlName, t.TempDir(), t.TempDir(), 2)
+				g.Go(func() error { return m.Run(gctx) })
+				// 8 fetch loops per node: with 4, a host's next task waits on
+				// srq:N while the node's loops process earlier pages (median
+				// 195 ms with the packets, 310 ms without, in one run): the
+				// node's capacity, not the host's turn.
+				for range 2 {
+					w, dir := f.node(t, crawlName, 8)
+					nodes, dirs = append(nodes, w), append(dirs, dir)
+				}
+				check, log = func(dirs []string) { f.check(t, dirs, 0) }, f.srv.Log()
+			} else {
+				f := newFixture(t, web, websim.TruthRules{MaxDepth: 3, Scope: websim.ScopeAny})
+				f.cfg.Delay = crawl.Duration(delay)
+				m = f.master(t, crawlName)
+				g.Go(func() error { return m.Run(gctx) })
+				for range 2 {
+					w, dir := f.worker(t, crawlName, 4)
+					nodes, dirs = append(nodes, w), append(dirs, dir)
+				}
+				check, log = func(dirs []string) { f.check(t, dirs, 0) }, f.srv.Log()
+			}
+			for _, w := range nodes {
+				masterworker.SetBeforeResult(w, func(string) { time.Sleep(process) })
+				if !tc.answered {
+					masterworker.NoAnswered(w)
+				}
+				g.Go(func() error { return w.Run(gctx) })
+			}
+			if err := g.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			check(dirs)
+			gaps := hostGaps(t, log, delay)
+			if len(gaps) < 10 {
+				t.Fatalf("only %d gaps measured, want at least 10", len(gaps))
+			}
+			median := gaps[len(gaps)/2]
+			s := m.Stats()
+			t.Logf("median gap %v over %d gaps (min %v, max %v); master %+v", median, len(gaps), gaps[0], gaps[len(gaps)-1], s)
+			if tc.answered {
+				if limit := delay + process/2; median >= limit {
+					t.Errorf("median gap from an answer to the host's next request %v, want below %v (the delay, not delay + processing); gaps %v", median, limit, gaps)
+				}
+				if s.Answers == 0 {
+					t.Errorf("no host turn was ended by an answered packet: %+v", s)
+				}
+				return
+			}
+			if median < delay+process {
+				t.Errorf("without answered packets the median gap is %v, want at least delay + processing %v: the test does not see the turn", median, delay+process)
+			}
+			if s.Answers != 0 {
+				t.Errorf("%d host turns ended by answered packets that were not sent", s.Answers)
+			}
+		})
+	}
+}
+
+// TestTopicsNodeDiesAfterAnswered: a crawl node of a topics crawl killed
+// after it sent the answered packet of the task it took, before its
+// result: the host's turn has ended, the lease has not. The coordinator's
+// reaper takes its processing list back (releaseTasks) and queues the
+// task again after its turn (RequeueAfterTurn), so another node fetches
+// it: no URL is lost. (Released as an ordinary failed attempt, the URL
+// was lost: the frontier ignores a retry once the turn ended.)
+func TestTopicsNodeDiesAfterAnswered(t *testing.T) {
+	f := newTopicsFixture(t, websim.Config{Seed: 45, Hosts: 9, Domains: 3, PagesPerHost: 10, Latency: time.Millisecond}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc-ans-dies", t.TempDir(), t.TempDir(), 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+	w, dir := f.node(t, "tc-ans-dies", 2)
+	g.Go(func() error { return w.Run(gctx) })
+	victim, url := masterworker.TopicAnsweredVictim(t, f.rdb, "tc-ans-dies", 1)
+	for deadline := time.Now().Add(10 * time.Second); m.Stats().Answers < 1; {
+		if time.Now().After(deadline) {
+			t.Errorf("the victim's answered packet did not end its host's turn: %+v", m.Stats())
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{dir}, 0)
+	if _, ok := fetched(t, []string{dir})[url]; !ok {
+		t.Errorf("the dead node's task %s (worker %d) was never fetched", url, victim)
+	}
+	if s := m.Stats(); s.Requeued < 1 {
+		t.Errorf("stats %+v: the dead node's task was not taken back", s)
+	}
 }

@@ -159,6 +159,10 @@ func SetBeforeResult(w *Worker, f func(url string)) {
 	w.beforeResult = func(t Task) { f(t.Request.URL) }
 }
 
+// NoAnswered makes w send no answered packets: its hosts' turns end with
+// their results, as before issue #22. Call it before Run.
+func NoAnswered(w *Worker) { w.noAnswered = true }
+
 // AnsweredVictim is Victim for a worker killed with kill -9 after it told
 // the master a task's answer was read (an Answered packet on ans) and
 // before it sent the result: the host's turn has ended, the task is in
@@ -166,9 +170,27 @@ func SetBeforeResult(w *Worker, f func(url string)) {
 // task's URL once the master has taken the packet.
 func AnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string) (proc, url string) {
 	t.Helper()
+	proc = Victim(t, rdb, crawl)
+	return proc, SendAnswered(t, rdb, crawl, proc)
+}
+
+// TopicAnsweredVictim is TopicVictim for a crawl node killed after it
+// sent the answered packet of the task it took: it returns the node's
+// work number and the task's URL once the coordinator has taken the
+// packet.
+func TopicAnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string, concurrency int) (worker int, url string) {
+	t.Helper()
+	worker = TopicVictim(t, rdb, crawl, concurrency)
+	return worker, SendAnswered(t, rdb, crawl, newKeys(crawl).processing(worker))
+}
+
+// SendAnswered pushes the answered packet of the first task of the
+// processing list proc, as its worker would, and waits until the master
+// has popped it; it returns the task's URL.
+func SendAnswered(t *testing.T, rdb redis.UniversalClient, crawl, proc string) string {
+	t.Helper()
 	ctx := context.Background()
 	k := newKeys(crawl)
-	proc = Victim(t, rdb, crawl)
 	raw, err := rdb.LIndex(ctx, proc, 0).Result()
 	if err != nil {
 		t.Fatalf("the victim's task: %v", err)
@@ -191,7 +213,7 @@ func AnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string) (proc
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return proc, task.Request.URL
+	return task.Request.URL
 }
 
 // ReportLoad writes w's load record as its heartbeat does.

@@ -103,6 +103,9 @@ type Worker struct {
 	// beforeResult, a test hook, is called after a page was processed
 	// and before its result is sent (nil: not called).
 	beforeResult func(Task)
+	// noAnswered, a test hook, keeps the worker from sending answered
+	// packets (the host's turn then ends with the result, as before).
+	noAnswered bool
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
