@@ -332,3 +332,56 @@ func TestTopicsNodeDiesAfterAnswered(t *testing.T) {
 		t.Errorf("stats %+v: the dead node's task was not taken back", s)
 	}
 }
+
+// TestTopicsNodeAbandonsAfterAnswered: a crawl node stopped (its context
+// cancelled) while it processes a page whose answered packet it sent
+// gives that task back to the coordinator as a retry (leaveTopics →
+// giveBackAnswered), not to its queue srq:N; the coordinator queues it
+// again after the host's turn and the other node fetches it, politely.
+func TestTopicsNodeAbandonsAfterAnswered(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	f := newTopicsFixture(t, websim.Config{Seed: 46, Hosts: 6, Domains: 3, PagesPerHost: 10, Latency: 5 * time.Millisecond}, "")
+	f.cfg.Delay = crawl.Duration(delay)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, _ := f.coordinator(t, "tc-ans-abandon", t.TempDir(), t.TempDir(), 2)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Run(gctx) })
+
+	// One fetch loop, as in TestWorkerAbandonsAfterAnswered.
+	quitter, qdir := f.node(t, "tc-ans-abandon", 1)
+	qctx, quit := context.WithCancel(gctx)
+	var once sync.Once
+	masterworker.SetBeforeResult(quitter, func(string) {
+		once.Do(quit)
+		<-qctx.Done()
+	})
+	quitDone := make(chan error, 1)
+	go func() { quitDone <- quitter.Run(qctx) }()
+	w, dir := f.node(t, "tc-ans-abandon", 2)
+	g.Go(func() error { return w.Run(gctx) })
+	select {
+	case err := <-quitDone:
+		t.Logf("the quitting node ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the quitting node did not end")
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{qdir, dir}, 1) // the abandoned page is fetched again
+	log := f.srv.Log()
+	for _, h := range log.Hosts() {
+		if n := log.MaxOpen(h); n > 1 {
+			t.Errorf("%s: %d requests open at once, want 1", h, n)
+		}
+		if gap, ok := log.MinGap(h); ok && gap < delay {
+			t.Errorf("%s: requests %v apart, want at least %v", h, gap, delay)
+		}
+	}
+	s := m.Stats()
+	if s.Requeued < 1 {
+		t.Errorf("the abandoned task was not given back and queued again: %+v", s)
+	}
+	t.Logf("coordinator: %+v", s)
+}
