@@ -191,11 +191,16 @@ func (w *Worker) sendAnswered(ctx context.Context, t Task, turn crawl.Visit, too
 // giveBackAnswered gives back, as retry results on nrq, the tasks of
 // processing list proc whose answered packet was sent and whose result
 // was not (the worker is abandoning them): their hosts' turns have ended,
-// so such a task must not go back on srq, where another worker would
-// fetch it outside the host's turn; the master queues it again in its
-// frontier instead (Master.apply: a retry after the turn ended), where it
-// waits the host's delay. A task whose give-back fails stays in proc.
-func (w *Worker) giveBackAnswered(ctx context.Context, proc string) {
+// so such a task must not go back on srq (or srq:N), where another worker
+// would fetch it outside the host's turn; the master queues it again in
+// its frontier instead (Master.apply: a retry after the turn ended), where
+// it waits the host's delay. It reports whether every such task was given
+// back; a task whose give-back fails stays in proc, and the caller must
+// then leave proc and its work number to the master's reaper (which takes
+// the list back when the worker is declared dead) instead of moving proc
+// to a queue.
+func (w *Worker) giveBackAnswered(ctx context.Context, proc string) (ok bool) {
+	ok = true
 	w.answeredOut.Range(func(key, val any) bool {
 		raw, t := key.(string), val.(Task)
 		r := t.Request
@@ -208,9 +213,11 @@ func (w *Worker) giveBackAnswered(ctx context.Context, proc string) {
 			_, err = pipe.Exec(ctx)
 		}
 		if err != nil {
-			w.log.Warn("cannot give an abandoned task back to the master; it is taken back when this worker is declared dead", "url", t.Request.URL, "err", err)
+			ok = false
+			w.log.Warn("cannot give an abandoned task back to the master; this worker's tasks are taken back when it is declared dead", "url", t.Request.URL, "err", err)
 		}
 		w.answeredOut.Delete(key)
 		return true
 	})
+	return ok
 }

@@ -559,9 +559,10 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 // (each task once) on its next round and moves its logical nodes.
 func (w *Worker) leaveTopics(ctx context.Context, id int) error {
 	// Tasks whose answered packet was sent go back to the coordinator as
-	// retries (their hosts' turns have ended), not to srq:N.
-	w.giveBackAnswered(ctx, w.k.processing(id))
-	for {
+	// retries (their hosts' turns have ended), not to srq:N; if one
+	// cannot, the processing list stays as it is for the reaper.
+	gaveBack := w.giveBackAnswered(ctx, w.k.processing(id))
+	for gaveBack {
 		if err := w.rdb.LMove(ctx, w.k.processing(id), w.k.srqOf(id), "RIGHT", "LEFT").Err(); err != nil {
 			break
 		}
@@ -571,7 +572,7 @@ func (w *Worker) leaveTopics(ctx context.Context, id int) error {
 		return err
 	}
 	pipe := w.rdb.TxPipeline()
-	if done {
+	if done && gaveBack {
 		pipe.Del(ctx, w.k.srqOf(id))
 		pipe.HDel(ctx, w.k.workers(), strconv.Itoa(id))
 		pipe.HDel(ctx, w.k.owners(), strconv.Itoa(id))

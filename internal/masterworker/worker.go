@@ -296,7 +296,15 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		}
 		return err
 	}
-	w.giveBackAnswered(bg, w.k.processing(id))
+	if !w.giveBackAnswered(bg, w.k.processing(id)) {
+		// An abandoned task whose turn ended is still in the processing
+		// list: the list and the number stay for the master's reaper
+		// (this worker beats no more), never moved to srq.
+		if errors.Is(err, errDone) {
+			err = nil
+		}
+		return err
+	}
 	for {
 		if err := w.rdb.LMove(bg, w.k.processing(id), w.k.srq(), "RIGHT", "LEFT").Err(); err != nil {
 			break
