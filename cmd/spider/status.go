@@ -92,6 +92,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "  queues: srq %d, nrq %d, free work numbers (trq) %d\n", st.SRQ, st.NRQ, st.FreeTRQ)
 	fmt.Fprintf(stdout, "  workers: %d\n", len(st.Workers))
 	for _, w := range st.Workers {
+		if isTopics {
+			fmt.Fprintf(stdout, "    #%d  last heartbeat %s ago, %d tasks in hand, %d queued for it\n", w.ID, w.LastBeat, w.InFlight, w.Queued)
+			continue
+		}
 		fmt.Fprintf(stdout, "    #%d  last heartbeat %s ago, %d tasks in hand\n", w.ID, w.LastBeat, w.InFlight)
 	}
 	if isTopics {

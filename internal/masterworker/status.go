@@ -14,7 +14,7 @@ import (
 type Status struct {
 	Crawl   string           `json:"crawl"`
 	Done    bool             `json:"done"`
-	SRQ     int64            `json:"srq"` // tasks waiting for a worker
+	SRQ     int64            `json:"srq"` // tasks waiting for a worker: the shared queue and, in a topics crawl, every crawl node's own queue (srq:N)
 	NRQ     int64            `json:"nrq"` // results waiting for the master
 	FreeTRQ int64            `json:"trq"` // free work numbers
 	Workers []WorkerStatus   `json:"workers"`
@@ -26,6 +26,9 @@ type WorkerStatus struct {
 	ID       int           `json:"id"`
 	LastBeat time.Duration `json:"last_beat_ago"`
 	InFlight int64         `json:"in_flight"`
+	// Queued are the tasks waiting in the worker's own queue (srq:N): only
+	// a topics crawl's nodes have one; 0 otherwise.
+	Queued int64 `json:"queued"`
 }
 
 // ReadStatus reads the crawl's queues, workers and the master's progress.
@@ -53,7 +56,9 @@ func ReadStatus(ctx context.Context, rdb redis.UniversalClient, crawl string) (*
 			continue
 		}
 		n, _ := rdb.LLen(ctx, k.processing(id)).Result()
-		st.Workers = append(st.Workers, WorkerStatus{ID: id, LastBeat: now.Val().Sub(time.UnixMilli(last)).Round(time.Millisecond), InFlight: n})
+		q, _ := rdb.LLen(ctx, k.srqOf(id)).Result()
+		st.SRQ += q
+		st.Workers = append(st.Workers, WorkerStatus{ID: id, LastBeat: now.Val().Sub(time.UnixMilli(last)).Round(time.Millisecond), InFlight: n, Queued: q})
 	}
 	sort.Slice(st.Workers, func(i, j int) bool { return st.Workers[i].ID < st.Workers[j].ID })
 	return st, nil

@@ -143,3 +143,35 @@ func TestSetTopicPriority(t *testing.T) {
 		t.Fatalf("a bad override stopped the others: %v", p)
 	}
 }
+
+// TestStatusCountsNodeQueues: in a topics crawl the tasks wait in each
+// crawl node's own queue (srq:N); ReadStatus counts them in SRQ and per
+// worker, so `spider status` does not show an empty queue while the nodes
+// have work queued.
+func TestStatusCountsNodeQueues(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client()
+	now := time.Now().UnixMilli()
+	p := "{spider:c1}:mw:"
+	for _, cmd := range [][]any{
+		{"HSET", p + "workers", "0", now, "1", now},
+		{"RPUSH", p + "srq", "a"},
+		{"RPUSH", p + "srq:0", "b", "c"},
+		{"RPUSH", p + "srq:1", "d", "e", "f"},
+		{"RPUSH", p + "proc:1", "g"},
+	} {
+		if err := rdb.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := masterworker.ReadStatus(ctx, rdb, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.SRQ != 6 {
+		t.Errorf("SRQ %d, want 6 (1 shared + 2 + 3 on the nodes' own queues)", st.SRQ)
+	}
+	if len(st.Workers) != 2 || st.Workers[0].Queued != 2 || st.Workers[1].Queued != 3 || st.Workers[1].InFlight != 1 {
+		t.Errorf("workers %+v, want #0 with 2 queued, #1 with 3 queued and 1 in hand", st.Workers)
+	}
+}

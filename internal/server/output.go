@@ -144,7 +144,7 @@ func masterWorkerQueue(mw *masterworker.Status) *Queue {
 func workerNodes(mw *masterworker.Status) []Node {
 	nodes := make([]Node, 0, len(mw.Workers))
 	for _, w := range mw.Workers {
-		nodes = append(nodes, Node{ID: "worker-" + strconv.Itoa(w.ID), Role: "worker", InFlight: w.InFlight, LastBeatMS: w.LastBeat.Milliseconds()})
+		nodes = append(nodes, Node{ID: "worker-" + strconv.Itoa(w.ID), Role: "worker", Queue: w.Queued, InFlight: w.InFlight, LastBeatMS: w.LastBeat.Milliseconds()})
 	}
 	return nodes
 }
