@@ -30,7 +30,7 @@ var (
 // crawlSettings are the knobs BenchmarkCrawl varies.
 type crawlSettings struct {
 	depth, concurrency int
-	loose              bool // crawl.Config.LooseDepth: no barrier between depth levels
+	loose              bool // no barrier between depth levels (the default); false: crawl.Config.StrictLevels
 }
 
 // crawlStats is what one crawl did: its final progress and the mean number
@@ -48,7 +48,7 @@ func crawlOnce(ctx context.Context, tb testing.TB, srv *websim.Server, dir strin
 	cfg.Data = dir
 	cfg.Seeds = seeds
 	cfg.MaxDepth = s.depth
-	cfg.LooseDepth = s.loose
+	cfg.StrictLevels = !s.loose
 	cfg.Scope = "any"
 	cfg.Concurrency = s.concurrency
 	cfg.PerHost = 1
@@ -94,9 +94,9 @@ func crawlOnce(ctx context.Context, tb testing.TB, srv *websim.Server, dir strin
 // in-process, one complete crawl per iteration, and reports pages/s, pages
 // per crawl and the mean number of URLs in flight (out of
 // -bench.concurrency: the rest of the workers were waiting for work).
-// "levels" is the default crawl (a barrier between depth levels, so each page
-// gets its shortest depth); "loose" sets LooseDepth, to measure the barrier's
-// cost. websim serves from the same process, so a CPU profile shows both; the
+// "levels" sets StrictLevels (a barrier between depth levels, so each page
+// is fetched at its shortest depth); "loose" is the default (levels overlap,
+// the state relinks), to measure the barrier's cost. websim serves from the same process, so a CPU profile shows both; the
 // crawler's share is everything outside package websim.
 //
 //	go test ./bench -run '^$' -bench Crawl -benchtime 3x -cpuprofile cpu.out

@@ -5,8 +5,8 @@
 #                        not installed are skipped with a note)
 #   1b. peerbench latency-bound (50 hosts × 30 pages, latency 50ms, delay 200ms:
 #                        the politeness bounds, the discovery-aware one simulated,
-#                        and each crawler's fraction of them; then spider with
-#                        --loose-depth, delay from the answer and start to start)
+#                        and each crawler's fraction of them; then spider on its
+#                        defaults, with --strict-levels, and start to start)
 #   2. peerbench full   (1,000 hosts × 100 pages, depth 6: ~86k pages, CPU-bound;
 #                        without Crawlee and Scrapy, which need 30+ min for it)
 #   3. BenchmarkCrawl   (the engine in-process; levels vs loose depth)
@@ -39,10 +39,10 @@ uptime
 section "peerbench latency-bound: go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms"
 go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms
 uptime
-# spider with overlapping levels (coverage stays exact: pages are relinked),
-# then also with the start-to-start delay the peers are given, against the
-# discovery-aware bound.
-for args in "--loose-depth" "--loose-depth --delay-from start"; do
+# spider on its defaults (overlapping levels, relinked: coverage stays exact;
+# delay from the answer), level by level for comparison, then with the
+# start-to-start delay the peers are given, against the discovery-aware bound.
+for args in "" "--strict-levels" "--delay-from start"; do
 	section "peerbench latency-bound, spider $args: go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms --crawlers spider --repeat $REPEAT --spider-args \"$args\""
 	go run ./bench/peerbench --hosts 50 --pages 30 --seeds 5 --depth 4 --latency 50ms --delay 200ms --crawlers spider --repeat "$REPEAT" --spider-args "$args"
 	uptime

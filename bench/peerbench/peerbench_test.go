@@ -246,3 +246,24 @@ func TestBenchBare(t *testing.T) {
 		t.Errorf("report lacks a complete bare row:\n%s\n%s", report, errOut.String())
 	}
 }
+
+// TestSpiderDelayFromStart: the issue-23 goal line (printDoneRuleGoal) is
+// printed only for spider's default delay rule, so the flag's two spellings
+// must both be recognised.
+func TestSpiderDelayFromStart(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--loose-depth"}, false},
+		{[]string{"--delay-from", "start"}, true},
+		{[]string{"--strict-levels", "--delay-from=start"}, true},
+		{[]string{"--delay-from", "done"}, false},
+		{[]string{"--delay-from"}, false},
+	} {
+		if got := spiderDelayFromStart(tc.args); got != tc.want {
+			t.Errorf("spiderDelayFromStart(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -262,7 +262,7 @@ func crawlerEnv(name, data string) []string {
 // peerNotes are the table notes on what each peer cannot be configured to do
 // like spider; printReport prints those of the crawlers run.
 var peerNotes = map[string]string{
-	"spider":  "per-host connection limit; delay counted from the previous answer (default) or, with delay_from: start, from the server's latest possible arrival of the previous request; robots.txt; depth levels crawled in order (seeds 0) unless --loose-depth.",
+	"spider":  "per-host connection limit; delay counted from the previous answer (default) or, with delay_from: start, from the server's latest possible arrival of the previous request; robots.txt; under a depth limit depth levels overlap and a page found later by a shorter path passes its links on again (the default), or are crawled in order with --strict-levels (seeds 0).",
 	"colly":   "LimitRule{DomainGlob: \"*\"} is global: no per-host connection limit; its Delay is waited after each request, per rule, not per host.",
 	"bare":    "no robots.txt, no politeness at all: the floor.",
 	"crawlee": "no per-host connection limit (maxConcurrency is global); sameDomainDelaySecs is the per-domain gap; robots.txt via respectRobotsTxtFile (a 5xx robots.txt is treated as allow-all); request queue in memory (CRAWLEE_PERSIST_STORAGE=false).",
@@ -270,7 +270,7 @@ var peerNotes = map[string]string{
 	"wget":    "one connection in all (no parallelism); --wait is waited between every two requests of the whole crawl, not per host; uses websim as HTTP proxy (no --resolve).",
 	"wget2":   "--max-threads is global: no per-host connection limit; --wait between requests of each thread; uses websim as HTTP proxy; HEADs URLs it rejects by suffix and follows sitemaps and rel=nofollow.",
 	"spider-p2p": "--dist-nodes peer-to-peer nodes (spider crawl --redis --node-id nI) on one fresh redis-server, same seeds and rules each, --spider-args to every node; --concurrency split among the nodes (the total equals single-node spider's); " +
-		"wall = first node start to last node exit; CPU = every node + redis-server; peak RSS = Σ each node's ru_maxrss + redis-server's VmHWM (an upper bound of the group's peak); depth levels are ordered within each node only, and under a depth limit the buckets' Redis states relink (a page found later by a shorter path passes its links on again), so the limit keeps exactly the level-by-level pages.",
+		"wall = first node start to last node exit; CPU = every node + redis-server; peak RSS = Σ each node's ru_maxrss + redis-server's VmHWM (an upper bound of the group's peak); depth levels overlap on each node (ordered within each node only with --strict-levels), and under a depth limit the buckets' Redis states relink (a page found later by a shorter path passes its links on again), so the limit keeps exactly the level-by-level pages.",
 	"spider-mw": "spider master (the crawl rules, --spider-args, --concurrency as given) + --dist-nodes spider worker processes (only --data, --concurrency, --resolve-file, --allow-private) on one fresh redis-server; --concurrency split among the workers (the total equals single-node spider's); " +
 		"wall = first process start to last exit; CPU = master + workers + redis-server; peak RSS = Σ each process's ru_maxrss + redis-server's VmHWM (an upper bound of the group's peak).",
 }

@@ -26,7 +26,7 @@ type simRules struct {
 	// becomes known only once the answers arrived show a path to it of
 	// followable edges (simGraph.Step) within simGraph.MaxDepth; a shorter
 	// path found later lowers the depths of the URLs below it at once
-	// (spider --loose-depth relinks them). Without it a URL is known at
+	// (spider relinks them: its default, not with --strict-levels). Without it a URL is known at
 	// the first answer naming it, whatever the depth (a looser bound).
 	DepthAware bool
 }
@@ -303,7 +303,7 @@ func (d *discovery) answer(u int, at time.Duration) error {
 
 // lower records a path of depth dep to URL v found at time at, and passes
 // the lower depth on below v if v's answer has arrived (the crawler kept
-// its links: spider --loose-depth relinks them).
+// its links: spider relinks them unless --strict-levels).
 func (d *discovery) lower(v, dep int, at time.Duration) error {
 	if v < 0 || v >= len(d.depth) {
 		return fmt.Errorf("cannot simulate: link to URL %d of %d", v, len(d.depth))

@@ -97,17 +97,21 @@ func controlScenario(t *testing.T, topo string) {
 		if topo == "p2p" {
 			for i := range 3 {
 				ps = append(ps, start(append(append([]string{"crawl", "--redis", rs.URL(), "--crawl", "c", "--node-id", fmt.Sprintf("n%d", i),
-					"--buckets", "64", "--data", datas[i], "--delay", "150ms", "--concurrency", "4", "--scope", "any", "--max-depth", "2"}, common...), seeds...)...))
+					// --sitemaps=false as for the master below: with levels
+					// overlapping (the default) the nodes reach the sitemaps'
+					// depth-1 pages, and through them the host seeded
+					// mid-crawl, before the pause.
+					"--buckets", "64", "--data", datas[i], "--delay", "150ms", "--concurrency", "4", "--scope", "any", "--max-depth", "2", "--sitemaps=false"}, common...), seeds...)...))
 			}
 			return ps
 		}
 		ps = append(ps, start(append(append([]string{"master", "--redis", rs.URL(), "--crawl", "c", "--data", datas[0],
 			// --sitemaps=false: websim's sitemaps list every page at depth 1,
 			// whose links reach the host seeded mid-crawl within the limit.
-			"--delay", "150ms", "--scope", "any", "--max-depth", "2", "--sitemaps=false",
 			// A seed added mid-crawl may lower the depth of a page already
-			// seen: the master relinks only with --loose-depth (peers always).
-			"--loose-depth"}, common...), seeds...)...))
+			// seen: the master relinks by default (not with --strict-levels;
+			// peers always).
+			"--delay", "150ms", "--scope", "any", "--max-depth", "2", "--sitemaps=false"}, common...), seeds...)...))
 		for i := 1; i < 3; i++ {
 			ps = append(ps, start(append([]string{"worker", "--redis", rs.URL(), "--crawl", "c", "--data", datas[i], "--concurrency", "4"}, common...)...))
 		}

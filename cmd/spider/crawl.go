@@ -35,7 +35,8 @@ exits when the whole crawl is done.`
 func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	localFlags(fs, c)
 	fs.IntVar(&c.MaxDepth, "max-depth", c.MaxDepth, fmt.Sprintf("largest link depth fetched; seeds are 0; -1 = unlimited (range -1 to %d)", crawl.MaxMaxDepth))
-	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "let depth levels overlap (faster with slow hosts); the same pages as by levels: a page found later by a shorter path passes the smaller depth on to its links (also with --redis and spider master)")
+	fs.BoolVar(&c.StrictLevels, "strict-levels", c.StrictLevels, "crawl depth levels one after another, each page at its shortest depth (slower with slow hosts); by default levels overlap and fetch the same pages, none twice: a page found later by a shorter path passes the smaller depth on to its links. Always so with --mode layered; not with --topics")
+	fs.BoolVar(&c.LooseDepth, "loose-depth", c.LooseDepth, "overlapping depth levels: the default, kept for old command lines (changes nothing; refused with --strict-levels)")
 	fs.Int64Var(&c.MaxPages, "max-pages", c.MaxPages, "stop at exactly this many URLs recorded in records.jsonl (any outcome; retries do not count), over all nodes and resumed runs; the rest stays pending; 0 = no limit (range: 0 or more)")
 	fs.StringVar(&c.Scope, "scope", c.Scope, "stay inside: host, domain, seeds, regexp or any")
 	fs.StringVar(&c.ScopeRegexp, "scope-regexp", c.ScopeRegexp, "URL pattern for --scope regexp")

@@ -30,7 +30,7 @@ var flagGroups = []struct{ key, heading string }{
 var flagGroupOf = map[string]string{
 	"config": "general", "log-level": "general", "quiet": "general",
 
-	"max-depth": "scope", "loose-depth": "scope", "scope": "scope", "scope-regexp": "scope",
+	"max-depth": "scope", "strict-levels": "scope", "loose-depth": "scope", "scope": "scope", "scope-regexp": "scope",
 	"allow-host": "scope", "deny-host": "scope", "deny-suffix": "scope", "drop-param": "scope",
 	"sort-query": "scope", "follow-nofollow": "scope", "near-dup-distance": "scope", "canonical": "scope",
 	"sitemaps": "scope",

@@ -113,10 +113,10 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !flagGiven(fs, "seen") {
 		cfg.Seen = "bloom"
 	}
-	// With --loose-depth (or topics) under a depth limit, levels overlap:
-	// the state keeps each page's links and relinks, so the limit stays
-	// exact (workers get LooseDepth with the configuration and fill
-	// Visit.Beyond).
+	// Under a depth limit levels overlap unless --strict-levels (always
+	// with topics): the state keeps each page's links and relinks, so the
+	// limit stays exact (workers get StrictLevels false with the
+	// configuration and fill Visit.Beyond).
 	// The state is split by host over masterworker.Shards hash tags, so a
 	// Redis Cluster holds it on all its masters; a Redis restart or a brief
 	// outage is waited out, not fatal.

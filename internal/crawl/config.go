@@ -39,19 +39,24 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// LevelsOverlap reports whether depth levels may overlap: by default, and
+// always with Topics (topics, not levels, order the crawl); never with
+// StrictLevels alone.
+func (c Config) LevelsOverlap() bool { return !c.StrictLevels || c.Topics != "" }
+
 // relink reports whether depth levels overlap under a depth limit, so that
 // a page may be fetched before its shortest path is known: then the
 // state keeps each page's links (state.Options.Relink) and the fetcher
 // the links the limit cut (Visit.Beyond), to pass a smaller depth on.
 func (c Config) relink() bool {
-	return c.MaxDepth >= 0 && (c.LooseDepth || c.Topics != "")
+	return c.MaxDepth >= 0 && c.LevelsOverlap()
 }
 
 // DepthOverlaps reports whether depth levels overlap under a depth limit
-// (MaxDepth ≥ 0 with LooseDepth or Topics): a State must then relink
-// (state.Options.Relink, rstate.Options.Relink) for the limit to keep
-// exactly the pages a level-by-level crawl fetches, and the fetcher fills
-// Visit.Beyond.
+// (MaxDepth ≥ 0 without StrictLevels, or with Topics: the default): a
+// State must then relink (state.Options.Relink, rstate.Options.Relink)
+// for the limit to keep exactly the pages a level-by-level crawl fetches,
+// and the fetcher fills Visit.Beyond.
 func (c Config) DepthOverlaps() bool { return c.relink() }
 
 // startGuard is added to a start-to-start delay (DelayFrom "start"), on
@@ -84,20 +89,36 @@ type Config struct {
 	// MaxDepth is the largest link depth fetched (seeds have depth 0);
 	// negative means unlimited. Default 5.
 	MaxDepth int `yaml:"max_depth"`
-	// LooseDepth lets depth levels overlap: by default (with MaxDepth ≥ 0)
-	// the crawl is breadth-first by levels, so each page is fetched at its
-	// shortest link depth and a depth limit keeps exactly the pages within
-	// it. Loose, workers never wait for a level to finish (faster when a few
-	// slow hosts hold a level), and a page may be fetched before its
-	// shortest path is known. The embedded state then keeps each page's
-	// links, those beyond the limit too (state.Options.Relink), and when a
-	// fetched page is found at a smaller depth its links are discovered
-	// again that much shallower: the crawl fetches the same pages as a
-	// level-by-level one, none twice, though a page's record keeps the
-	// depth it was fetched at. The Redis state of a master (spider master)
-	// relinks the same way (rstate.Options.Relink), and a peer-to-peer
-	// crawl always does under a depth limit, loose or not, since its
-	// nodes' levels overlap.
+	// StrictLevels crawls depth levels one after another under a depth
+	// limit (MaxDepth ≥ 0): a page at depth d+1 is handed out only once
+	// every page at depth d is done, so each page is fetched at its
+	// shortest link depth. Off (the default), levels overlap: workers
+	// never wait for a level to finish (much faster when answers are slow
+	// or a few hosts hold a level: bench/RESULTS.md, latency-bound web),
+	// and a page may be fetched before its shortest path is known. The
+	// state then keeps each page's links, those beyond the limit too
+	// (state.Options.Relink), and when a fetched page is found at a
+	// smaller depth its links are discovered again that much shallower:
+	// the crawl fetches the same pages as a level-by-level one, none
+	// twice, though a page's record keeps the depth it was fetched at,
+	// and a --max-pages budget may end the crawl with deeper pages
+	// fetched while shallower ones wait. The Redis state of a master
+	// (spider master) relinks the same way (rstate.Options.Relink), and a
+	// peer-to-peer crawl relinks under a depth limit in either mode, since
+	// its nodes' levels overlap (StrictLevels keeps each node's own
+	// frontier level by level). The layered crawl (internal/layered) and
+	// the mixed topology (internal/mixed) ignore it: their rounds and
+	// pools keep their own depth rules; a Scheduler on a State that does
+	// not relink (NewScheduler) goes level by level whatever this says.
+	// StrictLevels with Topics is refused by Validate: topics, not levels,
+	// order a topics crawl.
+	StrictLevels bool `yaml:"strict_levels"`
+	// LooseDepth is the former switch for what is now the default: true
+	// asks for overlapping levels (the default anyway, so it changes
+	// nothing) and is refused by Validate beside StrictLevels; false does
+	// not select levels (set StrictLevels). It stays so that old
+	// configuration files and command lines keep working, and RulesJSON
+	// sets it to DepthOverlaps for workers of older versions.
 	LooseDepth bool `yaml:"loose_depth"`
 	// MaxPages stops the crawl at exactly this many completed URLs, each
 	// one record in records.jsonl whatever its outcome (a retry is not a
@@ -209,7 +230,8 @@ type Config struct {
 	// Topics names a topics file (internal/topics): the crawl is scheduled
 	// by the PQ-MCSA multi-topic scheduler of SPEC §4 inside the frontier's
 	// politeness, the topics' seeds are added to Seeds, and depth levels
-	// overlap (as with LooseDepth: topics, not levels, order the crawl).
+	// overlap whatever StrictLevels says (topics, not levels, order the
+	// crawl).
 	// Empty (default): no topic scheduling.
 	Topics string `yaml:"topics"`
 
@@ -480,6 +502,12 @@ func (c *Config) Validate() error {
 			bad("cannot use --topics file: %w", err)
 		}
 	}
+	if c.StrictLevels && c.LooseDepth {
+		bad("--loose-depth and --strict-levels contradict each other: depth levels overlap by default (--loose-depth is the default and changes nothing); drop --loose-depth to crawl level by level, or --strict-levels to let levels overlap")
+	}
+	if c.StrictLevels && c.Topics != "" {
+		bad("--strict-levels cannot apply with --topics: topics, not depth levels, order a topics crawl; drop --strict-levels")
+	}
 	errs = append(errs, c.validateRevisit()...)
 	return errors.Join(errs...)
 }
@@ -568,11 +596,14 @@ func (c *Config) SetLocal(local Config) {
 // publishes for others (a master for its workers): every LocalFields key is
 // left out, so that no local path, address policy or limit travels. A
 // topics file (local) makes depth levels overlap; that rule travels as
-// LooseDepth, so the receivers still keep the links a depth limit cuts.
+// StrictLevels false, so the receivers still keep the links a depth limit
+// cuts. LooseDepth carries whether levels overlap (DepthOverlaps) for
+// receivers of older versions, which know no StrictLevels.
 func (c Config) RulesJSON() ([]byte, error) {
 	if c.Topics != "" {
-		c.LooseDepth = true
+		c.StrictLevels = false
 	}
+	c.LooseDepth = c.DepthOverlaps()
 	c.SetLocal(Config{})
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -608,6 +639,12 @@ func RulesFromJSON(b []byte) (rules Config, ignored []string, err error) {
 	if err := json.Unmarshal(b, &rules); err != nil {
 		return Config{}, nil, fmt.Errorf("cannot decode the published crawl configuration: %w", err)
 	}
+	if _, ok := m["StrictLevels"]; !ok {
+		// An older writer, from before levels overlapped by default: its
+		// crawl went level by level unless it said LooseDepth.
+		rules.StrictLevels = !rules.LooseDepth
+	}
+	rules.LooseDepth = false // a hint for older receivers only
 	return rules, ignored, nil
 }
 

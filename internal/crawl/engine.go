@@ -173,7 +173,11 @@ type Scheduler struct {
 const knownLinksMax = 1 << 16
 
 // NewScheduler schedules a crawl of cfg from st (embedded or Redis). The
-// scheduler owns st from then on: Close closes it.
+// scheduler owns st from then on: Close closes it. Under a depth limit,
+// depth levels overlap (Config.StrictLevels unset, no Topics) only if st
+// relinks (a Relinks method reporting true: state.Options.Relink,
+// rstate.Options.Relink), which is what keeps such a crawl exact; on any
+// other State the scheduler goes level by level, as exact as before.
 func NewScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
 	return newScheduler(cfg, st, logger, reg, nil)
 }
@@ -183,6 +187,14 @@ func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 	cfg.Defaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxDepth >= 0 && cfg.Topics == "" && !cfg.StrictLevels {
+		if rl, ok := st.(relinker); !ok || !rl.Relinks() {
+			// Overlapping levels would fetch a page at a greater depth than
+			// its shortest with no way to pass the smaller one on.
+			cfg.StrictLevels, cfg.LooseDepth = true, false
+			logger.Debug("the crawl state keeps no links to relink: depth levels are crawled one after another")
+		}
 	}
 	var sel frontier.Selector
 	if tr != nil {
@@ -418,9 +430,9 @@ func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer, sel
 const maxLevels = 64
 
 // frontierLevels gives one front queue per depth level and turns on the
-// level barrier unless the depth is unlimited or LooseDepth is set.
+// level barrier with StrictLevels under a depth limit (not with Topics).
 func frontierLevels(cfg Config) (queues int, strict bool) {
-	if cfg.MaxDepth < 0 || cfg.LooseDepth || cfg.Topics != "" {
+	if cfg.MaxDepth < 0 || cfg.LevelsOverlap() {
 		return frontier.DefaultFrontQueues, false
 	}
 	return min(cfg.MaxDepth+1, maxLevels), true

@@ -41,7 +41,7 @@ type Visit struct {
 	Discovered []frontier.Request `json:"discovered,omitempty"`
 	// Beyond are the links the depth limit alone kept out of Discovered
 	// (one level deeper than MaxDepth). They are filled only when depth
-	// levels overlap (LooseDepth or Topics, with MaxDepth ≥ 0), for a
+	// levels overlap (MaxDepth ≥ 0 without StrictLevels, or Topics), for a
 	// State that relinks (state.Options.Relink): if the page is later
 	// found at a smaller depth, they come within the limit.
 	Beyond []frontier.Request `json:"beyond,omitempty"`

@@ -21,7 +21,9 @@ func TestStaleCopyKeepsTurn(t *testing.T) {
 	const delay = time.Second
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := state.Open(filepath.Join(dir, "state"), state.Options{})
+	// A relinking state: levels overlap only on one (NewScheduler), and
+	// overlapping levels are what leave stale copies in the frontier.
+	st, err := state.Open(filepath.Join(dir, "state"), state.Options{Relink: true, MaxDepth: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +31,7 @@ func TestStaleCopyKeepsTurn(t *testing.T) {
 	cfg.Data = dir
 	cfg.Seeds = []string{"http://a.test/1"}
 	cfg.Delay = crawl.Duration(delay)
-	cfg.DelayFrom = crawl.DelayFromStart
-	cfg.LooseDepth = true
+	cfg.DelayFrom = crawl.DelayFromStart // levels overlap by default (StrictLevels unset)
 	s, err := crawl.NewScheduler(cfg, st, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

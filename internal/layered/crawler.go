@@ -132,12 +132,17 @@ type Crawler struct {
 // New validates the settings, locks the data directory (store.LockDir: a
 // second process on it is refused before anything is opened for writing)
 // and opens DATA/layered. cfg is the crawl's configuration (defaults are
-// applied); its Seeds start round 0. Close releases the data directory.
+// applied); its Seeds start round 0. Its depth levels are always strict
+// (crawl.Config.StrictLevels): round r fetches depth r, by design.
+// Close releases the data directory.
 func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Registerer) (*Crawler, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
+	// Rounds are levels: no fetcher keeps the links beyond the limit
+	// (crawl.Visit.Beyond) for a relinking no round does.
+	cfg.StrictLevels, cfg.LooseDepth = true, false
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -182,6 +182,10 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	start := time.Now()
 	cfg := opt.Crawl
 	cfg.Defaults()
+	// The protocol's URL pool keeps each URL's smallest depth but does not
+	// relink a fetched page: no crawl.Visit.Beyond is kept for it, as
+	// before levels overlapped by default (crawl.Config.StrictLevels).
+	cfg.StrictLevels, cfg.LooseDepth = true, false
 	if cfg.PerIP {
 		return Result{}, errors.New("cannot use --per-ip with --dedup protocol: sites are assigned to hosts by host name; drop --per-ip")
 	}

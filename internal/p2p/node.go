@@ -10,8 +10,9 @@
 // the bucket's lease (package cluster), so a bucket moves between nodes
 // without losing a URL and two nodes never crawl one bucket at once.
 //
-// Under a depth limit the depth is exact: each node goes level by level,
-// but the nodes' levels overlap, so a page may be fetched at a greater
+// Under a depth limit the depth is exact: depth levels overlap (on each
+// node by default; across the nodes even when each goes level by level,
+// crawl.Config.StrictLevels), so a page may be fetched at a greater
 // depth than its shortest path's. The buckets' states therefore relink
 // (rstate.Options.Relink): a completion keeps all the page's links, those
 // of other buckets and those one level beyond the limit too

@@ -130,8 +130,9 @@ func (b *buckets) split(reqs []frontier.Request) map[int][]frontier.Request {
 }
 
 // Relinks reports whether the node relinks (rstate.Options.Relink): under
-// a depth limit, always, since depth levels overlap across nodes (each
-// node goes level by level on its own), so a page may be fetched at a
+// a depth limit, always, since depth levels overlap across nodes (even
+// when each node goes level by level on its own, with
+// crawl.Config.StrictLevels), so a page may be fetched at a
 // greater depth than its shortest path's. crawl.Scheduler then passes
 // Visit.Beyond to Complete, and the fetcher fills it (NewNode calls
 // crawl.Fetcher.KeepBeyond).

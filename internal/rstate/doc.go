@@ -99,9 +99,9 @@
 //
 // With a depth limit, a URL must be fetched at its shortest link depth for
 // the limit to keep exactly the pages a level-by-level crawl fetches. In
-// a peer-to-peer crawl each node goes level by level but the nodes'
-// levels overlap, and a master with --loose-depth lets them overlap on
-// purpose: a URL may be fetched at depth 4 before its depth-3 path is
+// a peer-to-peer crawl the nodes' levels overlap (each node's too, unless
+// --strict-levels), and a master lets them overlap on purpose (the
+// default; not with --strict-levels): a URL may be fetched at depth 4 before its depth-3 path is
 // known. Options.Relink fixes that as state.Options.Relink does for the
 // embedded store. Complete keeps the page's discovered requests, those one
 // level beyond MaxDepth too (crawl.Visit.Beyond), in the links hash (for

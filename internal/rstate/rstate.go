@@ -93,8 +93,8 @@ type Options struct {
 	// Logger receives the opening summary and warnings. Nil discards.
 	Logger *slog.Logger
 	// Relink makes depth exact for crawls whose depth levels overlap (a
-	// peer-to-peer crawl, whose nodes each go level by level; a master
-	// with crawl.Config.LooseDepth), as state.Options.Relink does for the
+	// peer-to-peer crawl, whose nodes' levels overlap; a master under a
+	// depth limit without crawl.Config.StrictLevels), as state.Options.Relink does for the
 	// embedded store: Complete keeps the requests a URL discovered,
 	// including those deeper than MaxDepth (which it does not accept), in
 	// the bucket's links hash; when a URL already fetched is discovered

@@ -273,7 +273,9 @@ type CrawlConfig struct {
 	Scope       string   `json:"scope"`
 	ScopeRegexp string   `json:"scope_regexp,omitempty"`
 	// MaxDepth is the deepest link depth fetched; -1: unlimited.
-	MaxDepth   int  `json:"max_depth"`
+	MaxDepth int `json:"max_depth"`
+	// LooseDepth says whether depth levels overlap (the default); false:
+	// level by level (--strict-levels). crawl.Config.LevelsOverlap.
 	LooseDepth bool `json:"loose_depth"`
 	// MaxPages is the crawl's page budget; 0: none.
 	MaxPages int64 `json:"max_pages"`
@@ -299,7 +301,7 @@ const MaxConfigSeeds = 20
 func NewCrawlConfig(cfg crawl.Config) *CrawlConfig {
 	c := &CrawlConfig{
 		Mode: "normal", SeedsTotal: len(cfg.Seeds), Scope: cfg.Scope, ScopeRegexp: cfg.ScopeRegexp,
-		MaxDepth: cfg.MaxDepth, LooseDepth: cfg.LooseDepth, MaxPages: cfg.MaxPages,
+		MaxDepth: cfg.MaxDepth, LooseDepth: cfg.LevelsOverlap(), MaxPages: cfg.MaxPages,
 		Concurrency: cfg.Concurrency, PerHost: cfg.PerHost, PerIP: cfg.PerIP,
 		DelayMS: time.Duration(cfg.Delay).Milliseconds(), DelayFrom: cfg.DelayFrom, MaxRate: cfg.MaxRate,
 		MaxRetries: cfg.MaxRetries, TimeoutMS: time.Duration(cfg.Timeout).Milliseconds(),

@@ -236,7 +236,7 @@ type Options struct {
 	// the background loop).
 	Checkpoint func() error
 	// Relink makes depth exact for crawls whose depth levels overlap
-	// (crawl.Config.LooseDepth): Complete keeps the requests a URL
+	// (the default of crawl.Config; not with StrictLevels): Complete keeps the requests a URL
 	// discovered, including those deeper than MaxDepth (which it does not
 	// accept), in the links bucket; when a URL already fetched is
 	// discovered again at a smaller depth, its kept requests are
