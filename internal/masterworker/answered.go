@@ -205,7 +205,7 @@ func (w *Worker) giveBackAnswered(ctx context.Context, proc string) (ok bool) {
 		raw, t := key.(string), val.(Task)
 		r := t.Request
 		r.Schedule = ""
-		b, err := json.Marshal(Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: crawl.Visit{Request: r, Retry: true}})
+		b, err := json.Marshal(Result{Epoch: t.Epoch, ID: t.ID, Worker: w.id, Visit: crawl.Visit{Request: r, Retry: true}, GivenBack: true})
 		if err == nil {
 			pipe := w.rdb.TxPipeline()
 			pipe.RPush(ctx, w.k.nrq(), b)

@@ -352,8 +352,9 @@ func TestTopicsNodeAbandonsAfterAnswered(t *testing.T) {
 	quitter, qdir := f.node(t, "tc-ans-abandon", 1)
 	qctx, quit := context.WithCancel(gctx)
 	var once sync.Once
-	masterworker.SetBeforeResult(quitter, func(string) {
-		once.Do(quit)
+	var abandoned string
+	masterworker.SetBeforeResult(quitter, func(url string) {
+		once.Do(func() { abandoned = url; quit() })
 		<-qctx.Done()
 	})
 	quitDone := make(chan error, 1)
@@ -383,5 +384,8 @@ func TestTopicsNodeAbandonsAfterAnswered(t *testing.T) {
 	if s.Requeued < 1 {
 		t.Errorf("the abandoned task was not given back and queued again: %+v", s)
 	}
-	t.Logf("coordinator: %+v", s)
+	if _, ok := fetched(t, []string{dir})[abandoned]; !ok {
+		t.Errorf("the abandoned task %s was not fetched by the other node", abandoned)
+	}
+	t.Logf("coordinator: %+v; abandoned %s", s, abandoned)
 }

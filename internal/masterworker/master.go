@@ -513,11 +513,12 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			m.release(t, true)
 			continue
 		}
-		if r.Visit.Retry && t.turn.finish() {
+		if r.Visit.Retry && (r.GivenBack || t.turn.finish()) {
 			// Given back by a worker that abandoned it after its answered
-			// packet (giveBackAnswered), or a retry after the turn ended:
+			// packet (giveBackAnswered: counted as re-queued even when the
+			// packet has not arrived yet), or a retry after the turn ended:
 			// Finish's re-queue would be lost (Done after EndTurn ignores
-			// a Retry), so it is queued again here.
+			// a Retry), so it is queued again here (release).
 			m.release(t, true)
 			m.requeued.Add(1)
 			if m.tp != nil {

@@ -48,6 +48,10 @@ type Result struct {
 	// the result's arrival instead: a start-to-start delay then begins no
 	// earlier than the request really did.
 	RequestAge time.Duration `json:"request_age,omitempty"`
+	// GivenBack marks a task a worker abandoned after its Answered packet
+	// (Worker.giveBackAnswered; Visit.Retry is set): the master queues it
+	// again whether or not that packet has reached it yet.
+	GivenBack bool `json:"given_back,omitempty"`
 }
 
 // maxPacket bounds a packet read from Redis, so a corrupt or hostile entry
