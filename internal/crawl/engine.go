@@ -112,6 +112,9 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		fetcher.Close()
 		return nil, err
 	}
+	// The page's duplicate decision is made before its record is written
+	// (state.Store.File) and handed to Complete.
+	fetcher.FileContent(st)
 	if err := fetcher.skipLostPages(max(marks.PageNext, st.PageNext()), logger); err != nil {
 		st.Close()
 		fetcher.Close()
@@ -685,7 +688,8 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 	out, err := s.st.Complete(ctx, req, crawlstate.Outcome{Class: v.Outcome, Fingerprint: v.Fingerprint, URL: req.URL,
 		SimHash: v.SimHash, NearDistance: s.cfg.NearDupDistance,
 		PageNext: v.PageNext, RecordsEnd: v.RecordsEnd,
-		Schedule: sc.entry, Due: sc.due, Failed: sc.failed}, report)
+		Schedule: sc.entry, Due: sc.due, Failed: sc.failed,
+		Filed: v.Filed, DuplicateOf: v.DuplicateOf, Near: v.Near}, report)
 	if err != nil {
 		s.done(lease, frontier.DoneInfo{})
 		return fmt.Errorf("cannot record completion of %s: %w", req.URL, err)

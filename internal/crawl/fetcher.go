@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/fetch"
 	"github.com/spider-crawler/spider/internal/frontier"
@@ -61,6 +62,17 @@ type Visit struct {
 	// SimHash is the page text's near-duplicate hash (dedup.PageSimHash),
 	// 0 if none or Config.NearDupDistance is 0.
 	SimHash uint64 `json:"simhash,omitempty"`
+	// Filed reports that the page's content was judged before its record
+	// was written (a ContentFiler, Fetcher.FileContent): DuplicateOf and
+	// Near are that decision, written in the record as duplicate_of and
+	// near, and Scheduler.Finish hands it to the State's Complete
+	// (crawlstate.Outcome.Filed) instead of letting it decide again.
+	// DuplicateOf is the earlier page this one copies ("" for an
+	// original); Near: found by SimHash. A master–worker worker sends them
+	// to the master with the rest of the Visit.
+	Filed       bool   `json:"filed,omitempty"`
+	DuplicateOf string `json:"duplicate_of,omitempty"`
+	Near        bool   `json:"near,omitempty"`
 	// Text is the parsed page text, for the topic scheduler's relevance
 	// score; it stays in the process (not sent between nodes).
 	Text string `json:"-"`
@@ -122,7 +134,8 @@ type Fetcher struct {
 	robotsFails   map[string]int       // host:port → robots.txt fetches failed in a row (5xx, 429, network)
 	fastestRTT    time.Duration        // fastest request round trip (write to first byte), with DelayFrom "start"
 
-	share RobotsShare // robots.txt answers shared with other processes; nil: none
+	share RobotsShare  // robots.txt answers shared with other processes; nil: none
+	filer ContentFiler // judges a page's content before its record; nil: the State's Complete does
 
 	sm sitemapState // sitemaps.go
 }
@@ -144,6 +157,20 @@ type RobotsShare interface {
 // and store what it fetched there. Call it before the first Visit. A
 // failing share is logged and the file fetched as if there were none.
 func (f *Fetcher) ShareRobots(s RobotsShare) { f.share = s }
+
+// ContentFiler judges a page's content (exact and near duplicates) before
+// its record is written: crawlstate.Filer, implemented by the embedded
+// state and by the Redis duplicate tables.
+type ContentFiler = crawlstate.Filer
+
+// FileContent makes Process judge every page with a fingerprint or a
+// SimHash through c before it appends the page's record, so that the
+// record names the page it copies (duplicate_of, near) and the Visit
+// carries the same decision to the scheduler (Visit.Filed). Call it before
+// the first Visit; nil (the default) leaves the decision to the State's
+// Complete and the records without duplicate_of. A failing c is logged and
+// the page recorded as an original (and filed nowhere).
+func (f *Fetcher) FileContent(c ContentFiler) { f.filer = c }
 
 // FetchTimeout is the crawl's time-out of one fetch (Config.Timeout).
 func (f *Fetcher) FetchTimeout() time.Duration { return time.Duration(f.cfg.Timeout) }
@@ -575,6 +602,19 @@ func (f *Fetcher) Process(ctx context.Context, fd *Fetched) (Visit, error) {
 	}
 	if res.sim != 0 {
 		rec.SimHash = strconv.FormatUint(res.sim, 16)
+	}
+	if f.filer != nil && (res.fp != 0 || res.sim != 0) {
+		// One decision per page, made before the record is written (and
+		// so before the completion): the record, the counters and the log
+		// agree. A kill before the completion refetches the URL, which is
+		// never a duplicate of itself.
+		dup, near, err := f.filer.File(ctx, req.URL, res.fp, res.sim, f.cfg.NearDupDistance)
+		if err != nil {
+			f.log.Warn("a page is recorded without a duplicate check: the duplicate tables failed", "url", req.URL, "err", err)
+			dup, near = "", false
+		}
+		v.Filed, v.DuplicateOf, v.Near = true, dup, near && dup != ""
+		rec.DuplicateOf, rec.Near = v.DuplicateOf, v.Near
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	// The record reaches the OS before the scheduler completes the URL: a

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,7 +131,8 @@ func dupCrawl(t *testing.T, mutate func(*crawl.Config)) (*dupSite, map[string]st
 	out := map[string]storeRec{}
 	for u, r := range records(t, c.Data) {
 		path := strings.TrimPrefix(u, "http://a.test:"+port)
-		out[path] = storeRec{canonical: strings.TrimPrefix(r.Canonical, "http://a.test:"+port), simhash: r.SimHash, status: r.Status}
+		out[path] = storeRec{canonical: strings.TrimPrefix(r.Canonical, "http://a.test:"+port), simhash: r.SimHash, status: r.Status,
+			duplicateOf: strings.TrimPrefix(r.DuplicateOf, "http://a.test:"+port), near: r.Near}
 	}
 	return site, out, reg
 }
@@ -138,6 +140,8 @@ func dupCrawl(t *testing.T, mutate func(*crawl.Config)) (*dupSite, map[string]st
 type storeRec struct {
 	canonical, simhash string
 	status             int
+	duplicateOf        string // the record's duplicate_of, its host's prefix cut
+	near               bool
 }
 
 func TestCrawlNearDuplicatesAndCanonical(t *testing.T) {
@@ -154,6 +158,19 @@ func TestCrawlNearDuplicatesAndCanonical(t *testing.T) {
 	}
 	if sum.Duplicates != 2 || sum.NearDuplicates != 1 {
 		t.Errorf("spider stats: %d duplicates, %d near; want 2 and 1", sum.Duplicates, sum.NearDuplicates)
+	}
+	// The records carry the same decision (issue #27): a copy names its
+	// original, near only when found by SimHash; an original names none.
+	wantDup := map[string]storeRec{
+		"/print/article": {duplicateOf: "/article"},
+		"/one-again":     {duplicateOf: "/one"},
+		"/dated":         {duplicateOf: "/article", near: true},
+		"/article":       {}, "/one": {}, "/other": {}, "/": {},
+	}
+	for p, want := range wantDup {
+		if got := recs[p]; got.duplicateOf != want.duplicateOf || got.near != want.near {
+			t.Errorf("%s: record's duplicate_of %q near %v, want %q %v", p, got.duplicateOf, got.near, want.duplicateOf, want.near)
+		}
 	}
 	for _, p := range []string{"/one", "/one-again"} {
 		if recs[p].simhash != "" {
@@ -200,6 +217,12 @@ func TestCrawlNearDuplicatesOff(t *testing.T) {
 	site, recs, reg := dupCrawl(t, func(c *crawl.Config) { c.NearDupDistance, c.Canonical = 0, false })
 	if near := counter(t, reg, "spider_near_duplicate_content_total"); near != 0 {
 		t.Errorf("--near-dup-distance 0 found %v near-duplicates", near)
+	}
+	if r := recs["/dated"]; r.near || r.duplicateOf != "" {
+		t.Errorf("off, the dated copy's record says duplicate_of %q near %v; want neither (its text differs)", r.duplicateOf, r.near)
+	}
+	if r := recs["/print/article"]; r.duplicateOf != "/article" || r.near {
+		t.Errorf("off, the exact copy's record says duplicate_of %q near %v; want /article, not near", r.duplicateOf, r.near)
 	}
 	if recs["/article"].simhash != "" || recs["/canon-404"].canonical != "" {
 		t.Errorf("off, records still carry SimHash %q / canonical %q", recs["/article"].simhash, recs["/canon-404"].canonical)
@@ -268,5 +291,44 @@ func TestCrawlMatchesTruthNearDups(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrawlDuplicateRecordsConcurrent (issue #27): with pages fetched and
+// processed at once, each text's copies have exactly one original, every
+// other copy's record names a page of its text, and the counters count
+// exactly the records that name one (one decision per page).
+func TestCrawlDuplicateRecordsConcurrent(t *testing.T) {
+	_, recs, reg := dupCrawl(t, func(c *crawl.Config) { c.Concurrency = 8 })
+	var exact, near float64
+	for _, r := range recs {
+		switch {
+		case r.duplicateOf != "" && r.near:
+			near++
+		case r.duplicateOf != "":
+			exact++
+		}
+	}
+	if got := counter(t, reg, "spider_duplicate_content_total"); got != exact {
+		t.Errorf("exact duplicates: counter %v, records %v", got, exact)
+	}
+	if got := counter(t, reg, "spider_near_duplicate_content_total"); got != near {
+		t.Errorf("near duplicates: counter %v, records %v", got, near)
+	}
+	for _, group := range [][]string{{"/article", "/print/article", "/dated"}, {"/one", "/one-again"}} {
+		originals := 0
+		for _, p := range group {
+			r := recs[p]
+			if r.duplicateOf == "" {
+				originals++
+				continue
+			}
+			if !slices.Contains(group, r.duplicateOf) || r.duplicateOf == p {
+				t.Errorf("%s names %q, not another copy of its text %v", p, r.duplicateOf, group)
+			}
+		}
+		if originals != 1 {
+			t.Errorf("%v: %d originals recorded, want exactly 1", group, originals)
+		}
 	}
 }

@@ -25,16 +25,21 @@ import (
 // Summary describes a data directory's crawl: URLs by SPEC §3 result row
 // and by exact outcome, top hosts by pages, duplicate content.
 type Summary struct {
-	URLs       int64            `json:"urls"`       // distinct URLs completed
-	Rows       map[string]int64 `json:"rows"`       // SPEC §3 table rows
-	Outcomes   map[string]int64 `json:"outcomes"`   // exact outcome classes
-	Hosts      map[string]int64 `json:"-"`          // completed URLs per host
-	TopHosts   []HostCount      `json:"top_hosts"`  // the 10 busiest hosts
-	Bytes      int64            `json:"bytes"`      // body bytes stored
-	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
-	// NearDuplicates are the pages whose text's SimHash (record field
-	// simhash) is within 3 bits of an earlier page's, the text not
-	// identical (dedup.Clusters in records order).
+	URLs     int64            `json:"urls"`      // distinct URLs completed
+	Rows     map[string]int64 `json:"rows"`      // SPEC §3 table rows
+	Outcomes map[string]int64 `json:"outcomes"`  // exact outcome classes
+	Hosts    map[string]int64 `json:"-"`         // completed URLs per host
+	TopHosts []HostCount      `json:"top_hosts"` // the 10 busiest hosts
+	Bytes    int64            `json:"bytes"`     // body bytes stored
+	// Duplicates are the pages whose text an earlier page had, and
+	// NearDuplicates those whose text's SimHash is within the crawl's
+	// --near-dup-distance of an earlier page's, the text not identical.
+	// They are the crawl's own decisions, read from the records
+	// (duplicate_of, near), when any record carries one; for crawls
+	// recorded before the records carried them, they are recomputed from
+	// the records' fingerprint and simhash (within 3 bits, dedup.Clusters
+	// in records order).
+	Duplicates     int64 `json:"duplicates"`
 	NearDuplicates int64 `json:"near_duplicates"`
 	Corrupt        int   `json:"corrupt"`    // record lines that could not be read
 	Rerecorded     int64 `json:"rerecorded"` // URLs with more than one record (refetched after a kill)
@@ -111,7 +116,15 @@ func Stats(dataDir string) (*Summary, error) {
 	fps := map[string]bool{}
 	var fpList, simList []uint64 // pages with a fingerprint, in records order
 	var failed failureCollector
+	var judgedExact, judgedNear int64 // the crawl's own decisions (duplicate_of)
 	corrupt, dups, err := latestRecords(dataDir, func(r store.Record) error {
+		if r.DuplicateOf != "" {
+			if r.Near {
+				judgedNear++
+			} else {
+				judgedExact++
+			}
+		}
 		failed.add(r.URL, r.Outcome, r.Error)
 		s.URLs++
 		s.Rows[Row(r.Outcome)]++
@@ -133,7 +146,9 @@ func Stats(dataDir string) (*Summary, error) {
 		return nil, err
 	}
 	s.Corrupt, s.Rerecorded = corrupt, dups
-	if _, near, err := dedup.Clusters(fpList, simList, statsNearDistance); err == nil {
+	if judgedExact+judgedNear > 0 {
+		s.Duplicates, s.NearDuplicates = judgedExact, judgedNear
+	} else if _, near, err := dedup.Clusters(fpList, simList, statsNearDistance); err == nil {
 		for _, n := range near {
 			if n {
 				s.NearDuplicates++
@@ -188,6 +203,11 @@ type ExportRecord struct {
 	ContentType string   `json:"content_type"`
 	Title       string   `json:"title"`
 	OutLinks    []string `json:"out_links"`
+	// DuplicateOf and Near are the crawl's duplicate decision (the
+	// record's duplicate_of and near): the earlier page this one copies,
+	// near when found by SimHash; omitted for an original.
+	DuplicateOf string `json:"duplicate_of,omitempty"`
+	Near        bool   `json:"near,omitempty"`
 }
 
 // Export writes the crawl in dataDir to w as JSON lines ("jsonl") or as
@@ -209,7 +229,7 @@ func Export(ctx context.Context, dataDir, format string, w io.Writer) error {
 			return enc.Encode(ExportRecord{
 				URL: r.URL, FinalURL: r.FinalURL, Status: r.Status, Outcome: r.Outcome, Depth: r.Depth,
 				FetchedAt: r.FetchedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"), ContentType: r.ContentType,
-				Title: r.Title, OutLinks: r.OutLinks,
+				Title: r.Title, OutLinks: r.OutLinks, DuplicateOf: r.DuplicateOf, Near: r.Near,
 			})
 		})
 		return err

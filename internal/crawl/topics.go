@@ -282,11 +282,18 @@ func TopicScorer(tc *topics.Config, f *Fetcher) (*topics.Scheduler, error) {
 	return topics.New(tc, topics.Options{Normalize: f.normalizeString})
 }
 
+// unfiler is a State whose ContentFiler keeps a page's filing until its
+// Complete (state.Store): a recrawl, which completes nothing, drops it.
+type unfiler interface{ Unfile(url string) }
+
 // finishRecrawl applies a hub revisit: the links found that are new are
 // recorded and queued (the hub itself stays completed).
 func (s *Scheduler) finishRecrawl(ctx context.Context, lease *frontier.Lease, v Visit) error {
 	tr := s.topics
 	tr.endRecrawl(lease.Request.URL)
+	if u, ok := s.st.(unfiler); ok && v.Filed {
+		u.Unfile(lease.Request.URL) // no Complete follows to make the filing durable
+	}
 	tr.tag(v.Discovered)
 	news, err := s.st.Discover(ctx, v.Discovered)
 	if err != nil {

@@ -42,7 +42,11 @@ type State interface {
 	// tables (Result.DuplicateOf with Result.Near) and, if no page is near,
 	// filed there under the owner; and discovered is accepted as Discover
 	// does (Result.New). All of it is one atomic step: the tables never
-	// hold a URL that is not completed, nor miss one that is. If r is no longer pending, Complete does
+	// hold a URL that is not completed, nor miss one that is. With
+	// o.Filed the lookup was made before (a Filer, by the process that
+	// wrote the page's record): Complete looks nothing up, returns
+	// o.DuplicateOf and o.Near as the Result's, and the back-end makes the
+	// filing its own (see Filer). If r is no longer pending, Complete does
 	// nothing and returns an empty Result: it is idempotent, so a
 	// completion that may have been lost can be sent again. It fails if
 	// o.Class is empty, if the pending record under r.Seq holds another URL
@@ -131,6 +135,36 @@ type Outcome struct {
 	// Failed marks the fetch as failed: RetryFailed makes the URL due
 	// again. A later Complete without it clears the mark.
 	Failed bool
+
+	// Filed reports that the page's content was already judged (and, if
+	// new, filed) by a Filer before its record was written: Complete then
+	// makes no duplicate decision of its own and returns DuplicateOf and
+	// Near as the Result's, so that the record, the counters and the logs
+	// tell one story. Without Filed, Complete looks Fingerprint and
+	// SimHash up itself, as described on State.Complete.
+	Filed bool
+	// DuplicateOf and Near are the Filer's decision (with Filed only):
+	// the earlier page this one copies ("" for an original) and whether it
+	// was found by SimHash.
+	DuplicateOf string
+	Near        bool
+}
+
+// Filer judges a page's content before its record is written: the
+// decision that Outcome.Filed hands to Complete. The embedded state
+// (internal/state Store) and the Redis duplicate tables (internal/rstate
+// Dupes, Store with Options.DupTags) implement it.
+type Filer interface {
+	// File looks the page url up by its text's fingerprint fp and SimHash
+	// sim (0: none) within k bits (0: exact only) and returns the earlier
+	// page it copies: an exact duplicate (same fingerprint, another URL),
+	// else with near the page whose SimHash is the nearest within k; ""
+	// when the page is new, and then it is filed, so that a later copy
+	// names it (also while its Complete has not run yet). A page is never
+	// a duplicate of itself: entries of url (a refetch, a revisit) are
+	// skipped, and when one is the nearest nothing is filed. It fails when
+	// k is outside 0 to dedup.MaxNearDistance or the storage fails.
+	File(ctx context.Context, url string, fp, sim uint64, k int) (dup string, near bool, err error)
 }
 
 // Result is what State.Complete returns.

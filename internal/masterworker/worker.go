@@ -17,6 +17,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -119,6 +120,14 @@ func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, c
 		logger = slog.New(slog.DiscardHandler)
 	}
 	fetcher.ShareRobots(NewRobotsShare(rdb, opt.Crawl))
+	// The worker writes a page's record, so it makes the page's duplicate
+	// decision, in the crawl's tables (the master's parts' DupTags); the
+	// master's Complete takes it from the Visit (Visit.Filed).
+	dupes, err := rstate.NewDupes(rdb, "spider:"+opt.Crawl+":", shardTags)
+	if err != nil {
+		return nil, err
+	}
+	fetcher.FileContent(dupes)
 	w := &Worker{opt: opt, rdb: rdb, fetcher: fetcher, concurrency: max(concurrency, 1), log: logger, k: newKeys(opt.Crawl), instance: rand.Text(), node: opt.NodeID,
 		leaveCh: make(chan struct{})}
 	if w.node == "" {

@@ -83,6 +83,7 @@ func TestDuplicates(t *testing.T) {
 	// duplicate has its original's (websim's /?q=1 is its / byte for
 	// byte, a copy the truth does not label).
 	fps := map[string]string{}
+	recs := map[string]store.Record{} // the last record of each URL
 	for _, d := range s.dirs {
 		rs, err := store.OpenRecords(d, store.Options{})
 		if err != nil {
@@ -90,9 +91,22 @@ func TestDuplicates(t *testing.T) {
 		}
 		rs.Iterate(func(r store.Record) error {
 			fps[r.URL] = r.Fingerprint
+			recs[r.URL] = r
 			return nil
 		})
 		rs.Close()
+	}
+	// The records say what the hosts logged (issue #27): one decision
+	// per page, made before its record was written.
+	for u, r := range recs {
+		if got, want := (dupFound{r.DuplicateOf, r.Near}), rec.dups[u]; got != want {
+			t.Errorf("%s: the record says duplicate_of %q near %v; the host logged %q near %v", u, got.of, got.near, want.of, want.near)
+		}
+	}
+	for u := range rec.dups {
+		if _, ok := recs[u]; !ok {
+			t.Errorf("%s logged as a duplicate has no record", u)
+		}
 	}
 	var exact, near int
 	for u, f := range rec.dups {

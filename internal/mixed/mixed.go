@@ -141,29 +141,21 @@ func openDupes(opt Options) (*rstate.Dupes, func(), error) {
 	return d, closeFn, nil
 }
 
-// fileDupes files a completed page in the crawl's duplicate tables, counts a
-// duplicate and logs it as the single-node crawl does ("duplicate
-// content"). A failure only leaves the page out of the tables.
-func (l *loop) fileDupes(ctx context.Context, url string, v crawl.Visit) {
-	if l.dupes == nil || v.Fingerprint == 0 && v.SimHash == 0 {
+// countDupe counts and logs, as the single-node crawl does ("duplicate
+// content"), the duplicate decision of a completed page: the one its
+// Visit carries, made in the crawl's duplicate tables before the page's
+// record was written (crawl.Fetcher.FileContent over l.dupes), so the
+// record, the counters and the log agree.
+func (l *loop) countDupe(url string, v crawl.Visit) {
+	if !v.Filed || v.DuplicateOf == "" {
 		return
 	}
-	dup, near, err := l.dupes.File(ctx, url, v.Fingerprint, v.SimHash, l.cfg.NearDupDistance)
-	if err != nil {
-		if ctx.Err() == nil {
-			l.log.Warn("a completed page is not filed in the crawl's duplicate tables", "url", url, "err", err)
-		}
-		return
-	}
-	if dup == "" {
-		return
-	}
-	if near {
+	if v.Near {
 		l.dupM.near.Inc()
 	} else {
 		l.dupM.exact.Inc()
 	}
-	l.log.Debug("duplicate content", "url", url, "duplicate_of", dup, "near", near)
+	l.log.Debug("duplicate content", "url", url, "duplicate_of", v.DuplicateOf, "near", v.Near)
 }
 
 // Result is what one host did.
@@ -276,6 +268,9 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	} else {
 		l.dupes = d
 		defer closeDupes()
+		// A page is judged in the tables before its record is written
+		// (the record says duplicate_of), and counted once completed.
+		fetcher.FileContent(d)
 	}
 	// The crawl-wide report (spider status and serve --redis on the first network's
 	// center's Redis): this host's records, live every second, final at the end.
@@ -560,7 +555,7 @@ func (l *loop) work(ctx context.Context) error {
 		l.mu.Lock()
 		delete(l.taken, req.URL)
 		l.mu.Unlock()
-		l.fileDupes(ctx, req.URL, v) // after the completion: a URL not completed is never filed
+		l.countDupe(req.URL, v) // after the completion: counted once per completed URL
 		if l.budget != nil {
 			l.budget.Commit() // after the completion: once spent, nothing is in flight
 		}

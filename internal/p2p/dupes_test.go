@@ -17,6 +17,7 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/partition"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 // dupLog collects the "duplicate content" debug records of a crawl and
@@ -122,9 +123,11 @@ func TestDuplicatesAcrossBuckets(t *testing.T) {
 	defer cancel()
 	dl := &dupLog{dups: map[string]string{}, next: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})}
 	errs := make(chan error, 2)
+	var dirs []string
 	for i := range 2 {
 		cfg := cfg
 		cfg.Data = t.TempDir()
+		dirs = append(dirs, cfg.Data)
 		fetcher, err := crawl.NewFetcher(cfg, nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -156,5 +159,44 @@ func TestDuplicatesAcrossBuckets(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the dated copy on the other bucket's host was not found a near-duplicate: %v", dl.dups)
+	}
+	checkDupRecords(t, dl.dups, dirs...)
+}
+
+// checkDupRecords: the records in dirs (the nodes' data directories) tell
+// what the log told (issue #27): a page logged as a copy has duplicate_of
+// naming its original and near for a near copy; every other page has
+// neither. At least one record names an original.
+func checkDupRecords(t *testing.T, dups map[string]string, dirs ...string) {
+	t.Helper()
+	recs := map[string]store.Record{}
+	for _, dir := range dirs {
+		r, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Iterate(func(rec store.Record) error { recs[rec.URL] = rec; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	named := 0
+	for u, rec := range recs {
+		want := ""
+		if rec.DuplicateOf != "" {
+			named++
+			want = "exact " + rec.DuplicateOf
+			if rec.Near {
+				want = "near " + rec.DuplicateOf
+			}
+		} else if rec.Near {
+			t.Errorf("%s: record has near without duplicate_of", u)
+		}
+		if dups[u] != want {
+			t.Errorf("%s: record says %q (duplicate_of %q, near %v); the crawl logged %q", u, want, rec.DuplicateOf, rec.Near, dups[u])
+		}
+	}
+	if named == 0 {
+		t.Error("no record names an original")
 	}
 }

@@ -213,6 +213,14 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 	// Depth levels overlap across nodes: under a depth limit the buckets'
 	// states relink (buckets.Relinks), which needs the links the limit cut.
 	fetcher.KeepBeyond()
+	// A page's duplicate decision is made before its record is written,
+	// in the crawl-wide tables the buckets' states use (Options.DupTags),
+	// and handed to the bucket's Complete (crawlstate.Outcome.Filed).
+	dupes, err := rstate.NewDupes(rdb, "spider:"+keys.Crawl()+":", dupTags)
+	if err != nil {
+		return nil, err
+	}
+	fetcher.FileContent(dupes)
 	n.disp = newDispatcher(rdb, n.k, opt.NodeID, opt.Buckets, n.route, opt.Flush, opt.BatchSize, n.log)
 	n.bs = newBuckets(rdb, keys, opt.NodeID, opt.Buckets, cfg, n.disp, n.route, n.log)
 	n.sched, err = crawl.NewScheduler(cfg, n.bs, n.log, nil)

@@ -42,7 +42,9 @@
 //	                                           tags by value (as fp)
 //	spider:<crawl>:{<tag>}:dupsim      HASH    the crawl's near-duplicate tables, each
 //	                                           table key under the tag of its FNV-1a hash
-//	                                           (as sim); filed after the completion
+//	                                           (as sim); filed after the completion, or
+//	                                           before the record by Dupes.File (then
+//	                                           Complete has Outcome.Filed)
 //	spider:<crawl>:{<bucket>}:call:<id> STRING the reply of one Discover or Complete call
 //	                                           that accepted something (MessagePack), kept
 //	                                           for ReplyTTL so that a client retry after a

@@ -200,9 +200,10 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 		stored = "1"
 	}
 	fpArg, simArg := fp, sim
-	if s.dups != nil {
+	if s.dups != nil || o.Filed {
 		// Crawl-wide tables, filed after the script completed the URL
-		// (near.go).
+		// (near.go); or, with Filed, judged and filed already by the
+		// process that wrote the record (Dupes.File).
 		fpArg, simArg = nil, []byte{}
 	}
 	rv, due, failed, err := revisitArgs(r, o)
@@ -233,7 +234,9 @@ func (s *Store) complete(ctx context.Context, keys []string, r frontier.Request,
 	if near, _ := v[4].(int64); near == 1 {
 		res.Near = true
 	}
-	if s.dups != nil {
+	if o.Filed {
+		res.DuplicateOf, res.Near = o.DuplicateOf, o.Near
+	} else if s.dups != nil {
 		// The URL is completed: a failure here only leaves it out of the
 		// tables (a later copy is not found at crawl time).
 		s.dupMu.Lock()

@@ -135,13 +135,21 @@ func NewDupes(rdb redis.UniversalClient, prefix string, tags []string) (*Dupes, 
 	return &Dupes{rdb: rdb, t: newDupTablesAt(prefix, tags)}, nil
 }
 
-// File files the completed page url, with its text's fingerprint fp and
+var _ crawlstate.Filer = (*Dupes)(nil)
+
+// File files the page url, with its text's fingerprint fp and
 // SimHash sim (0: none) and near-duplicates within k bits (0: exact only),
 // and returns the earlier page it copies: an exact duplicate (same
 // fingerprint, another URL), else with near the page whose SimHash is the
 // nearest within k; "" when the page was filed as new (or is only near its
 // own earlier filing). It fails when Redis does, or k is outside 0 to
-// dedup.MaxNearDistance.
+// dedup.MaxNearDistance. It is crawlstate.Filer: the crawl's processes
+// call it before they write the page's record (crawl.Fetcher.FileContent)
+// and hand its decision to Complete (crawlstate.Outcome.Filed), which
+// then files nothing itself. A page filed here whose URL is never
+// completed (its process killed before the completion) stays filed under
+// its URL: the refetch does not name itself, and a copy fetched later
+// names it (its record exists).
 func (d *Dupes) File(ctx context.Context, url string, fp, sim uint64, k int) (dup string, near bool, err error) {
 	arg, err := simArg(crawlstate.Outcome{SimHash: sim, NearDistance: k})
 	if err != nil {

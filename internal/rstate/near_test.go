@@ -35,7 +35,7 @@ func TestContractCrawlWideDupes(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		return backend{s}
+		return withDupes(t, backend{s}, srv.Client(), name, dupTags) // the store's own crawl-wide tables
 	})
 }
 

@@ -552,7 +552,9 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 // deletes pending[r.Seq], adds one to the counter o.Class (and to
 // PagesStored if o.Stored), looks up o.Fingerprint (recording o.URL, or
 // r.URL, as its owner when new), then o.SimHash in the near-duplicate
-// tables (near.go), and discovers the discovered requests as
+// tables (near.go) — with o.Filed neither: the page was judged and filed
+// by the process that wrote its record (Dupes.File), and Result.DuplicateOf
+// and Near are o's —, and discovers the discovered requests as
 // Discover does, however many. With Options.Relink it keeps them all (for
 // a URL of depth ≥ 1) and discovers those within MaxDepth, shifted
 // shallower if r's URL was lowered meanwhile (see CompleteRelink; the

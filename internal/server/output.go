@@ -55,8 +55,10 @@ type CrawlStats struct {
 	TopHosts   []Count          `json:"top_hosts"`  // the busiest hosts: name and completed URLs
 	Bytes      int64            `json:"bytes"`      // body bytes stored
 	Duplicates int64            `json:"duplicates"` // 2xx pages whose text an earlier page had
-	// NearDuplicates are the pages whose text's SimHash is within 3 bits
-	// of an earlier page's (the text not identical).
+	// NearDuplicates are the pages whose text's SimHash is within the
+	// crawl's --near-dup-distance of an earlier page's (the text not
+	// identical): the crawl's decisions from the records, or for records
+	// without them recomputed within 3 bits (crawl.Summary).
 	NearDuplicates int64 `json:"near_duplicates"`
 	Corrupt        int   `json:"corrupt"`    // record lines that could not be read
 	Rerecorded     int64 `json:"rerecorded"` // URLs with more than one record (fetched again after a kill)

@@ -51,3 +51,58 @@ func LoadAllPending(t *testing.T, s *Store) []frontier.Request {
 	}
 	return out
 }
+
+// TestFileWindowAcrossAKill: what File filed lives in memory until the
+// page's Complete commits. A kill in between (the store reopened without
+// Close's help is the same for the overlay: it is never written) forgets
+// it; the URL is still pending, and its refetch is judged anew: an
+// original again, never a copy of itself. Unfile forgets a filing whose
+// Complete will not come.
+func TestFileWindowAcrossAKill(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "state")
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := s.Discover(ctx, []frontier.Request{{URL: "http://a/1", Key: "a"}, {URL: "http://a/2", Key: "a"}, {URL: "http://a/3", Key: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h = uint64(0x0123456789abcdef)
+	if dup, _, err := s.File(ctx, "http://a/1", 1, h, 3); err != nil || dup != "" {
+		t.Fatalf("File of the original: %q, %v", dup, err)
+	}
+	if dup, near, _ := s.File(ctx, "http://a/2", 2, h^1, 3); dup != "http://a/1" || !near {
+		t.Fatalf("a near copy of a page in flight: %q near %v; want http://a/1", dup, near)
+	}
+	if err := s.Close(); err != nil { // the "kill": no Complete came
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := s.PendingCount(); n != 3 {
+		t.Fatalf("%d URLs pending after the kill, want 3", n)
+	}
+	// The refetch of the original: filed again, not a copy of itself.
+	dup, near, err := s.File(ctx, "http://a/1", 1, h, 3)
+	if err != nil || dup != "" {
+		t.Fatalf("refetch of the original: %q near %v, %v; want an original", dup, near, err)
+	}
+	if _, err := s.Complete(ctx, acc[0], Outcome{Class: "200", URL: "http://a/1", Filed: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if dup, _, _ := s.File(ctx, "http://a/3", 1, 0, 3); dup != "http://a/1" {
+		t.Errorf("an exact copy after the original's Complete: %q, want http://a/1", dup)
+	}
+	s.Unfile("http://a/3") // nothing was filed for a copy: a no-op
+	if dup, _, _ := s.File(ctx, "http://a/x", 9, ^h, 3); dup != "" {
+		t.Fatalf("a new page: %q", dup)
+	}
+	s.Unfile("http://a/x")
+	if dup, near, _ := s.File(ctx, "http://a/y", 10, ^h^1, 3); dup != "" {
+		t.Errorf("a copy of an unfiled page: %q near %v; want an original (Unfile forgot it)", dup, near)
+	}
+}

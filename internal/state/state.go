@@ -297,6 +297,7 @@ type Store struct {
 
 	recent recentSet // newly accepted URLs not yet merged into seen
 	sim    simMem    // the near-duplicate tables (near.go)
+	filed  filedSet  // pages File filed whose Complete has not committed (near.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -1036,8 +1037,9 @@ func (s *Store) Discover(ctx context.Context, reqs []frontier.Request) ([]fronti
 
 // Complete records the end of request r in one transaction: it deletes
 // pending[r.Seq], adds one to the counter o.Class (and to PagesStored if
-// o.Stored), looks up o.Fingerprint and then o.SimHash (near.go), and
-// discovers the discovered requests as Discover does (with Options.Relink: keeps them, and discovers those
+// o.Stored), looks up o.Fingerprint and then o.SimHash (near.go) — or,
+// with o.Filed, makes File's filing of the page durable and returns
+// o.DuplicateOf and o.Near —, and discovers the discovered requests as Discover does (with Options.Relink: keeps them, and discovers those
 // within MaxDepth, shifted shallower if r's URL was lowered meanwhile). If
 // r is no longer pending, Complete does nothing and returns an empty
 // Result: it is idempotent. It fails if o.Class is empty,
@@ -1078,6 +1080,9 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		key := seqKey(r.Seq)
 		v := pend.Get(key)
 		if v == nil {
+			if o.Filed {
+				s.filed.dropOnCommit(tx, owner) // nothing to complete: forget its filing
+			}
 			return nil // already completed
 		}
 		var stored frontier.Request
@@ -1104,7 +1109,14 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 		if err := putMax(tx.Bucket(bMeta), mRecEnd, o.RecordsEnd); err != nil {
 			return err
 		}
-		if o.Fingerprint != 0 {
+		if o.Filed {
+			// File judged the page before its record was written: no
+			// second decision, its filing becomes durable here.
+			res.DuplicateOf, res.Near = o.DuplicateOf, o.Near
+			if err := s.fileTx(tx, owner); err != nil {
+				return err
+			}
+		} else if o.Fingerprint != 0 {
 			fp := tx.Bucket(bFP)
 			fk := binary.BigEndian.AppendUint64(nil, o.Fingerprint)
 			switch prev := fp.Get(fk); {
@@ -1116,7 +1128,7 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 				res.DuplicateOf = string(prev)
 			}
 		}
-		if res.DuplicateOf == "" && o.SimHash != 0 && o.NearDistance > 0 {
+		if !o.Filed && res.DuplicateOf == "" && o.SimHash != 0 && o.NearDistance > 0 {
 			dup, err := s.nearTx(tx, o.SimHash, o.NearDistance, owner, r.URL)
 			if err != nil {
 				return err

@@ -35,7 +35,8 @@ type Record struct {
 	OutLinks    []string  `json:"out_links,omitempty"`    // absolute links found in the page
 	Size        int       `json:"size"`                   // body bytes received
 	PageNo      int64     `json:"page_no"`                // page number in PageFiles; -1 if no body stored
-	Duplicate   string    `json:"duplicate,omitempty"`    // URL whose content was identical, if any
+	DuplicateOf string    `json:"duplicate_of,omitempty"` // the earlier page this one copies, as the crawl decided when it recorded it: same fingerprint, or with Near a SimHash within --near-dup-distance; "" for an original
+	Near        bool      `json:"near,omitempty"`         // DuplicateOf was found by SimHash (a near-duplicate; the fingerprint differs)
 	Fingerprint string    `json:"fingerprint,omitempty"`  // hex content fingerprint of the page text, if any
 	SimHash     string    `json:"simhash,omitempty"`      // hex near-duplicate SimHash of the page text (dedup.PageSimHash), if any
 	Canonical   string    `json:"canonical,omitempty"`    // the page's canonical URL (<link rel="canonical"> or Link header), when it names another URL of the same host in scope

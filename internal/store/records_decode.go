@@ -280,8 +280,18 @@ func fastDecodeRecord(line []byte, rec *Record) bool {
 			sp = &rec.Charset
 		case "title":
 			sp = &rec.Title
-		case "duplicate":
-			sp = &rec.Duplicate
+		case "duplicate_of":
+			sp = &rec.DuplicateOf
+		case "near":
+			d.ws()
+			switch {
+			case d.lit("true"):
+				rec.Near = true
+			case d.lit("false"):
+				rec.Near = false
+			default:
+				return false // null or not a bool: encoding/json decides
+			}
 		case "fingerprint":
 			sp = &rec.Fingerprint
 		case "simhash":

@@ -69,7 +69,10 @@ func appendRecord(b []byte, rec *Record) (_ []byte, ok bool) {
 	b = strconv.AppendInt(b, int64(rec.Size), 10)
 	b = append(b, `,"page_no":`...)
 	b = strconv.AppendInt(b, rec.PageNo, 10)
-	b = appendOmitEmpty(b, `,"duplicate":`, rec.Duplicate)
+	b = appendOmitEmpty(b, `,"duplicate_of":`, rec.DuplicateOf)
+	if rec.Near {
+		b = append(b, `,"near":true`...)
+	}
 	b = appendOmitEmpty(b, `,"fingerprint":`, rec.Fingerprint)
 	b = appendOmitEmpty(b, `,"simhash":`, rec.SimHash)
 	b = appendOmitEmpty(b, `,"canonical":`, rec.Canonical)

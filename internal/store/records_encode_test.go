@@ -59,6 +59,9 @@ func TestEncodeRecordLineMatchesEncodingJSON(t *testing.T) {
 		{FetchedAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},                          // negative year: error
 		{FetchedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 24*3600+60))}, // zone hour 24: error
 		{OutLinks: []string{"", "a\"b", strings.Repeat("x", 5000)}},
+		{URL: "http://a/copy", DuplicateOf: "http://a/", Near: true},
+		{URL: "http://a/copy", DuplicateOf: "http://a/<&>"},
+		{Near: true},
 	}
 	for _, rec := range recs {
 		checkEncodeEquivalence(t, rec)
@@ -75,6 +78,9 @@ func TestRecordsAppendLine(t *testing.T) {
 	for i := range 50 {
 		rec := testRecord(i)
 		rec.OutLinks = append(rec.OutLinks, strings.Repeat("l", i*100))
+		if i%3 == 1 { // a copy: exact (even i) or near (odd i)
+			rec.DuplicateOf, rec.Near = testURL(i-1), i%2 == 1
+		}
 		if err := r.Append(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +110,7 @@ func FuzzEncodeRecord(f *testing.F) {
 		rec := Record{
 			URL: u, FinalURL: link, Status: int(status), Outcome: title, Depth: int(pageNo),
 			FetchedAt: time.Unix(sec, nsec).In(time.FixedZone("z", zone%(48*3600))), ContentType: u, Charset: link, Title: title,
-			Size: int(status), PageNo: pageNo, Duplicate: link, Fingerprint: title, SimHash: u, Canonical: link,
+			Size: int(status), PageNo: pageNo, DuplicateOf: link, Near: zone%2 == 0, Fingerprint: title, SimHash: u, Canonical: link,
 			BodyCRC: title, Attempts: int(nsec), IP: u, DurationMS: sec, Error: title,
 		}
 		if link != "" {

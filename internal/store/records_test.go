@@ -30,7 +30,7 @@ func testRecord(i int) Record {
 		Size:        1000 + i,
 		PageNo:      int64(i),
 		BodyCRC:     BodyChecksum([]byte(testURL(i))),
-		Duplicate:   "",
+		DuplicateOf: "",
 		Fingerprint: "9e3779b97f4a7c15",
 		SimHash:     "f0e1d2c3b4a59687",
 		Canonical:   testURL(i) + "/canonical",
@@ -65,7 +65,7 @@ func collect(t testing.TB, r *Records) ([]Record, int) {
 func TestRecordJSONFieldNames(t *testing.T) {
 	rec := Record{URL: "http://a/", FinalURL: "http://a/b", Status: 301, Outcome: "301", Depth: 2,
 		FetchedAt: t0, ContentType: "text/html", Charset: "utf-8", Title: "<T>", OutLinks: []string{"http://c/"},
-		Size: 10, PageNo: -1, Duplicate: "http://d/", IP: "::1", DurationMS: 7, Error: "boom"}
+		Size: 10, PageNo: -1, DuplicateOf: "http://d/", Near: true, IP: "::1", DurationMS: 7, Error: "boom"}
 	dir := t.TempDir()
 	r := openRec(t, dir, Options{})
 	if err := r.Append(rec); err != nil {
@@ -75,7 +75,7 @@ func TestRecordJSONFieldNames(t *testing.T) {
 	got, _ := os.ReadFile(filepath.Join(dir, RecordsFileName))
 	const want = `{"url":"http://a/","final_url":"http://a/b","status":301,"outcome":"301","depth":2,` +
 		`"fetched_at":"2012-03-30T08:31:34Z","content_type":"text/html","charset":"utf-8","title":"<T>",` +
-		`"out_links":["http://c/"],"size":10,"page_no":-1,"duplicate":"http://d/","ip":"::1","duration_ms":7,"error":"boom"}` + "\n"
+		`"out_links":["http://c/"],"size":10,"page_no":-1,"duplicate_of":"http://d/","near":true,"ip":"::1","duration_ms":7,"error":"boom"}` + "\n"
 	if string(got) != want {
 		t.Fatalf("records.jsonl:\n got %s\nwant %s", got, want)
 	}
@@ -369,6 +369,12 @@ func TestDecodeRecordLineMatchesEncodingJSON(t *testing.T) {
 		{"unterminated", `{"url":"x"` + "\n", false},
 		{"control char", "{\"url\":\"a\tb\"}\n", false},
 		{"null", "null\n", false},
+		{"duplicate_of and near", `{"url":"x","duplicate_of":"http://o/","near":true}` + "\n", true},
+		{"near false", `{"near" : false}` + "\n", true},
+		{"near null", `{"near":null}` + "\n", false},
+		{"near as a number", `{"near":1}` + "\n", false},
+		{"near as a string", `{"near":"true"}` + "\n", false},
+		{"near truncated", `{"near":tru}` + "\n", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,6 +413,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"url":"a","url":"b","out_links":["x","y"],"out_links":["z"]}`))
 	f.Add([]byte(`{"fetched_at":"2012-03-30T08:31:34.5+08:00","page_no":-1}`))
 	f.Add([]byte(`{"URL":null,"status":2e2}`))
+	f.Add([]byte(`{"duplicate_of":"http://o/","near":true,"near":false}`))
+	f.Add([]byte(`{"near":null,"duplicate_of":"\u00e9"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkDecodeEquivalence(t, line)
 	})

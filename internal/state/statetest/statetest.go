@@ -23,7 +23,10 @@
 // TakeDue hands due URLs out earliest first, exactly once, never before
 // their Due nor while pending; Complete replaces or removes a URL's record;
 // RetryFailed requeues the failed; a revisited page is never a duplicate of
-// itself; all of it survives a reopen.
+// itself; all of it survives a reopen. Back-ends that implement Filer
+// judge a page before its record (File) with Complete's decision, see the
+// pages filed and not yet completed, and Complete with Outcome.Filed
+// returns that decision and makes the filing last.
 package statetest
 
 import (
@@ -88,6 +91,8 @@ func Run(t *testing.T, open Opener) {
 	t.Run("CompleteDuplicateContent", r.testDuplicateContent)
 	t.Run("CompleteNearDuplicates", r.testNearDuplicates)
 	t.Run("CompleteNearDuplicatesConcurrent", r.testNearConcurrent)
+	t.Run("FileThenComplete", r.testFile)
+	t.Run("FileConcurrentExactlyOne", r.testFileConcurrent)
 	t.Run("UpdatePending", r.testUpdatePending)
 	t.Run("LoadPendingOrderAndReopen", r.testResume)
 	t.Run("LowerPendingDepth", r.testLowerDepth)
