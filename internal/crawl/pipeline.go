@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -62,6 +63,26 @@ func (s *Scheduler) EndTurn(lease *frontier.Lease, turn Visit) {
 		s.fr.SetKeyDelay(lease.Request.Key, turn.CrawlDelay)
 	}
 	s.fr.EndTurn(lease, turn.doneInfo(lease))
+}
+
+// RequeueAfterTurn gives back, without a result, a lease whose host's
+// turn EndTurn already ended (a master–worker task whose worker died
+// after it reported the answer read, before its result): the lease ends
+// and its URL is queued again with Attempt+1 at the tail of its host's
+// queue, where it waits the host's delay like any other URL. It is
+// Release(lease, true) for such a lease, whose frontier Done ignores a
+// Retry (a retry re-queued at the head would otherwise be lost). A topic
+// hub's revisit stays one. The error is the frontier's (closed, or the
+// request out of range): the URL then stays pending in the State for the
+// next run.
+func (s *Scheduler) RequeueAfterTurn(lease *frontier.Lease) error {
+	s.done(lease, frontier.DoneInfo{})
+	r := lease.Request
+	r.Attempt++
+	if err := s.fr.Push(r); err != nil {
+		return fmt.Errorf("cannot queue %s again after its worker died: %w", r.URL, err)
+	}
+	return nil
 }
 
 // drainedPoll is how often an idle fetch worker of a continuous crawl

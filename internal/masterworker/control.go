@@ -99,10 +99,8 @@ func (m *Master) takeBack(ctx context.Context) {
 
 // releaseTasks gives the tasks raw (as on srq, srq:N or a processing
 // list) back to the scheduler and returns how many it released: each
-// task of this run's epoch whose lease is still out, once. Tasks never
-// fetched (fetched false) are queued again as they were (no attempt
-// counted: they stay pending in the state); the others are released as
-// failed attempts (Attempt+1), which queues them again after a back-off.
+// task of this run's epoch whose lease is still out, once, as release
+// does.
 func (m *Master) releaseTasks(raws []string, fetched bool) int {
 	n := 0
 	for _, raw := range raws {
@@ -113,24 +111,38 @@ func (m *Master) releaseTasks(raws []string, fetched bool) int {
 		if err != nil || t.Epoch != m.epoch {
 			continue
 		}
-		if lease := m.take(t.ID); lease != nil {
-			m.release(lease, fetched)
+		if task, ok := m.take(t.ID); ok {
+			m.release(task, fetched)
 			n++
 		}
 	}
 	return n
 }
 
-// release gives a lease taken from m.leases back to the scheduler (see
-// releaseTasks) and frees its --max-inflight slot.
-func (m *Master) release(lease *frontier.Lease, fetched bool) {
-	m.sched.Release(lease, fetched)
+// release gives a task taken from m.leases (take) back to the scheduler
+// and frees its --max-inflight slot. A task never fetched (fetched false)
+// is queued again as it was (no attempt counted: it stays pending in the
+// state); a fetched one is released as a failed attempt (Attempt+1),
+// which queues it again after a back-off. A task whose host's turn an
+// Answered packet ended (answered.go) was fetched, wherever it is found:
+// it is queued again with Attempt+1 through
+// crawl.Scheduler.RequeueAfterTurn, where it waits the host's delay
+// (Release with retry would lose it: the frontier's Done ignores a Retry
+// after EndTurn).
+func (m *Master) release(t outTask, fetched bool) {
+	defer func() { <-m.sem }()
+	if t.turn.finish() {
+		if err := m.sched.RequeueAfterTurn(t.lease); err != nil {
+			m.log.Warn("cannot queue a task taken back again; it stays pending for the next run", "url", t.lease.Request.URL, "err", err)
+		}
+		return
+	}
+	m.sched.Release(t.lease, fetched)
 	if !fetched {
-		if err := m.sched.Enqueue([]frontier.Request{lease.Request}); err != nil {
-			m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", lease.Request.URL, "err", err)
+		if err := m.sched.Enqueue([]frontier.Request{t.lease.Request}); err != nil {
+			m.log.Warn("cannot queue a task taken back again; the next run fetches it", "url", t.lease.Request.URL, "err", err)
 		}
 	}
-	<-m.sem
 }
 
 // popSeeds records the seeds spider control queued (the crawl's rules

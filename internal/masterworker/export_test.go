@@ -2,6 +2,7 @@ package masterworker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -149,6 +150,70 @@ func NodeQueue(t *testing.T, rdb redis.UniversalClient, crawl string, worker int
 		t.Fatal(err)
 	}
 	return n
+}
+
+// SetBeforeResult makes w call f with each task's URL after the page was
+// processed and before its result is sent: a per-page processing cost on
+// the worker (a slow parse or store). Call it before Run.
+func SetBeforeResult(w *Worker, f func(url string)) {
+	w.beforeResult = func(t Task) { f(t.Request.URL) }
+}
+
+// NoAnswered makes w send no answered packets: its hosts' turns end with
+// their results, as before issue #22. Call it before Run.
+func NoAnswered(w *Worker) { w.noAnswered = true }
+
+// AnsweredVictim is Victim for a worker killed with kill -9 after it told
+// the master a task's answer was read (an Answered packet on ans) and
+// before it sent the result: the host's turn has ended, the task is in
+// its processing list. It returns the processing list's key and the
+// task's URL once the master has taken the packet.
+func AnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string) (proc, url string) {
+	t.Helper()
+	proc = Victim(t, rdb, crawl)
+	return proc, SendAnswered(t, rdb, crawl, proc)
+}
+
+// TopicAnsweredVictim is TopicVictim for a crawl node killed after it
+// sent the answered packet of the task it took: it returns the node's
+// work number and the task's URL once the coordinator has taken the
+// packet.
+func TopicAnsweredVictim(t *testing.T, rdb redis.UniversalClient, crawl string, concurrency int) (worker int, url string) {
+	t.Helper()
+	worker = TopicVictim(t, rdb, crawl, concurrency)
+	return worker, SendAnswered(t, rdb, crawl, newKeys(crawl).processing(worker))
+}
+
+// SendAnswered pushes the answered packet of the first task of the
+// processing list proc, as its worker would, and waits until the master
+// has popped it; it returns the task's URL.
+func SendAnswered(t *testing.T, rdb redis.UniversalClient, crawl, proc string) string {
+	t.Helper()
+	ctx := context.Background()
+	k := newKeys(crawl)
+	raw, err := rdb.LIndex(ctx, proc, 0).Result()
+	if err != nil {
+		t.Fatalf("the victim's task: %v", err)
+	}
+	task, err := decodeTask([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Answered{Epoch: task.Epoch, ID: task.ID, URL: task.Request.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.RPush(ctx, k.ans(), b).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rdb.LLen(ctx, k.ans()).Val() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the master did not take the answered packet")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return task.Request.URL
 }
 
 // ReportLoad writes w's load record as its heartbeat does.

@@ -9,6 +9,10 @@
 //	nrq  newly found data: each worker's result packet (outcome and the
 //	     links it found), which the master pops, de-duplicates and
 //	     schedules;
+//	ans  (beyond the document) a worker's word that a task's answer has
+//	     been read, sent before it processes the page: the master ends the
+//	     host's turn then, so the host's delay counts from the answer, not
+//	     from the result's round trip (answered.go);
 //	trq  the shared tag queue: a worker takes a unique work number from it,
 //	     so no two workers ever share a processing list. The hash "owners"
 //	     keeps each number's holder (a random token per worker process): a
@@ -47,18 +51,26 @@ type keys struct {
 
 func newKeys(crawl string) keys { return keys{crawl: crawl, prefix: "{spider:" + crawl + "}:mw:"} }
 
-func (k keys) srq() string              { return k.prefix + "srq" }
-func (k keys) nrq() string              { return k.prefix + "nrq" }
-func (k keys) trq() string              { return k.prefix + "trq" }
-func (k keys) trqInit() string          { return k.prefix + "trq-init" }
-func (k keys) config() string           { return k.prefix + "config" }
-func (k keys) epoch() string            { return k.prefix + "epoch" }
-func (k keys) heartbeat() string        { return k.prefix + "heartbeat" }
-func (k keys) done() string             { return k.prefix + "done" }
-func (k keys) workers() string          { return k.prefix + "workers" }
-func (k keys) owners() string           { return k.prefix + "owners" }
-func (k keys) processing(w int) string  { return fmt.Sprintf("%sproc:%d", k.prefix, w) }
-func (k keys) stats() string            { return k.prefix + "stats" }
+func (k keys) srq() string             { return k.prefix + "srq" }
+func (k keys) nrq() string             { return k.prefix + "nrq" }
+func (k keys) trq() string             { return k.prefix + "trq" }
+func (k keys) trqInit() string         { return k.prefix + "trq-init" }
+func (k keys) config() string          { return k.prefix + "config" }
+func (k keys) epoch() string           { return k.prefix + "epoch" }
+func (k keys) heartbeat() string       { return k.prefix + "heartbeat" }
+func (k keys) done() string            { return k.prefix + "done" }
+func (k keys) workers() string         { return k.prefix + "workers" }
+func (k keys) owners() string          { return k.prefix + "owners" }
+func (k keys) processing(w int) string { return fmt.Sprintf("%sproc:%d", k.prefix, w) }
+func (k keys) stats() string           { return k.prefix + "stats" }
+
+// The "answered" packets (answered.go): a worker's word that a task's
+// answer has been read, so that the master ends the host's turn before the
+// result arrives; and the epoch of the master that reads them (a worker
+// sends them only for tasks of that epoch, so an older master that never
+// pops the list does not let it grow).
+func (k keys) ans() string              { return k.prefix + "ans" }
+func (k keys) ansEpoch() string         { return k.prefix + "ans-epoch" }
 func (k keys) workerStats(w int) string { return fmt.Sprintf("%swstats:%d", k.prefix, w) }
 
 // The per-node keys of a topics crawl (SPEC §4 on a cluster, topics.go).

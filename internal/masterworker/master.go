@@ -28,6 +28,10 @@ type MasterStats struct {
 	Bad      int64 // malformed packets dropped
 	Expired  int64 // tasks out longer than the task TTL, queued again
 	Returned int64 // topics: tasks a leaving crawl node had not started, taken back from its queue
+	// Answers counts the hosts' turns ended by a worker's Answered packet
+	// (the rest end with their result); StaleAnswers the packets ignored
+	// (their result came first, the task was taken back, another epoch).
+	Answers, StaleAnswers int64
 }
 
 // Master is the scheduling node of a master–worker crawl.
@@ -50,6 +54,7 @@ type Master struct {
 	nextID uint64
 
 	handed, results, stale, requeued, bad, expired, returned atomic.Int64
+	answers, staleAnswers                                    atomic.Int64
 
 	held    atomic.Bool    // paused or stopping by spider control: hand out nothing
 	fetcher *crawl.Fetcher // builds the requests of seeds added by spider control
@@ -77,6 +82,7 @@ type outTask struct {
 	lease *frontier.Lease
 	at    time.Time // when it went on srq (topics: on its node's queue)
 	node  int       // topics: the crawl node whose srq:N holds it (0: shared srq, or waiting in the master)
+	turn  *taskTurn // its host's turn: ended by an Answered packet (answered.go)
 }
 
 // NewMaster prepares a master for cfg that schedules from sched (which it
@@ -101,7 +107,8 @@ func NewMaster(cfg crawl.Config, sched *crawl.Scheduler, seeds []frontier.Reques
 // Stats returns the master's counters.
 func (m *Master) Stats() MasterStats {
 	return MasterStats{Handed: m.handed.Load(), Results: m.results.Load(), Stale: m.stale.Load(),
-		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load(), Returned: m.returned.Load()}
+		Requeued: m.requeued.Load(), Bad: m.bad.Load(), Expired: m.expired.Load(), Returned: m.returned.Load(),
+		Answers: m.answers.Load(), StaleAnswers: m.staleAnswers.Load()}
 }
 
 // Progress reports the crawl's progress as the scheduler sees it.
@@ -143,6 +150,7 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	g.Go(func() error { return m.dispatch(gctx) })
 	results := make(chan string, 2*m.opt.Collectors)
 	g.Go(func() error { return m.collect(gctx, results) })
+	g.Go(func() error { return m.collectAnswers(gctx) })
 	for range m.opt.Collectors {
 		g.Go(func() error { return m.apply(gctx, results) })
 	}
@@ -188,7 +196,8 @@ func (m *Master) prepare(ctx context.Context) error {
 		return err
 	}
 	pipe := m.rdb.TxPipeline()
-	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.done())
+	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.ans(), m.k.done())
+	pipe.Set(ctx, m.k.ansEpoch(), epoch, 0) // this master reads ans
 	pipe.Set(ctx, m.k.config(), cfgJSON, 0)
 	pipe.Set(ctx, m.k.heartbeat(), m.opt.Heartbeat.Milliseconds(), 0)
 	if m.tp != nil {
@@ -223,7 +232,8 @@ func (m *Master) prepare(ctx context.Context) error {
 
 // dispatch hands URLs to workers as the frontier releases them: politeness
 // across all workers is the frontier's, because a host's next URL is only
-// released after the result of its previous one came back.
+// released after its previous one's answer was read (the worker's
+// Answered packet, answered.go) or, failing that, its result came back.
 func (m *Master) dispatch(ctx context.Context) error {
 	for {
 		select {
@@ -269,7 +279,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 		m.mu.Lock()
 		m.nextID++
 		id := m.nextID
-		m.leases[id] = outTask{lease: lease, at: time.Now()}
+		m.leases[id] = outTask{lease: lease, at: time.Now(), turn: &taskTurn{}}
 		m.mu.Unlock()
 		if m.tp != nil {
 			// To the queue of the crawl node owning the host's logical
@@ -285,7 +295,7 @@ func (m *Master) dispatch(ctx context.Context) error {
 			err = cluster.Retry(ctx, func() error { return m.rdb.RPush(ctx, m.k.srq(), b).Err() })
 		}
 		if err != nil {
-			m.take(id)
+			m.take(id) // never on srq: its turn cannot have ended
 			m.sched.Release(lease, false)
 			return fmt.Errorf("cannot hand out %s: %w", lease.Request.URL, err)
 		}
@@ -397,15 +407,23 @@ func (m *Master) markDone(ctx context.Context) error {
 	return nil
 }
 
-func (m *Master) take(id uint64) *frontier.Lease {
+// take removes a task from the tasks out and returns it (ok false: not
+// out any more); from then on no Answered packet ends its turn (it waits
+// for an endTurn under way). A topics coordinator counts the task off its
+// node's window.
+func (m *Master) take(id uint64) (t outTask, ok bool) {
 	m.mu.Lock()
-	l := m.leases[id]
+	t, ok = m.leases[id]
 	delete(m.leases, id)
 	m.mu.Unlock()
-	if m.tp != nil && l.lease != nil {
-		m.answered(l.node)
+	if !ok {
+		return t, false
 	}
-	return l.lease
+	t.turn.finish()
+	if m.tp != nil {
+		m.answered(t.node)
+	}
+	return t, true
 }
 
 // collect pops results from nrq, up to resultBatch per round trip, and
@@ -483,16 +501,31 @@ func (m *Master) apply(ctx context.Context, in <-chan string) error {
 			m.stale.Add(1)
 			continue
 		}
-		lease := m.take(r.ID)
-		if lease == nil {
+		t, ok := m.take(r.ID)
+		if !ok {
 			m.stale.Add(1) // its worker was declared dead and the URL re-queued
 			continue
 		}
+		lease := t.lease
 		if lease.Request.URL != r.Visit.Request.URL {
 			m.bad.Add(1)
 			m.log.Warn("result does not match its task", "id", r.ID, "task", lease.Request.URL, "result", r.Visit.Request.URL)
-			m.sched.Release(lease, true)
-			<-m.sem
+			m.release(t, true)
+			continue
+		}
+		if r.Visit.Retry && (r.GivenBack || t.turn.finish()) {
+			// Given back by a worker that abandoned it after its answered
+			// packet (giveBackAnswered: counted as re-queued even when the
+			// packet has not arrived yet), or a retry after the turn ended:
+			// Finish's re-queue would be lost (Done after EndTurn ignores
+			// a Retry), so it is queued again here (release).
+			m.release(t, true)
+			m.requeued.Add(1)
+			if m.tp != nil {
+				if err := m.route(ctx); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		r.Visit.RequestAfter = requestAfter(lease.Start, r)
@@ -634,9 +667,8 @@ func (m *Master) expire(ctx context.Context) {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return
 		}
-		if l := m.take(g.id); l != nil { // else answered meanwhile
-			m.sched.Release(l, true)
-			<-m.sem
+		if t, ok := m.take(g.id); ok { // else answered meanwhile
+			m.release(t, true)
 			n++
 		}
 	}

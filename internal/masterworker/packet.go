@@ -48,6 +48,10 @@ type Result struct {
 	// the result's arrival instead: a start-to-start delay then begins no
 	// earlier than the request really did.
 	RequestAge time.Duration `json:"request_age,omitempty"`
+	// GivenBack marks a task a worker abandoned after its Answered packet
+	// (Worker.giveBackAnswered; Visit.Retry is set): the master queues it
+	// again whether or not that packet has reached it yet.
+	GivenBack bool `json:"given_back,omitempty"`
 }
 
 // maxPacket bounds a packet read from Redis, so a corrupt or hostile entry
@@ -133,8 +137,9 @@ type Options struct {
 
 // MasterConns is how many Redis connections a master's own goroutines
 // may hold at once: its Collectors appliers (each a state script at a
-// time), the collector's blocking pop of nrq, the dispatcher, the reaper,
-// the revisit feed, the crawl-wide reporter and the control follower. A
+// time), the collector's blocking pop of nrq, the answer collector's of
+// ans, the dispatcher, the reaper, the revisit feed, the crawl-wide
+// reporter and the control follower. A
 // master's client needs that many beyond go-redis's default pool (10 per
 // CPU), or under load the reaper waits out the pool's time-out (4 s) for
 // a connection and a dead worker's tasks are not taken back in that time
@@ -144,7 +149,7 @@ func (o Options) MasterConns() int {
 	if c <= 0 {
 		c = defaultCollectors
 	}
-	return c + 6
+	return c + 7
 }
 
 // defaultCollectors is Options.Collectors' default.

@@ -3,9 +3,12 @@ package masterworker_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
@@ -87,6 +90,9 @@ func TestMasterWorkerCluster(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	// Requeued or Expired above 0 means a worker was declared dead or a
+	// task outlived the task TTL (a loaded machine): its requests repeat.
+	t.Logf("master: %+v", m.Stats())
 	f.check(t, dirs, 0)
 	if n := len(truth.MustFetch); n < 2000 {
 		t.Fatalf("the truth has %d URLs, want a few thousand", n)
@@ -99,6 +105,19 @@ func TestMasterWorkerCluster(t *testing.T) {
 	keys, mem := crawls.Spread(shards)
 	for _, s := range shards {
 		t.Logf("%s: %d keys %v, %d bytes", s.Addr, s.Total, s.Keys, s.MemoryBytes)
+	}
+	if cc, ok := f.rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var work []string
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			ks, err := c.Keys(ctx, "{spider:mwc}:mw:*").Result()
+			mu.Lock()
+			work = append(work, ks...)
+			mu.Unlock()
+			return err
+		})
+		slices.Sort(work)
+		t.Logf("the crawl's own tag: %d keys %v", len(work), work)
 	}
 	if len(shards) != 3 || keys > 0.45 {
 		t.Errorf("the largest shard holds %.0f%% of the crawl's keys on %d masters, want at most 45%% on 3", 100*keys, len(shards))

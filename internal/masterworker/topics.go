@@ -242,7 +242,8 @@ func (m *Master) route(ctx context.Context) error {
 		}
 		ns.out++
 		m.mu.Lock()
-		m.leases[id] = outTask{lease: t.lease, at: now, node: node}
+		t.at, t.node = now, node
+		m.leases[id] = t
 		m.mu.Unlock()
 		pushes = append(pushes, push{node, id, raw})
 	}
@@ -374,8 +375,8 @@ func (m *Master) takeBackWaiting() {
 	tp.waiting = nil
 	tp.mu.Unlock()
 	for _, id := range ids {
-		if lease := m.take(id); lease != nil {
-			m.release(lease, false)
+		if t, ok := m.take(id); ok {
+			m.release(t, false)
 		}
 	}
 }
@@ -550,12 +551,18 @@ func (w *Worker) reportLoad(ctx context.Context) error {
 }
 
 // leaveTopics gives a crawl node's work back as it leaves: the tasks it
-// had taken go back to the head of its queue; if the crawl is done the
+// had taken go back to the head of its queue, except those whose answered
+// packet was sent, which go back to the coordinator as retries
+// (giveBackAnswered: their hosts' turns have ended); if the crawl is done the
 // queue is deleted and the number returned; otherwise the worker marks
 // its heartbeat dead, so that the coordinator's reaper takes the queue back
 // (each task once) on its next round and moves its logical nodes.
 func (w *Worker) leaveTopics(ctx context.Context, id int) error {
-	for {
+	// Tasks whose answered packet was sent go back to the coordinator as
+	// retries (their hosts' turns have ended), not to srq:N; if one
+	// cannot, the processing list stays as it is for the reaper.
+	gaveBack := w.giveBackAnswered(ctx, w.k.processing(id))
+	for gaveBack {
 		if err := w.rdb.LMove(ctx, w.k.processing(id), w.k.srqOf(id), "RIGHT", "LEFT").Err(); err != nil {
 			break
 		}
@@ -565,7 +572,7 @@ func (w *Worker) leaveTopics(ctx context.Context, id int) error {
 		return err
 	}
 	pipe := w.rdb.TxPipeline()
-	if done {
+	if done && gaveBack {
 		pipe.Del(ctx, w.k.srqOf(id))
 		pipe.HDel(ctx, w.k.workers(), strconv.Itoa(id))
 		pipe.HDel(ctx, w.k.owners(), strconv.Itoa(id))

@@ -81,6 +81,7 @@ type Worker struct {
 	instance string // this process's token in the owners hash
 	node     string // its id in the crawl-wide report (Options.NodeID)
 	epoch    atomic.Int64
+	ansEpoch atomic.Int64 // the epoch of the master that reads ans (answered.go)
 	fetched  atomic.Int64
 	stopping atomic.Bool // spider control stop: take no more tasks
 
@@ -95,6 +96,17 @@ type Worker struct {
 	loadMu      sync.Mutex // reportLoad runs in the heartbeat and in Leave's goroutine
 	lastAt      time.Time  // the previous load report (loadMu)
 	lastFetched int64      // (loadMu)
+
+	// answeredOut holds the tasks (raw → Task) whose answered packet was
+	// sent and whose result was not yet (giveBackAnswered).
+	answeredOut sync.Map
+
+	// beforeResult, a test hook, is called after a page was processed
+	// and before its result is sent (nil: not called).
+	beforeResult func(Task)
+	// noAnswered, a test hook, keeps the worker from sending answered
+	// packets (the host's turn then ends with the result, as before).
+	noAnswered bool
 }
 
 // NewWorker makes a worker that fetches with fetcher (which it owns from
@@ -195,6 +207,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		return err
 	}
 	w.id = id
+	w.answeredOut.Clear() // a previous number's tasks were taken back with it
 	if ms, err := w.rdb.Get(ctx, w.k.heartbeat()).Int64(); err == nil && ms > 0 {
 		w.opt.Heartbeat = time.Duration(ms) * time.Millisecond // the master's pace
 	}
@@ -292,6 +305,15 @@ func (w *Worker) runOnce(ctx context.Context) error {
 		}
 		return err
 	}
+	if !w.giveBackAnswered(bg, w.k.processing(id)) {
+		// An abandoned task whose turn ended is still in the processing
+		// list: the list and the number stay for the master's reaper
+		// (this worker beats no more), never moved to srq.
+		if errors.Is(err, errDone) {
+			err = nil
+		}
+		return err
+	}
 	for {
 		if err := w.rdb.LMove(bg, w.k.processing(id), w.k.srq(), "RIGHT", "LEFT").Err(); err != nil {
 			break
@@ -369,9 +391,18 @@ func (w *Worker) beat(ctx context.Context, first bool) error {
 	if ok == 0 {
 		return errDeclaredDead
 	}
-	epoch, err := w.rdb.Get(ctx, w.k.epoch()).Int64()
-	if err == nil {
-		w.epoch.Store(epoch)
+	vals, err := w.rdb.MGet(ctx, w.k.epoch(), w.k.ansEpoch()).Result()
+	if err == nil && len(vals) == 2 {
+		if s, ok := vals[0].(string); ok {
+			if epoch, err := strconv.ParseInt(s, 10, 64); err == nil {
+				w.epoch.Store(epoch)
+			}
+		}
+		var ans int64 // none: a master that does not read ans
+		if s, ok := vals[1].(string); ok {
+			ans, _ = strconv.ParseInt(s, 10, 64)
+		}
+		w.ansEpoch.Store(ans)
 	}
 	if w.scorer != nil {
 		if err := w.reportLoad(ctx); err != nil {
@@ -490,7 +521,16 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		took := time.Now()
 		w.inFlight.Add(1)
-		v, err := w.fetcher.Visit(ctx, t.Request, took)
+		// The answer read, the host's turn ends (answered.go) while the
+		// page is parsed and stored.
+		fd := w.fetcher.Fetch(ctx, t.Request, took)
+		if ctx.Err() == nil && w.sendAnswered(ctx, t, fd.Turn(), took) {
+			w.answeredOut.Store(raw, t)
+		}
+		v, err := w.fetcher.Process(ctx, fd)
+		if w.beforeResult != nil {
+			w.beforeResult(t)
+		}
 		w.inFlight.Add(-1)
 		if err != nil {
 			return err
@@ -531,6 +571,7 @@ func (w *Worker) loop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cannot answer task %d: %w", t.ID, err)
 		}
+		w.answeredOut.Delete(raw)
 		w.fetched.Add(1)
 	}
 }
