@@ -3,12 +3,9 @@ package masterworker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 )
@@ -91,32 +88,10 @@ func (t *taskTurn) finish() (ended bool) {
 // connection (MasterConns), so a backlog of results on nrq never delays
 // an answer.
 func (m *Master) collectAnswers(ctx context.Context) error {
-	var down outage
-	for {
-		vals, err := m.rdb.BLPop(ctx, popWait, m.k.ans()).Result()
-		if errors.Is(err, redis.Nil) {
-			down.ok(m.log, "reading ans")
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if down.retry(ctx, err, m.log, "reading ans") {
-				continue
-			}
-			return fmt.Errorf("cannot read the answered packets (ans): %w", err)
-		}
-		down.ok(m.log, "reading ans")
-		batch := vals[1:]
-		more, err := m.rdb.LPopCount(ctx, m.k.ans(), resultBatch-1).Result()
-		if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
-			m.log.Warn("cannot read more of ans", "err", err)
-		}
-		for _, raw := range append(batch, more...) {
-			m.endTurn(raw)
-		}
-	}
+	return m.drain(ctx, m.k.ans(), "answered packets", func(raw string) error {
+		m.endTurn(raw)
+		return nil
+	})
 }
 
 // endTurn ends the host's turn of the task an Answered packet names, if

@@ -431,36 +431,48 @@ func (m *Master) take(id uint64) (t outTask, ok bool) {
 // appliers' state scripts never wait for a connection held by a blocked
 // pop.
 func (m *Master) collect(ctx context.Context, out chan<- string) error {
+	return m.drain(ctx, m.k.nrq(), "results", func(raw string) error {
+		select {
+		case out <- raw:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// drain pops the list key, what it holds named by what in errors and
+// logs, until ctx ends or Redis stays down: one blocking pop (popWait) and
+// then up to resultBatch-1 more in one round trip, each handed to use in
+// order. A Redis error is retried as an outage (outage.retry); use's
+// error ends the loop with it.
+func (m *Master) drain(ctx context.Context, key, what string, use func(string) error) error {
 	var down outage
+	reading := "reading " + what
 	for {
-		vals, err := m.rdb.BLPop(ctx, popWait, m.k.nrq()).Result()
+		vals, err := m.rdb.BLPop(ctx, popWait, key).Result()
 		if errors.Is(err, redis.Nil) {
-			down.ok(m.log, "reading nrq")
+			down.ok(m.log, reading)
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if down.retry(ctx, err, m.log, "reading nrq") {
+			if down.retry(ctx, err, m.log, reading) {
 				continue
 			}
-			return fmt.Errorf("cannot read nrq: %w", err)
+			return fmt.Errorf("cannot read the %s (%s): %w", what, key, err)
 		}
-		down.ok(m.log, "reading nrq")
+		down.ok(m.log, reading)
 		batch := vals[1:]
-		more, err := m.rdb.LPopCount(ctx, m.k.nrq(), resultBatch-1).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			if ctx.Err() == nil {
-				m.log.Warn("cannot read more of nrq", "err", err)
-			}
+		more, err := m.rdb.LPopCount(ctx, key, resultBatch-1).Result()
+		if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+			m.log.Warn("cannot read more "+what, "key", key, "err", err)
 		}
-		batch = append(batch, more...)
-		for _, raw := range batch {
-			select {
-			case out <- raw:
-			case <-ctx.Done():
-				return ctx.Err()
+		for _, raw := range append(batch, more...) {
+			if err := use(raw); err != nil {
+				return err
 			}
 		}
 	}
