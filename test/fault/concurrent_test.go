@@ -123,9 +123,10 @@ func runCmd(timeout time.Duration, args ...string) (string, int) {
 func TestLiveReaders(t *testing.T) {
 	t.Parallel()
 	const concurrency = 4
-	// Slow answers (40 ms) make the crawl last several seconds, long enough for the six
-	// commands to run inside it.
-	w := startWeb(t, websim.Config{Seed: 25, Hosts: 8, PagesPerHost: 60, Latency: 40 * time.Millisecond, ChineseShare: -1},
+	// Slow answers (80 ms) make the crawl last several seconds, long enough for the six
+	// commands to run inside it (40 ms was too short once the crawl got faster: a CI run
+	// saw the crawl end while "index" ran).
+	w := startWeb(t, websim.Config{Seed: 25, Hosts: 8, PagesPerHost: 60, Latency: 80 * time.Millisecond, ChineseShare: -1},
 		websim.TruthRules{MaxDepth: 4, Scope: websim.ScopeAny}, 2)
 	ref, err := RefWeb(w.srv)
 	if err != nil {
