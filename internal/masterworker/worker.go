@@ -123,7 +123,7 @@ func NewWorker(fetcher *crawl.Fetcher, rdb redis.UniversalClient, opt Options, c
 	// The worker writes a page's record, so it makes the page's duplicate
 	// decision, in the crawl's tables (the master's parts' DupTags); the
 	// master's Complete takes it from the Visit (Visit.Filed).
-	dupes, err := rstate.NewDupes(rdb, "spider:"+opt.Crawl+":", shardTags)
+	dupes, err := rstate.CrawlDupes(rdb, opt.Crawl, shardTags)
 	if err != nil {
 		return nil, err
 	}

@@ -216,7 +216,7 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 	// A page's duplicate decision is made before its record is written,
 	// in the crawl-wide tables the buckets' states use (Options.DupTags),
 	// and handed to the bucket's Complete (crawlstate.Outcome.Filed).
-	dupes, err := rstate.NewDupes(rdb, "spider:"+keys.Crawl()+":", dupTags)
+	dupes, err := rstate.CrawlDupes(rdb, keys.Crawl(), dupTags)
 	if err != nil {
 		return nil, err
 	}

@@ -107,10 +107,11 @@ func newDupTablesAt(prefix string, tags []string) *dupTables {
 	return d
 }
 
-// Dupes are a crawl's duplicate tables on their own, for a topology that
-// keeps no crawl state here: the §0 hosts, whose URLs the protocol
-// de-duplicates, file their pages' fingerprints and SimHashes in them
-// after each completion. The tables, the filing and its guarantees are
+// Dupes are a crawl's duplicate tables on their own, for the process that
+// writes a page's record: it judges the page in them before the record
+// (crawl.Fetcher.FileContent) — a p2p node, a master–worker worker (the
+// tables its crawl's Stores share, CrawlDupes) or a §0 host (which keeps
+// no crawl state here). The tables, the filing and its guarantees are
 // Options.DupTags' (see above). Safe for concurrent use (one filing at a
 // time).
 type Dupes struct {
@@ -124,15 +125,33 @@ type Dupes struct {
 // each from Bucket's alphabet; every process of the crawl must give the
 // same ones in the same order).
 func NewDupes(rdb redis.UniversalClient, prefix string, tags []string) (*Dupes, error) {
+	if err := checkDupTags(tags); err != nil {
+		return nil, err
+	}
+	return &Dupes{rdb: rdb, t: newDupTablesAt(prefix, tags)}, nil
+}
+
+// CrawlDupes returns the duplicate tables the Stores of crawl share when
+// opened with Options.Crawl = crawl and Options.DupTags = tags: the same
+// keys, named in one place (newDupTables).
+func CrawlDupes(rdb redis.UniversalClient, crawl string, tags []string) (*Dupes, error) {
+	if err := checkDupTags(tags); err != nil {
+		return nil, err
+	}
+	return &Dupes{rdb: rdb, t: newDupTables(crawl, tags)}, nil
+}
+
+// checkDupTags refuses an empty tag list or a tag outside Bucket's alphabet.
+func checkDupTags(tags []string) error {
 	if len(tags) == 0 {
-		return nil, errors.New("cannot keep duplicate tables without a hash tag")
+		return errors.New("cannot keep duplicate tables without a hash tag")
 	}
 	for _, t := range tags {
 		if err := checkName("duplicate tables' tag", t); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &Dupes{rdb: rdb, t: newDupTablesAt(prefix, tags)}, nil
+	return nil
 }
 
 var _ crawlstate.Filer = (*Dupes)(nil)
