@@ -340,6 +340,29 @@ func flipRecordKey(u, key string) damage {
 	}}
 }
 
+// flipOutcomeValue flips the first byte of u's record's outcome with 0x5a,
+// as the random flip-0.10 did once in a CI run ("200" became "h00"): the line
+// stays valid JSON and names an outcome no crawl writes.
+func flipOutcomeValue(u string) damage {
+	return damage{name: "flip-outcome-value", do: func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		at := bytes.Index(b, []byte(`"url":"`+u+`"`))
+		if at < 0 {
+			return fmt.Errorf("no record of %s in %s", u, path)
+		}
+		key := []byte(`"outcome":"`)
+		i := bytes.Index(b[at:], key)
+		if i < 0 {
+			return fmt.Errorf("the record of %s has no outcome", u)
+		}
+		b[at+i+len(key)] ^= 0x5a
+		return os.WriteFile(path, b, 0o600)
+	}}
+}
+
 // TestDamageRepairResume damages each file of a crawl's data directory in
 // each way, then checks that fsck reports the file (when the damage is one
 // a check can see), that fsck --repair succeeds and a second fsck is
@@ -431,7 +454,7 @@ func (g *golden) damageTable(t *testing.T) {
 			damages []damage
 		}{"records.jsonl", []damage{sure(flipRecordURL(keyed[0])), sure(flipRecordURL(keyed[len(keyed)-1])),
 			sure(flipRecordKey(keyed[len(keyed)/3], "outcome")), sure(flipRecordKey(keyed[len(keyed)/4], "url")),
-			sure(flipRecordKey(keyed[len(keyed)/5], "fetched_at"))}})
+			sure(flipRecordKey(keyed[len(keyed)/5], "fetched_at")), sure(flipOutcomeValue(keyed[len(keyed)/6]))}})
 	for _, f := range files {
 		for _, d := range f.damages {
 			t.Run(strings.ReplaceAll(f.path, "/", "_")+"/"+d.name, func(t *testing.T) {

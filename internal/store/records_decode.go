@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -46,10 +47,29 @@ func readRecordLine(line []byte) (Record, error) {
 		return Record{}, errors.New("record has no url")
 	case rec.Outcome == "":
 		return Record{}, errors.New("record has no outcome")
+	case !validOutcome(rec.Outcome, rec.Status):
+		return Record{}, fmt.Errorf("record has an outcome no crawl writes: %q (status %d)", rec.Outcome, rec.Status)
 	case rec.FetchedAt.IsZero():
 		return Record{}, errors.New("record has no fetched_at")
 	}
 	return rec, nil
+}
+
+// validOutcome reports whether outcome has a form the crawl writes: an HTTP
+// status class, which is the record's status itself ("200" with status 200),
+// or a word of lowercase letters and hyphens ("robots", "too-many-redirects").
+// A flipped byte in an outcome is caught here (seen in a CI run: "200" became
+// "h00", a valid JSON string the resumed crawl took for a finished URL).
+func validOutcome(outcome string, status int) bool {
+	if outcome[0] >= '0' && outcome[0] <= '9' {
+		return status != 0 && outcome == strconv.Itoa(status)
+	}
+	for i := 0; i < len(outcome); i++ {
+		if c := outcome[i]; (c < 'a' || c > 'z') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func isJSONNull(b []byte) bool {
