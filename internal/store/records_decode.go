@@ -47,8 +47,8 @@ func readRecordLine(line []byte) (Record, error) {
 		return Record{}, errors.New("record has no url")
 	case rec.Outcome == "":
 		return Record{}, errors.New("record has no outcome")
-	case !validOutcome(rec.Outcome, rec.Status):
-		return Record{}, fmt.Errorf("record has an outcome no crawl writes: %q (status %d)", rec.Outcome, rec.Status)
+	case !validOutcome(rec.Outcome):
+		return Record{}, fmt.Errorf("record has an outcome no crawl writes: %q", rec.Outcome)
 	case rec.FetchedAt.IsZero():
 		return Record{}, errors.New("record has no fetched_at")
 	}
@@ -56,13 +56,15 @@ func readRecordLine(line []byte) (Record, error) {
 }
 
 // validOutcome reports whether outcome has a form the crawl writes: an HTTP
-// status class, which is the record's status itself ("200" with status 200),
-// or a word of lowercase letters and hyphens ("robots", "too-many-redirects").
-// A flipped byte in an outcome is caught here (seen in a CI run: "200" became
-// "h00", a valid JSON string the resumed crawl took for a finished URL).
-func validOutcome(outcome string, status int) bool {
-	if outcome[0] >= '0' && outcome[0] <= '9' {
-		return status != 0 && outcome == strconv.Itoa(status)
+// status class, three digits from 100 to 599 ("200"; a revisit's "304"
+// record may keep the stored copy's status), or a word of lowercase letters
+// and hyphens ("robots", "too-many-redirects"). A flipped byte in an outcome
+// is caught here (seen in a CI run: "200" became "h00", a valid JSON string
+// the resumed crawl took for a finished URL).
+func validOutcome(outcome string) bool {
+	if c := outcome[0]; c >= '0' && c <= '9' {
+		n, err := strconv.Atoi(outcome)
+		return err == nil && len(outcome) == 3 && n >= 100 && n <= 599
 	}
 	for i := 0; i < len(outcome); i++ {
 		if c := outcome[i]; (c < 'a' || c > 'z') && c != '-' {
