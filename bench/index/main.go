@@ -4,7 +4,7 @@
 //	go run ./bench/index export  --data CRAWL --out corpus.jsonl
 //	go run ./bench/index queries --out queries.txt [--n 200]
 //	go run ./bench/index build   --corpus corpus.jsonl --index DIR [--workers N]
-//	go run ./bench/index query   --index DIR --queries queries.txt
+//	go run ./bench/index query   --index DIR --queries queries.txt [--proximity W]
 //
 // export writes the text spider's parser extracts from a crawl (one JSON
 // object per line: url, title, text); build analyses and indexes that
@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	slow := fs.Int("slow", 0, "query: also list the N slowest queries of the timed round")
 	exhaustive := fs.Bool("exhaustive", false, "query: score every posting (no pruning), for comparison")
 	rounds := fs.Int("rounds", 1, "query: timed rounds after the warm-up round (latencies pooled)")
+	proximity := fs.Float64("proximity", 0, "query: term-proximity weight (Request.ProximityWeight; 0: none)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "build: analysing goroutines")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the command to this file")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "build":
 		return build(*corpus, *dir, *workers, out)
 	case "query":
-		return query(ctx, *dir, *qfile, *slow, *rounds, *exhaustive, out)
+		return query(ctx, *dir, *qfile, *slow, *rounds, *exhaustive, *proximity, out)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -222,7 +223,7 @@ func build(corpus, dir string, workers int, out io.Writer) error {
 		"dictionary_load_ms": msOf(a.LoadTime()), "dictionary_loaded": a.Loaded()})
 }
 
-func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive bool, out io.Writer) error {
+func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive bool, proximity float64, out io.Writer) error {
 	raw, err := os.ReadFile(qfile)
 	if err != nil {
 		return err
@@ -248,7 +249,7 @@ func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive 
 	for round := range 1 + max(rounds, 1) { // the first round warms the caches and is not counted
 		for _, q := range queries {
 			start, cpu0 := time.Now(), processCPU()
-			res, err := ix.Search(ctx, index.Request{Query: q, Limit: 10, RankWeight: 0})
+			res, err := ix.Search(ctx, index.Request{Query: q, Limit: 10, RankWeight: 0, ProximityWeight: proximity})
 			if err != nil {
 				return fmt.Errorf("query %q: %w", q, err)
 			}
@@ -267,7 +268,7 @@ func query(ctx context.Context, dir, qfile string, slow, rounds int, exhaustive 
 	slices.Sort(cpus)
 	res := map[string]any{"engine": "spider", "queries": len(lat), "p50_ms": pct(0.5),
 		"cpu_p50_ms": cpus[len(cpus)/2], "cpu_p99_ms": cpus[int(0.99*float64(len(cpus)-1))], "cpu_max_ms": cpus[len(cpus)-1],
-		"p99_ms": pct(0.99), "max_ms": lat[len(lat)-1].MS, "total_hits": hits, "warm_ms": msOf(warm), "exhaustive": exhaustive}
+		"p99_ms": pct(0.99), "max_ms": lat[len(lat)-1].MS, "total_hits": hits, "warm_ms": msOf(warm), "exhaustive": exhaustive, "proximity": proximity}
 	if slow > 0 {
 		res["slowest"] = lat[max(len(lat)-slow, 0):]
 	}

@@ -17,9 +17,16 @@
 //
 // It runs only when asked: bench/relevance/run.sh (which installs the
 // documentation package) or SPIDER_RELEVANCE=1 go test ./bench/relevance -run TestRelevance -v.
-// RELEVANCE_DEFAULT_ONLY=1 evaluates the default fields only. With the
-// default ranking it also counts the queries whose top-3 snippets show the
-// documentation's navigation rows ("Prev Up … Home Next").
+// RELEVANCE_DEFAULT_ONLY=1 evaluates the default fields (with and without
+// proximity) and the BM25 baseline only. With the default ranking it also
+// counts the queries whose top-3 snippets show the documentation's
+// navigation rows ("Prev Up … Home Next").
+//
+// Held-out webs: RELEVANCE_WEBSIM_SEED=N builds the websim set from
+// websim seed N instead of 3 (the same generator and judging rule; the
+// queries are those web's article titles), RELEVANCE_WEBSIM_ONLY=1 skips
+// the documentation. A ranking chosen on seed 3 can be checked on other
+// seeds this way (bench/RESULTS.md, "Term proximity").
 package relevance
 
 import (
@@ -34,6 +41,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,23 +73,29 @@ type corpus struct {
 	hubs    map[string]bool
 }
 
-// config is one ranking evaluated.
+// config is one ranking evaluated: field weights (fixed when the index
+// is built) and the search's proximity weight (Request.ProximityWeight).
 type config struct {
 	name   string
 	fields index.FieldWeights
+	prox   float64
 }
 
 var configs = []config{
-	{"BM25 (visible text, title in it)", index.BM25Fields},
-	{"BM25 (main text, title in it)", index.FieldWeights{Body: 1}},
-	{"BM25F title 16, main text 2, k1 12", index.FieldWeights{Title: 16, Body: 2, K1: 12}},
-	{"BM25F title 16, headings 8, main text 2, k1 12", index.FieldWeights{Title: 16, Headings: 8, Body: 2, K1: 12}},
-	{"BM25F title 16, main text 2, anchor 8, k1 12", index.FieldWeights{Title: 16, Body: 2, Anchor: 8, K1: 12}},
-	{"BM25F title 16, headings 8, main text 2, anchor 8, k1 1.2", index.FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8}},
-	{"BM25F title 16, headings 8, main text 2, anchor 8, k1 12, visible text", index.FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12, Template: 1}},
-	{"BM25F title 16, headings 8, main text 2, anchor 8, k1 12", index.FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12}},
-	{"BM25F title 16, headings 4, main text 1, anchor 8, k1 12 (fails TestTopicsRankFirst)", index.FieldWeights{Title: 16, Headings: 4, Body: 1, Anchor: 8, K1: 12}},
-	{"BM25F title 8, headings 4, main text 1, anchor 4, k1 6 (TestTopicsRankFirst flaky)", index.FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4, K1: 6}},
+	{"BM25 (visible text, title in it)", index.BM25Fields, 0},
+	{"BM25 (main text, title in it)", index.FieldWeights{Body: 1}, 0},
+	{"BM25F title 16, main text 2, k1 12", index.FieldWeights{Title: 16, Body: 2, K1: 12}, 0},
+	{"BM25F title 16, headings 8, main text 2, k1 12", index.FieldWeights{Title: 16, Headings: 8, Body: 2, K1: 12}, 0},
+	{"BM25F title 16, main text 2, anchor 8, k1 12", index.FieldWeights{Title: 16, Body: 2, Anchor: 8, K1: 12}, 0},
+	{"BM25F title 16, headings 8, main text 2, anchor 8, k1 1.2", index.FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8}, 0},
+	{"BM25F title 16, headings 8, main text 2, anchor 8, k1 12, visible text", index.FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12, Template: 1}, 0},
+	{"BM25F title 16, headings 8, main text 2, anchor 8, k1 12", index.FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12}, 0},
+	{"BM25F title 16, headings 4, main text 1, anchor 8, k1 12 (fails TestTopicsRankFirst)", index.FieldWeights{Title: 16, Headings: 4, Body: 1, Anchor: 8, K1: 12}, 0},
+	{"BM25F title 8, headings 4, main text 1, anchor 4, k1 6 (TestTopicsRankFirst flaky)", index.FieldWeights{Title: 8, Headings: 4, Body: 1, Anchor: 4, K1: 6}, 0},
+	// Term proximity (MinDist, Tao and Zhai 2007) rescoring the best 100.
+	{"BM25F default fields + proximity 1", index.DefaultFieldWeights, 1},
+	{"BM25F default fields + proximity 3", index.DefaultFieldWeights, 3},
+	{"BM25F default fields + proximity 6", index.DefaultFieldWeights, 6},
 }
 
 var rankWeights = []float64{0, 0.1, 0.25, 0.5, 1, 2}
@@ -92,7 +106,9 @@ func TestRelevance(t *testing.T) {
 	}
 	var cs []corpus
 	cs = append(cs, websimCorpus(t))
-	if _, err := os.Stat(DocDir); err == nil {
+	if os.Getenv("RELEVANCE_WEBSIM_ONLY") != "" {
+		// only websim (e.g. with RELEVANCE_WEBSIM_SEED)
+	} else if _, err := os.Stat(DocDir); err == nil {
 		cs = append(cs, docCorpus(t))
 	} else {
 		t.Logf("%s missing (apt-get install postgresql-doc-15): the judged documentation set is skipped", DocDir)
@@ -104,7 +120,7 @@ func TestRelevance(t *testing.T) {
 		var summary string
 		fmt.Fprintf(&out, "| ranking | PageRank weight | P@3 | NDCG@10 | hub above the titled page | index build (s) |\n|---|---|---|---|---|---|\n")
 		for _, cf := range configs {
-			if os.Getenv("RELEVANCE_DEFAULT_ONLY") != "" && cf.fields != index.DefaultFieldWeights {
+			if os.Getenv("RELEVANCE_DEFAULT_ONLY") != "" && cf.fields != index.DefaultFieldWeights && cf.fields != index.BM25Fields {
 				continue
 			}
 			st, err := index.Build(context.Background(), c.data, index.BuildOptions{Rebuild: true, Fields: cf.fields, ForceMerge: true})
@@ -116,11 +132,11 @@ func TestRelevance(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, w := range rankWeights {
-				p3, ndcg, bad, worst := evaluate(t, ix, c, w)
+				p3, ndcg, bad, worst := evaluate(t, ix, c, w, cf.prox)
 				if cf.fields == index.BM25Fields && w == 0 {
 					baseP3 = p3
 				}
-				if cf.fields == index.DefaultFieldWeights && w == index.DefaultRankWeight {
+				if cf.fields == index.DefaultFieldWeights && cf.prox == 0 && w == index.DefaultRankWeight {
 					summary = fmt.Sprintf("default ranking (%s, PageRank weight %g): P@3 %.3f = %.2f × BM25 alone (%.3f), NDCG@10 %.3f, %d judged queries with a hub above the titled page\n",
 						index.DefaultFieldWeights, w, p3, p3/baseP3, baseP3, ndcg, bad)
 					q, h := navSnippets(t, ix, c, w)
@@ -131,7 +147,7 @@ func TestRelevance(t *testing.T) {
 					took = fmt.Sprintf("%.2f", st.Took.Seconds())
 				}
 				fmt.Fprintf(&out, "| %s | %g | %.3f | %.3f | %d | %s |\n", cf.name, w, p3, ndcg, bad, took)
-				if bad > 0 && cf.fields == index.DefaultFieldWeights && w == index.DefaultRankWeight {
+				if bad > 0 && cf.fields == index.DefaultFieldWeights && cf.prox == 0 && w == index.DefaultRankWeight {
 					t.Logf("%s default ranking: hub violations, e.g. %s", c.name, worst)
 				}
 			}
@@ -181,9 +197,9 @@ func navSnippets(t *testing.T, ix *index.Index, c corpus, w float64) (queries, h
 // evaluate runs every query of c and returns mean P@3 (grade ≥ 1 counts
 // as relevant), mean NDCG@10 (gain 2^grade − 1) and the number of queries
 // where a hub ranks above every page graded 2.
-func evaluate(t *testing.T, ix *index.Index, c corpus, w float64) (p3, ndcg float64, bad int, example string) {
+func evaluate(t *testing.T, ix *index.Index, c corpus, w, prox float64) (p3, ndcg float64, bad int, example string) {
 	for _, q := range c.queries {
-		res, err := ix.Search(context.Background(), index.Request{Query: q.query, Limit: 10, RankWeight: w})
+		res, err := ix.Search(context.Background(), index.Request{Query: q.query, Limit: 10, RankWeight: w, ProximityWeight: prox})
 		if err != nil {
 			t.Fatalf("%s: %v", q.query, err)
 		}
@@ -286,7 +302,15 @@ func crawlDir(t *testing.T, seeds []string, depth int, resolve []string, scope s
 // the article titles (the part after "Article: "), judged from the crawl's
 // titles and websim's truth.
 func websimCorpus(t *testing.T) corpus {
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 3, Hosts: 6, PagesPerHost: 60})
+	seed := int64(3)
+	if v := os.Getenv("RELEVANCE_WEBSIM_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("RELEVANCE_WEBSIM_SEED %q: %v", v, err)
+		}
+		seed = n
+	}
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: seed, Hosts: 6, PagesPerHost: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +366,7 @@ func websimCorpus(t *testing.T) corpus {
 		}
 		qs = append(qs, judged{query: q, grades: g})
 	}
-	return corpus{name: "websim (seed 3, 6 hosts × 60 pages, English)", data: data, queries: qs, hubs: hubs}
+	return corpus{name: fmt.Sprintf("websim (seed %d, 6 hosts × 60 pages, English)", seed), data: data, queries: qs, hubs: hubs}
 }
 
 // docCorpus serves DocDir on loopback, crawls it and reads the judgements.

@@ -153,7 +153,7 @@ func dictNote(load time.Duration) string {
 }
 
 func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("search", `search --data DIR [--limit 10] [--page N] [--rank-weight W] [--explain] "query"
+	fs := newFlagSet("search", `search --data DIR [--limit 10] [--page N] [--rank-weight W] [--proximity-weight P] [--explain] "query"
 
 Query syntax: words (all must match), "a phrase", a OR b, -word or NOT word,
 site:host, ( grouping ).`, stderr)
@@ -161,6 +161,7 @@ site:host, ( grouping ).`, stderr)
 	limit := fs.Int("limit", 10, "results per page (1–1000)")
 	page := fs.Int("page", 1, "page of results, from 1")
 	weight := fs.Float64("rank-weight", -1, fmt.Sprintf("weight of the PageRank boost (0: BM25F only; default %g)", index.DefaultRankWeight))
+	proximity := fs.Float64("proximity-weight", 0, fmt.Sprintf("weight of the term-proximity bonus added to the best %d candidates of a query of several words (0: none)", index.ProximityWindow))
 	explain := fs.Bool("explain", false, "show how each score was computed")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
@@ -190,7 +191,7 @@ site:host, ( grouping ).`, stderr)
 		return err
 	}
 	defer ix.Close()
-	req := index.Request{Query: query, Offset: (*page - 1) * *limit, Limit: *limit, RankWeight: *weight, Explain: *explain}
+	req := index.Request{Query: query, Offset: (*page - 1) * *limit, Limit: *limit, RankWeight: *weight, ProximityWeight: *proximity, Explain: *explain}
 	res, err := ix.Search(ctx, req)
 	if err != nil {
 		if errors.Is(err, index.ErrQuery) {
@@ -245,7 +246,11 @@ func printResult(w io.Writer, query string, page, limit int, res *index.Result) 
 		if !h.Fetched.IsZero() {
 			fmt.Fprintf(w, "\n   fetched %s", h.Fetched.UTC().Format("2 Jan 2006 15:04 UTC"))
 		}
-		fmt.Fprintf(w, "\n   score %.4f (bm25 %.4f, pagerank %.3g)\n", h.Score, h.BM25, h.PageRank)
+		if h.Proximity != 0 {
+			fmt.Fprintf(w, "\n   score %.4f (bm25 %.4f, pagerank %.3g, proximity %.4f)\n", h.Score, h.BM25, h.PageRank, h.Proximity)
+		} else {
+			fmt.Fprintf(w, "\n   score %.4f (bm25 %.4f, pagerank %.3g)\n", h.Score, h.BM25, h.PageRank)
+		}
 		if h.Explain != "" {
 			for _, line := range strings.Split(h.Explain, "\n") {
 				fmt.Fprintf(w, "   | %s\n", line)

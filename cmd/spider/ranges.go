@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spider-crawler/spider/internal/index"
 	"github.com/spider-crawler/spider/internal/p2p"
 )
 
@@ -37,7 +38,8 @@ var flagRanges = map[string]flagRange{
 	"index/workers":      {noMin: true, max: 10_000},
 	"index/lease-ttl":    {min: float64(100 * time.Millisecond), max: float64(time.Hour)},
 
-	"search/rank-weight": {min: 0, max: 1000, special: -1, hasSpecial: true, note: "the default, 0.25"},
+	"search/rank-weight":      {min: 0, max: 1000, special: -1, hasSpecial: true, note: "the default, 0.25"},
+	"search/proximity-weight": {min: 0, max: index.MaxProximityWeight},
 
 	"rank/tolerance": {noMin: true, max: 2},
 	"rank/max-iter":  {noMin: true, max: 1_000_000},

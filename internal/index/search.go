@@ -31,6 +31,9 @@ const (
 // bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
 const DefaultRankWeight = 0.25
 
+// MaxProximityWeight bounds Request.ProximityWeight.
+const MaxProximityWeight = 100
+
 // ErrNoIndex is wrapped by Open when the directory holds no index yet.
 var ErrNoIndex = errors.New("no search index")
 
@@ -77,7 +80,12 @@ type Request struct {
 	// RankWeight weighs the PageRank boost; negative means the index's
 	// default (Options.RankWeight), 0 ranks by BM25 alone.
 	RankWeight float64
-	Explain    bool // fill Hit.Explain
+	// ProximityWeight weighs the term-proximity bonus (0 to 0.80 a page:
+	// how close two different query terms come in it, see proximity)
+	// added to the scores of the best ProximityWindow candidates of a
+	// query of two or more terms. 0 (the default): no proximity.
+	ProximityWeight float64
+	Explain         bool // fill Hit.Explain
 }
 
 // Result is the answer to a Request.
@@ -92,16 +100,19 @@ type Result struct {
 	Terms []string      // the query's positive terms, after analysis
 }
 
-// Hit is one matching page. Score = BM25 + RankWeight × ln(1 + PageRank × R),
-// where R is the number of ranked pages (so a page of average rank gets
-// RankWeight × ln 2).
+// Hit is one matching page. Score = BM25 + RankWeight × ln(1 + PageRank × R)
+// (+ Proximity), where R is the number of ranked pages (so a page of
+// average rank gets RankWeight × ln 2).
 type Hit struct {
 	URL, Title string
 	Snippet    []Fragment
 	Score      float64
 	BM25       float64
 	PageRank   float64
-	Explain    string
+	// Proximity is the weighted term-proximity term of Score (0 when the
+	// search used none).
+	Proximity float64
+	Explain   string
 	// Similar is the number of other pages in the hit's duplicate cluster
 	// (exact and near duplicates, pages whose canonical URL is this one;
 	// dupes.go): they are not shown beside it.
@@ -707,6 +718,7 @@ type scored struct {
 	doc   int32
 	bm25  float64
 	pr    float64
+	prox  float64 // the proximity term (rescore)
 	score float64
 	url   string
 }
@@ -750,6 +762,9 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 	if req.Limit == 0 {
 		req.Limit = 10
 	}
+	if !(req.ProximityWeight >= 0 && req.ProximityWeight <= MaxProximityWeight) {
+		return nil, queryErr("proximity weight %g is out of range; use 0 (none) to %d", req.ProximityWeight, MaxProximityWeight)
+	}
 	weight := req.RankWeight
 	if weight < 0 {
 		weight = ix.opt.RankWeight
@@ -786,8 +801,14 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		ix.log.Warn("index: searching without collapsing duplicates", "err", err)
 	}
-	// Collapsing removes at most one candidate per cluster member.
-	k := newTopk(keep+min(clusters.members(), maxCollapseExtra), ranks, weight)
+	// Collapsing removes at most one candidate per cluster member; with
+	// proximity, the window is rescored.
+	pw := req.ProximityWeight
+	cands := keep + min(clusters.members(), maxCollapseExtra)
+	if pw > 0 {
+		cands = max(cands, ProximityWindow)
+	}
+	k := newTopk(cands, ranks, weight)
 	conj, isConj := conjunction(q.root)
 	for si, s := range snap.segs {
 		if err := ctx.Err(); err != nil {
@@ -820,6 +841,11 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 	for i := len(h) - 1; i >= 0; i-- {
 		all[i] = heap.Pop(&h).(scored)
 	}
+	if pw > 0 {
+		if err := rescore(snap, all, q.terms, pw, !ix.opt.Exhaustive); err != nil {
+			return nil, err
+		}
+	}
 	res := &Result{Total: total, Terms: q.terms}
 	n := len(all)
 	all, similar := clusters.collapse(all, func(c scored) uint64 { return snap.segs[c.seg].hash(int(c.doc)) })
@@ -845,7 +871,7 @@ func (ix *Index) Search(ctx context.Context, req Request) (*Result, error) {
 		if ranks != nil && c.pr == 0 {
 			c.pr = ranks.scores[d.URL]
 		}
-		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr, Similar: similar[i], Fetched: d.Fetched}
+		hit := Hit{URL: d.URL, Title: d.Title, Score: c.score, BM25: c.bm25, PageRank: c.pr, Proximity: c.prox, Similar: similar[i], Fetched: d.Fetched}
 		// Positions are counted over title and body; the stored text is
 		// the body, which starts at the base the marks store (version 1
 		// segments: found by analysing the title).
@@ -962,7 +988,11 @@ func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl, k
 	e := &evalCtx{seg: s, n: n, avgdl: avgdl, k1: k1, df: df, ti: map[string]*termInfo{}}
 	var b strings.Builder
 	dl := s.docLen(doc)
-	fmt.Fprintf(&b, "score %.4f = bm25f %.4f + rank %.4f; main text length %d (average %.1f)\n", c.score, c.bm25, c.score-c.bm25, dl, avgdl)
+	if c.prox != 0 {
+		fmt.Fprintf(&b, "score %.4f = bm25f %.4f + rank %.4f + proximity %.4f; main text length %d (average %.1f)\n", c.score, c.bm25, c.score-c.bm25-c.prox, c.prox, dl, avgdl)
+	} else {
+		fmt.Fprintf(&b, "score %.4f = bm25f %.4f + rank %.4f; main text length %d (average %.1f)\n", c.score, c.bm25, c.score-c.bm25, dl, avgdl)
+	}
 	for _, t := range q.terms {
 		ti := e.lookup(t)
 		tf, short := 0, 0

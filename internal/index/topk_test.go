@@ -119,19 +119,22 @@ func TestPrunedEqualsExhaustive(t *testing.T) {
 			}
 			req := Request{Query: query, Limit: []int{1, 3, 10, 50}[q%4], Offset: []int{0, 0, 5}[q%3],
 				RankWeight: []float64{0, -1, 3}[q%3]}
-			a, err := pruned.Search(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := exh.Search(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a.Total != b.Total {
-				t.Fatalf("round %d %+v: total %d pruned, %d exhaustive", round, req, a.Total, b.Total)
-			}
-			if !reflect.DeepEqual(hitKeys(a.Hits), hitKeys(b.Hits)) {
-				t.Fatalf("round %d %+v:\npruned     %v\nexhaustive %v", round, req, hitKeys(a.Hits), hitKeys(b.Hits))
+			for _, pw := range []float64{0, 1.5} { // without and with the proximity rescoring
+				req.ProximityWeight = pw
+				a, err := pruned.Search(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := exh.Search(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Total != b.Total {
+					t.Fatalf("round %d %+v: total %d pruned, %d exhaustive", round, req, a.Total, b.Total)
+				}
+				if !reflect.DeepEqual(hitKeys(a.Hits), hitKeys(b.Hits)) {
+					t.Fatalf("round %d %+v:\npruned     %v\nexhaustive %v", round, req, hitKeys(a.Hits), hitKeys(b.Hits))
+				}
 			}
 			if terms := strings.Fields(query); q%6 >= 3 && len(terms) > 1 {
 				all := true
