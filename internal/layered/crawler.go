@@ -24,6 +24,8 @@ import (
 	"github.com/spider-crawler/spider/internal/denoise"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/parse"
+	"github.com/spider-crawler/spider/internal/revisit"
+	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/urls"
 )
@@ -91,6 +93,9 @@ type manifest struct {
 	Merged  []string      `json:"merged,omitempty"`
 	Reports []RoundReport `json:"reports,omitempty"`
 	Started time.Time     `json:"started"`
+	// Revisit is the revisit round in progress (or next) once the rounds
+	// are done (revisit.go); its tasks' pages merged are in Merged.
+	Revisit int `json:"revisit,omitempty"`
 }
 
 // Crawler runs a layered crawl (SPEC §2) into one data directory.
@@ -127,6 +132,16 @@ type Crawler struct {
 	main      *mainStore
 	// The manifest's round and pass at its last save, for the report.
 	repRound, repPass atomic.Int64
+	// policy is the revisit policy every fetch is judged by (revisit.go);
+	// sched the revisit schedule, open while coordinating; rv this run's
+	// revisit counts and schedule once the coordinator ended.
+	policy revisit.Policy
+	sched  *state.Store
+	// runStart is when coordinate started: a one-shot run's revisit
+	// rounds take what was due then.
+	runStart time.Time
+	rvMu     sync.Mutex
+	rv       crawl.ScheduleStatus
 }
 
 // New validates the settings, locks the data directory (store.LockDir: a
@@ -184,7 +199,11 @@ func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	c := &Crawler{
+	policy, err := cfg.RevisitPolicy()
+	if err != nil {
+		return nil, err
+	}
+	c := &Crawler{policy: policy,
 		cfg: cfg, opt: opt, log: logger, m: newMetrics(reg),
 		root:   filepath.Join(cfg.Data, DirName),
 		norm:   &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
@@ -334,6 +353,7 @@ var errLimitReached = errors.New("the page limit (--max-pages) is reached")
 
 // coordinate runs the rounds (S200–S600) with mp running the map tasks.
 func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
+	c.runStart = time.Now()
 	if err := c.load(ctx); err != nil {
 		return err
 	}
@@ -351,6 +371,10 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 		c.main = nil
 		c.repMu.Unlock()
 	}()
+	if err := c.openSchedule(); err != nil {
+		return err
+	}
+	defer c.closeSchedule(ctx)
 	for c.man.Phase != "done" {
 		if c.man.Round >= c.opt.Rounds {
 			c.man.Phase = "done"
@@ -377,7 +401,10 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 	if err := c.save(); err != nil {
 		return err
 	}
-	return writeJSON(filepath.Join(c.root, ReportFile), c.man.Reports)
+	if err := writeJSON(filepath.Join(c.root, ReportFile), c.man.Reports); err != nil {
+		return err
+	}
+	return c.revisitRounds(ctx, mp, main)
 }
 
 // fetchPass runs one pass of the current round: S200 map (crawl by
@@ -444,6 +471,12 @@ func (c *Crawler) fetchPass(ctx context.Context, mp mapper, main *mainStore) err
 			queued[pl.URL] = true
 			done = append(done, pl.URL)
 		}
+	}
+	// The pass's pages enter the revisit schedule before the manifest
+	// moves on: a crash in between writes them again (those written are
+	// seen by then and skipped).
+	if err := c.scheduleFirst(ctx, r, results); err != nil {
+		return err
 	}
 	for i, t := range tasks {
 		if !slices.Contains(c.man.Merged, t.ID()) {
