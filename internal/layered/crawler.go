@@ -752,7 +752,7 @@ func (m *mainStore) recordsAdded() int64 { return int64(m.added) }
 
 // merge is S600 for one task: its records (the last one of each URL) and
 // page bodies are appended to the main store with new page numbers, then
-// the task's copies are removed (its result.json stays). A crash between
+// the task's copies are removed, records first (its result.json stays). A crash between
 // the appends and the manifest update merges the task again on restart:
 // its records then appear twice in records.jsonl, and readers keep the
 // last one, as after a crash of the plain crawl.
@@ -802,5 +802,11 @@ func (m *mainStore) merge(dir string) error {
 	if err := errors.Join(m.pages.Sync(), m.recs.Sync(), pages.Close()); err != nil {
 		return err
 	}
-	return errors.Join(os.RemoveAll(filepath.Join(dir, "pages")), os.Remove(filepath.Join(dir, store.RecordsFileName)))
+	// The records go first: a kill between the two removals leaves pages
+	// no record points at (merged again as nothing), never records whose
+	// pages are gone (a merge that could not be redone).
+	if err := removeIfExists(filepath.Join(dir, store.RecordsFileName)); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(dir, "pages"))
 }
