@@ -133,7 +133,16 @@ func TestLayeredContinuousKill(t *testing.T) {
 		return len(m) > 0
 	}
 	coord := start(coordData)
-	time.Sleep(300 * time.Millisecond) // the coordinator role goes to coordData
+	// The coordinator role goes to coordData: the worker starts once the
+	// crawl is created there.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(coordData, layered.DirName, layered.ManifestFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no crawl created in 30 s\n%s", coord.out.String())
+		}
+	}
 	worker := start(workerData)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range 4 {
@@ -168,8 +177,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 	kill(coord)
 	last := time.Now()
 	coord = start(coordData)
-	time.Sleep(300 * time.Millisecond)
-	worker = start(workerData)
+	worker = start(workerData) // coordData holds the crawl: the worker never coordinates
 	time.Sleep(8 * time.Second)
 	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
 		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {

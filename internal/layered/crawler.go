@@ -132,6 +132,8 @@ type Crawler struct {
 	main      *mainStore
 	// The manifest's round and pass at its last save, for the report.
 	repRound, repPass atomic.Int64
+	// repRevisit is the manifest's revisit round at its last save.
+	repRevisit atomic.Int64
 	// policy is the revisit policy every fetch is judged by (revisit.go);
 	// sched the revisit schedule, open while coordinating; rv this run's
 	// revisit counts and schedule once the coordinator ended.
@@ -345,6 +347,7 @@ func (c *Crawler) load(ctx context.Context) error {
 func (c *Crawler) save() error {
 	c.repRound.Store(int64(c.man.Round)) // for the report's goroutine
 	c.repPass.Store(int64(c.man.Pass))
+	c.repRevisit.Store(int64(c.man.Revisit))
 	return writeJSON(filepath.Join(c.root, ManifestFile), c.man)
 }
 
@@ -752,11 +755,19 @@ func (m *mainStore) recordsAdded() int64 { return int64(m.added) }
 
 // merge is S600 for one task: its records (the last one of each URL) and
 // page bodies are appended to the main store with new page numbers, then
-// the task's copies are removed, records first (its result.json stays). A crash between
+// the task's copies are removed, records first (its result.json stays); a
+// task whose records are gone was merged, and only its pages' removal is
+// finished. A crash between
 // the appends and the manifest update merges the task again on restart:
 // its records then appear twice in records.jsonl, and readers keep the
 // last one, as after a crash of the plain crawl.
 func (m *mainStore) merge(dir string) error {
+	// A merge killed while it removed the task's copies: its records are
+	// gone (removed first), so it was merged; the pages' removal is
+	// finished.
+	if _, err := os.Stat(filepath.Join(dir, store.RecordsFileName)); errors.Is(err, fs.ErrNotExist) {
+		return removePages(dir)
+	}
 	recs, err := store.OpenRecords(dir, store.Options{Logger: m.log})
 	if err != nil {
 		return err
@@ -802,11 +813,22 @@ func (m *mainStore) merge(dir string) error {
 	if err := errors.Join(m.pages.Sync(), m.recs.Sync(), pages.Close()); err != nil {
 		return err
 	}
-	// The records go first: a kill between the two removals leaves pages
-	// no record points at (merged again as nothing), never records whose
+	// The records go first: a kill after that leaves pages no record
+	// points at (the next merge only removes them), never records whose
 	// pages are gone (a merge that could not be redone).
 	if err := removeIfExists(filepath.Join(dir, store.RecordsFileName)); err != nil {
 		return err
 	}
-	return os.RemoveAll(filepath.Join(dir, "pages"))
+	return removePages(dir)
+}
+
+// removePages removes a merged task's page files: renamed first (one
+// step), then removed, so no kill leaves a half-removed page store under
+// the name a reader opens.
+func removePages(dir string) error {
+	gone := filepath.Join(dir, "pages.merged")
+	if err := os.Rename(filepath.Join(dir, "pages"), gone); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove the merged pages of %s: %w", dir, err)
+	}
+	return os.RemoveAll(gone)
 }

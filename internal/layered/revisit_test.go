@@ -3,6 +3,7 @@ package layered
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -217,7 +218,16 @@ func TestContinuousLayeredRedis(t *testing.T) {
 	defer cancel()
 	cdone := make(chan error, 1)
 	go func() { cdone <- coord.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond) // the coordinator role goes to coord
+	// The coordinator role goes to coord: the worker starts once the
+	// crawl is created in its data directory.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(cfg.Data, DirName, ManifestFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no crawl created in 30 s")
+		}
+	}
 	wdone := make(chan error, 1)
 	go func() { wdone <- worker.Run(ctx) }()
 	if err := <-cdone; !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
