@@ -136,10 +136,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
 		return fmt.Errorf("%w: spider crawl --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup; for topics on a cluster run spider master --redis URL --crawl NAME --topics FILE and spider worker --redis URL --crawl NAME --topics FILE (docs/distributed.md)", errUsage)
 	}
-	wantsSchedule := cfg.Continuous || cfg.RetryFailed || cfg.Revisit != crawl.RevisitOff && cfg.Revisit != ""
-	if wantsSchedule && *dedupMode != "bucket" {
-		return fmt.Errorf("%w: --revisit, --continuous and --retry-failed keep a revisit schedule in the crawl state, which --dedup protocol does not have: drop them or --dedup protocol", errUsage)
-	}
 	if err := checkConfig(&cfg); err != nil {
 		return err
 	}
