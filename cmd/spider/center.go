@@ -130,6 +130,9 @@ func runMixed(ctx context.Context, cfg crawl.Config, mo *mixedOptions, quiet boo
 		Host: protocol.HostOptions{Config: pc, Network: nw.Name, ID: mo.hostID, Local: local, Center: center, LocalURL: localURL}})
 	// Interrupted (Ctrl-C): this host's summary so far, then err (exit 130).
 	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if interrupted && cfg.Continuous {
+		err = nil // Ctrl-C is how a continuous crawl ends: exit 0, as in the other modes
+	}
 	if err != nil && !interrupted || quiet {
 		return err
 	}
@@ -145,6 +148,7 @@ func runMixed(ctx context.Context, cfg crawl.Config, mo *mixedOptions, quiet boo
 	if s, serr := crawl.Stats(cfg.Data); serr == nil {
 		s.Print(stdout)
 	}
+	crawl.ScheduleStatus{Counts: res.Revisits}.Print(stdout, time.Now(), res.Fetched)
 	return err
 }
 

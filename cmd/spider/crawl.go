@@ -77,8 +77,8 @@ func revisitFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.Var(durationFlag{&c.RevisitMin}, "revisit-min", "shortest revisit interval ("+span+"; per host or topic: revisit_hosts, revisit_topics in the --config file)")
 	fs.Var(durationFlag{&c.RevisitMax}, "revisit-max", "longest revisit interval ("+span+")")
 	fs.Var(durationFlag{&c.RevisitInitial}, "revisit-initial", "a page's first revisit interval; adaptive: the interval of a page that changes at every visit, slower pages get longer ones ("+span+")")
-	fs.Float64Var(&c.RevisitShare, "revisit-share", c.RevisitShare, "with --continuous: the largest share of the fetch slots revisits and retries take while new URLs wait (range above 0 to 1)")
-	fs.BoolVar(&c.Continuous, "continuous", c.Continuous, "run until stopped (Ctrl-C, spider control stop): new URLs and due revisits share the frontier under the same politeness; sleeps until the next URL is due")
+	fs.Float64Var(&c.RevisitShare, "revisit-share", c.RevisitShare, "with --continuous: the largest share of the fetch slots revisits and retries take while new URLs wait (range above 0 to 1); no bound with --mode layered, whose revisit rounds follow the depth rounds")
+	fs.BoolVar(&c.Continuous, "continuous", c.Continuous, "run until stopped (Ctrl-C, spider control stop): new URLs and due revisits share the frontier under the same politeness; sleeps until the next URL is due; with --mode layered: revisit rounds once the depth rounds are done")
 	fs.BoolVar(&c.RetryFailed, "retry-failed", c.RetryFailed, "make every URL whose last fetch failed due now, then crawl")
 }
 
@@ -135,13 +135,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
 		return fmt.Errorf("%w: spider crawl --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup; for topics on a cluster run spider master --redis URL --crawl NAME --topics FILE and spider worker --redis URL --crawl NAME --topics FILE (docs/distributed.md)", errUsage)
-	}
-	wantsSchedule := cfg.Continuous || cfg.RetryFailed || cfg.Revisit != crawl.RevisitOff && cfg.Revisit != ""
-	if wantsSchedule && *mode != "normal" {
-		return fmt.Errorf("%w: --revisit, --continuous and --retry-failed keep a revisit schedule in the crawl state, which --mode layered does not have: drop them or --mode layered", errUsage)
-	}
-	if wantsSchedule && *dedupMode != "bucket" {
-		return fmt.Errorf("%w: --revisit, --continuous and --retry-failed keep a revisit schedule in the crawl state, which --dedup protocol does not have: drop them or --dedup protocol", errUsage)
 	}
 	if err := checkConfig(&cfg); err != nil {
 		return err

@@ -127,8 +127,17 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 		}
 		return nil
 	}
-	// Interrupted (Ctrl-C): the rounds finished so far, then runErr (exit 130).
+	// Interrupted (Ctrl-C): the rounds finished so far, then runErr (exit
+	// 130); a continuous crawl ends so and exits 0, as in the other modes.
 	interrupted := errors.Is(runErr, context.Canceled) && ctx.Err() != nil
+	if interrupted && cfg.Continuous {
+		if !quiet {
+			fmt.Fprintf(stdout, "continuous layered crawl stopped after %s; run the same command again to go on\n", time.Since(start).Round(time.Millisecond))
+			layered.Print(stdout, c.Reports())
+			c.ScheduleStatus().Print(stdout, time.Now(), 1)
+		}
+		return nil
+	}
 	if runErr == nil && opt.Redis != nil {
 		// The crawl is finished (coordinator or worker): --expire-done.
 		out := stdout
@@ -160,6 +169,7 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 	}
 	fmt.Fprintf(stdout, "layered crawl: %d rounds, %d URLs fetched into %s\n", len(reps), fetched, cfg.Data)
 	layered.Print(stdout, reps)
+	c.ScheduleStatus().Print(stdout, time.Now(), int64(fetched))
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(cfg.Data, layered.DirName, layered.ReportFile))
 	return nil
 }

@@ -203,7 +203,10 @@ func TestFailedSeedSummary(t *testing.T) {
 }
 
 // TestRevisitFlagsRefused: bad revisit settings and modes without a
-// revisit schedule are usage errors (exit 2) naming the flag.
+// revisit schedule are usage errors (exit 2) naming the flag. (--mode
+// layered and --dedup protocol keep a schedule now: TestLayeredRetryFailed,
+// TestLayeredContinuousKill and TestProtocolContinuousKill test it instead
+// of its refusal.)
 func TestRevisitFlagsRefused(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -214,8 +217,6 @@ func TestRevisitFlagsRefused(t *testing.T) {
 		{"min above max", []string{"--revisit-min", "2h", "--revisit-max", "1h"}, "--revisit-max"},
 		{"min too small", []string{"--revisit-min", "1ms"}, "--revisit-min"},
 		{"share", []string{"--revisit-share", "1.5"}, "--revisit-share"},
-		{"layered", []string{"--mode", "layered", "--continuous"}, "--mode layered"},
-		{"protocol", []string{"--dedup", "protocol", "--revisit", "adaptive"}, "--dedup protocol"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append(append([]string{"crawl", "--data", t.TempDir()}, c.args...), "http://a.test/")

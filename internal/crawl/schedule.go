@@ -172,6 +172,40 @@ type schedule struct {
 // scheduleOf applies v (a visit of req, not a retry) to req's schedule
 // entry with the policy at now.
 func (r *revisitState) scheduleOf(req frontier.Request, v Visit, now time.Time, log func(msg string, args ...any)) schedule {
+	return scheduleVisit(r.policy, req, v, now, log)
+}
+
+// VisitSchedule is what the revisit policy made of one visit: the fields
+// of crawlstate.Outcome (Schedule, Due, Failed) and what the visit was for
+// the schedule's counts.
+type VisitSchedule struct {
+	// Entry, Due and Failed are crawlstate.Outcome's Schedule, Due and
+	// Failed. Observed is false for an outcome the schedule does not follow
+	// (a redirect, a robots.txt exclusion): the URL is done for good.
+	Entry    string
+	Due      time.Time
+	Failed   bool
+	Observed bool
+	// Revisit: the URL had been fetched before (2xx or 304); Retry: its
+	// previous fetch had failed; Changed: the fetch saw a new fingerprint;
+	// NotModified: a 304 to a conditional request.
+	Revisit, Retry, Changed, NotModified bool
+}
+
+// ScheduleVisit applies the revisit policy p to v, a visit of req that is
+// not a retry (Visit.Retry false), at now: the rule Scheduler.Finish
+// applies to every visit, for a topology that completes its visits without
+// a Scheduler (the layered crawl's coordinator, which writes the result
+// into a crawlstate.Revisits with Complete). An unreadable req.Schedule
+// starts again as new, reported to log.
+func ScheduleVisit(p revisit.Policy, req frontier.Request, v Visit, now time.Time, log func(msg string, args ...any)) VisitSchedule {
+	sc := scheduleVisit(p, req, v, now, log)
+	return VisitSchedule{Entry: sc.entry, Due: sc.due, Failed: sc.failed, Observed: sc.observed,
+		Revisit: sc.revisit, Retry: sc.retry, Changed: sc.changed, NotModified: sc.notMod}
+}
+
+// scheduleVisit is ScheduleVisit, the one place the policy meets a visit.
+func scheduleVisit(policy revisit.Policy, req frontier.Request, v Visit, now time.Time, log func(msg string, args ...any)) schedule {
 	var e revisit.Entry
 	if req.Schedule != "" {
 		var err error
@@ -188,11 +222,11 @@ func (r *revisitState) scheduleOf(req frontier.Request, v Visit, now time.Time, 
 	out.observed = true
 	out.failed = o.Outcome == revisit.Failed || o.Outcome == revisit.NotModified && !o.Conditional
 	out.notMod = o.Outcome == revisit.NotModified && o.Conditional
-	out.changed = r.policy.Observe(&e, o, hostname(req.URL), req.Topic)
+	out.changed = policy.Observe(&e, o, hostname(req.URL), req.Topic)
 	if out.failed {
 		out.class = e.FailClass
 	}
-	if !out.failed && r.policy.Mode == revisit.ModeOff {
+	if !out.failed && policy.Mode == revisit.ModeOff {
 		return out // fetched once, done
 	}
 	out.entry = string(e.AppendBinary(nil))

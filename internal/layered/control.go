@@ -198,6 +198,9 @@ func (c *Crawler) coordReport() cluster.NodeReport {
 	defer c.repMu.Unlock()
 	r := cluster.NodeReport{Counts: cluster.Counts(c.repCounts),
 		Detail: map[string]int64{"round": c.repRound.Load(), "pass": c.repPass.Load(), "rounds": int64(c.opt.Rounds)}}
+	if n := c.repRevisit.Load(); n > 0 {
+		r.Detail["revisit_round"] = n // revisit rounds done (revisit.go)
+	}
 	if c.main != nil {
 		r.Counts.Add(cluster.Counts(c.main.tally.Counts()))
 	}

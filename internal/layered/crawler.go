@@ -24,6 +24,8 @@ import (
 	"github.com/spider-crawler/spider/internal/denoise"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/parse"
+	"github.com/spider-crawler/spider/internal/revisit"
+	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/urls"
 )
@@ -91,6 +93,9 @@ type manifest struct {
 	Merged  []string      `json:"merged,omitempty"`
 	Reports []RoundReport `json:"reports,omitempty"`
 	Started time.Time     `json:"started"`
+	// Revisit is the revisit round in progress (or next) once the rounds
+	// are done (revisit.go); its tasks' pages merged are in Merged.
+	Revisit int `json:"revisit,omitempty"`
 }
 
 // Crawler runs a layered crawl (SPEC §2) into one data directory.
@@ -127,6 +132,18 @@ type Crawler struct {
 	main      *mainStore
 	// The manifest's round and pass at its last save, for the report.
 	repRound, repPass atomic.Int64
+	// repRevisit is the manifest's revisit round at its last save.
+	repRevisit atomic.Int64
+	// policy is the revisit policy every fetch is judged by (revisit.go);
+	// sched the revisit schedule, open while coordinating; rv this run's
+	// revisit counts and schedule once the coordinator ended.
+	policy revisit.Policy
+	sched  *state.Store
+	// runStart is when coordinate started: a one-shot run's revisit
+	// rounds take what was due then.
+	runStart time.Time
+	rvMu     sync.Mutex
+	rv       crawl.ScheduleStatus
 }
 
 // New validates the settings, locks the data directory (store.LockDir: a
@@ -184,7 +201,11 @@ func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Regi
 	if err != nil {
 		return nil, err
 	}
-	c := &Crawler{
+	policy, err := cfg.RevisitPolicy()
+	if err != nil {
+		return nil, err
+	}
+	c := &Crawler{policy: policy,
 		cfg: cfg, opt: opt, log: logger, m: newMetrics(reg),
 		root:   filepath.Join(cfg.Data, DirName),
 		norm:   &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
@@ -326,6 +347,7 @@ func (c *Crawler) load(ctx context.Context) error {
 func (c *Crawler) save() error {
 	c.repRound.Store(int64(c.man.Round)) // for the report's goroutine
 	c.repPass.Store(int64(c.man.Pass))
+	c.repRevisit.Store(int64(c.man.Revisit))
 	return writeJSON(filepath.Join(c.root, ManifestFile), c.man)
 }
 
@@ -334,6 +356,7 @@ var errLimitReached = errors.New("the page limit (--max-pages) is reached")
 
 // coordinate runs the rounds (S200–S600) with mp running the map tasks.
 func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
+	c.runStart = time.Now()
 	if err := c.load(ctx); err != nil {
 		return err
 	}
@@ -351,6 +374,10 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 		c.main = nil
 		c.repMu.Unlock()
 	}()
+	if err := c.openSchedule(); err != nil {
+		return err
+	}
+	defer c.closeSchedule(ctx)
 	for c.man.Phase != "done" {
 		if c.man.Round >= c.opt.Rounds {
 			c.man.Phase = "done"
@@ -377,7 +404,10 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 	if err := c.save(); err != nil {
 		return err
 	}
-	return writeJSON(filepath.Join(c.root, ReportFile), c.man.Reports)
+	if err := writeJSON(filepath.Join(c.root, ReportFile), c.man.Reports); err != nil {
+		return err
+	}
+	return c.revisitRounds(ctx, mp, main)
 }
 
 // fetchPass runs one pass of the current round: S200 map (crawl by
@@ -444,6 +474,12 @@ func (c *Crawler) fetchPass(ctx context.Context, mp mapper, main *mainStore) err
 			queued[pl.URL] = true
 			done = append(done, pl.URL)
 		}
+	}
+	// The pass's pages enter the revisit schedule before the manifest
+	// moves on: a crash in between writes them again (those written are
+	// seen by then and skipped).
+	if err := c.scheduleFirst(ctx, r, results); err != nil {
+		return err
 	}
 	for i, t := range tasks {
 		if !slices.Contains(c.man.Merged, t.ID()) {
@@ -719,11 +755,19 @@ func (m *mainStore) recordsAdded() int64 { return int64(m.added) }
 
 // merge is S600 for one task: its records (the last one of each URL) and
 // page bodies are appended to the main store with new page numbers, then
-// the task's copies are removed (its result.json stays). A crash between
+// the task's copies are removed, records first (its result.json stays); a
+// task whose records are gone was merged, and only its pages' removal is
+// finished. A crash between
 // the appends and the manifest update merges the task again on restart:
 // its records then appear twice in records.jsonl, and readers keep the
 // last one, as after a crash of the plain crawl.
 func (m *mainStore) merge(dir string) error {
+	// A merge killed while it removed the task's copies: its records are
+	// gone (removed first), so it was merged; the pages' removal is
+	// finished.
+	if _, err := os.Stat(filepath.Join(dir, store.RecordsFileName)); errors.Is(err, fs.ErrNotExist) {
+		return removePages(dir)
+	}
 	recs, err := store.OpenRecords(dir, store.Options{Logger: m.log})
 	if err != nil {
 		return err
@@ -769,5 +813,22 @@ func (m *mainStore) merge(dir string) error {
 	if err := errors.Join(m.pages.Sync(), m.recs.Sync(), pages.Close()); err != nil {
 		return err
 	}
-	return errors.Join(os.RemoveAll(filepath.Join(dir, "pages")), os.Remove(filepath.Join(dir, store.RecordsFileName)))
+	// The records go first: a kill after that leaves pages no record
+	// points at (the next merge only removes them), never records whose
+	// pages are gone (a merge that could not be redone).
+	if err := removeIfExists(filepath.Join(dir, store.RecordsFileName)); err != nil {
+		return err
+	}
+	return removePages(dir)
+}
+
+// removePages removes a merged task's page files: renamed first (one
+// step), then removed, so no kill leaves a half-removed page store under
+// the name a reader opens.
+func removePages(dir string) error {
+	gone := filepath.Join(dir, "pages.merged")
+	if err := os.Rename(filepath.Join(dir, "pages"), gone); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot remove the merged pages of %s: %w", dir, err)
+	}
+	return os.RemoveAll(gone)
 }

@@ -53,6 +53,13 @@
 // task again: its records then appear twice (readers keep the last), as
 // after a kill of the plain crawl.
 //
+// # Revisits
+//
+// Every fetch is judged by the crawl's revisit policy on the coordinator and
+// kept in the revisit schedule of the embedded back-end (DATA/layered/schedule);
+// once the rounds are done, revisit rounds fetch the due URLs again as
+// KindRevisit tasks (revisit.go), until stopped with crawl.Config.Continuous.
+//
 // # Distributed form
 //
 // With Options.Redis the map tasks (fetch and cluster) are leased on Redis

@@ -30,7 +30,16 @@ func passFile(root string, r, p int) string {
 }
 
 func taskDir(root string, t Task) string {
+	if t.Kind == KindRevisit {
+		return filepath.Join(revisitDir(root, t.Round), fmt.Sprintf("group-%04d", t.Group))
+	}
 	return filepath.Join(roundDir(root, t.Round), fmt.Sprintf("pass-%02d", t.Pass), fmt.Sprintf("group-%04d", t.Group))
+}
+
+// revisitDir is revisit round n's directory: its input (in.json) and
+// its tasks' directories.
+func revisitDir(root string, n int) string {
+	return filepath.Join(root, "revisits", fmt.Sprintf("round-%06d", n))
 }
 
 // writeFileAtomic writes b to path through a temporary file and a rename,

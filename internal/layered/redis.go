@@ -195,6 +195,16 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A finished crawl whose data directory is here runs again for its
+	// revisit rounds (--continuous, --retry-failed, --revisit): it is not
+	// finished any more, so workers stay for its tasks.
+	if c.wantsRevisits() {
+		if _, err := os.Stat(filepath.Join(c.root, ManifestFile)); err == nil {
+			if err := rdb.HDel(ctx, k.meta(), metaFinished).Err(); err != nil {
+				return fmt.Errorf("cannot reopen the finished crawl %q for its revisits: %w", c.opt.Crawl, err)
+			}
+		}
+	}
 	finished := false // the crawl is done (this process saw or set finished)
 	defer func() {
 		state := cluster.ReportDone
@@ -497,7 +507,7 @@ func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *ato
 		if err := rdb.RPush(ctx, k.done(), t.ID()).Err(); err != nil {
 			c.log.Warn("layered: cannot wake the coordinator", "task", t.ID(), "err", err)
 		}
-		if t.Kind == KindFetch && !local {
+		if (t.Kind == KindFetch || t.Kind == KindRevisit) && !local {
 			os.RemoveAll(taskDir(c.root, t)) // the coordinator has it now
 		}
 	}
@@ -530,7 +540,7 @@ func (c *Crawler) runTask(ctx context.Context, t Task, local bool) (*payload, er
 		blocks, err := c.runCluster(ctx, t)
 		p.Blocks = blocks
 		return p, err
-	case KindFetch:
+	case KindFetch, KindRevisit:
 	default:
 		return nil, fmt.Errorf("unknown task kind %q (is every process the same spider version?)", t.Kind)
 	}

@@ -44,6 +44,10 @@ const (
 	// KindCluster clusters the candidate URLs of one domain-hash group
 	// (S312/S313 map).
 	KindCluster = "cluster"
+	// KindRevisit fetches again the URLs of one domain-hash group that the
+	// revisit schedule made due (a revisit round, revisit.go): conditional
+	// GETs with the stored validators, no DOM pass, no links followed.
+	KindRevisit = "revisit"
 )
 
 // Task is one map task: one domain-hash group of one pass of one round.
@@ -52,8 +56,13 @@ type Task struct {
 	Round int    `json:"round"`
 	Pass  int    `json:"pass"`
 	Group int    `json:"group"`
-	// Reqs are the URLs to fetch (KindFetch), all of the group.
+	// Reqs are the URLs to fetch (KindFetch, KindRevisit), all of the
+	// group. Their Schedule travels in Schedules (a JSON string would
+	// mangle its binary bytes).
 	Reqs []frontier.Request `json:"reqs,omitempty"`
+	// Schedules are the revisit schedule entries of Reqs (KindRevisit),
+	// index for index; nil for a URL without one.
+	Schedules [][]byte `json:"schedules,omitempty"`
 	// URLs are the candidates to cluster (KindCluster).
 	URLs []string `json:"urls,omitempty"`
 }
@@ -82,6 +91,29 @@ type PageLinks struct {
 	Links []string `json:"links,omitempty"`
 	// Noise are the followable links the DOM pass removed.
 	Noise []string `json:"noise,omitempty"`
+	// Obs is what the answer said for the revisit schedule, which the
+	// coordinator judges with its policy (revisit.go).
+	Obs *observation `json:"obs,omitempty"`
+}
+
+// observation is the part of a crawl.Visit the revisit policy reads
+// (crawl.ScheduleVisit), as a task carries it to the coordinator: At is
+// when the answer was read.
+type observation struct {
+	At           time.Time     `json:"at"`
+	Conditional  bool          `json:"conditional,omitempty"`
+	NotModified  bool          `json:"not_modified,omitempty"`
+	ETag         string        `json:"etag,omitempty"`
+	LastModified time.Time     `json:"last_modified,omitzero"`
+	Fingerprint  uint64        `json:"fingerprint,omitempty"`
+	ContentHash  uint64        `json:"content_hash,omitempty"`
+	RetryAfter   time.Duration `json:"retry_after,omitempty"`
+}
+
+// observe keeps what v said for the schedule, at now.
+func observe(v crawl.Visit, now time.Time) *observation {
+	return &observation{At: now, Conditional: v.Conditional, NotModified: v.NotModified, ETag: v.ETag,
+		LastModified: v.LastModified, Fingerprint: v.Fingerprint, ContentHash: v.ContentHash, RetryAfter: v.RetryAfter}
 }
 
 // FetchResult is the output of a fetch task, saved as result.json in the
@@ -104,6 +136,7 @@ type linkLine struct {
 	URL        string             `json:"url"`
 	Outcome    string             `json:"outcome"`
 	Discovered []frontier.Request `json:"discovered,omitempty"`
+	Obs        *observation       `json:"obs,omitempty"`
 }
 
 // runFetch executes a fetch task in dir (created if needed): S200's crawl
@@ -125,7 +158,12 @@ func (c *Crawler) runFetch(ctx context.Context, dir string, t Task) (*FetchResul
 	if err := c.crawlGroup(ctx, dir, t, lines); err != nil {
 		return nil, err
 	}
-	res, err := c.domPass(dir, t, lines)
+	var res *FetchResult
+	if t.Kind == KindRevisit {
+		res, err = c.revisitResult(dir, t, lines)
+	} else {
+		res, err = c.domPass(dir, t, lines)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -226,9 +264,12 @@ func (c *Crawler) crawlGroup(ctx context.Context, dir string, t Task, log *linkL
 			q.reqs = append(q.reqs, r)
 		}
 	}
-	for _, r := range t.Reqs {
+	for i, r := range t.Reqs {
 		if _, ok := log.done[r.URL]; ok || queued[r.URL] {
 			continue
+		}
+		if i < len(t.Schedules) {
+			r.Schedule = string(t.Schedules[i])
 		}
 		queued[r.URL] = true
 		push(r, false)
@@ -277,7 +318,7 @@ func (c *Crawler) crawlGroup(ctx context.Context, dir string, t Task, log *linkL
 		// Links (depth+1) and redirect targets (same depth) alike go to the
 		// reduce: only it knows every URL stored so far, so a target is
 		// fetched in the next pass only if no round had it.
-		ll := linkLine{URL: req.URL, Outcome: v.Outcome, Discovered: v.Discovered}
+		ll := linkLine{URL: req.URL, Outcome: v.Outcome, Discovered: v.Discovered, Obs: observe(v, time.Now())}
 		b, _ := json.Marshal(ll)
 		if _, err := lf.Write(append(b, '\n')); err != nil {
 			return fmt.Errorf("cannot append to %s: %w", log.path, err)
@@ -395,7 +436,7 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 	for _, ll := range log.lines {
 		res.Fetched++
 		res.Outcomes[ll.Outcome]++
-		pl := PageLinks{URL: ll.URL, Outcome: ll.Outcome}
+		pl := PageLinks{URL: ll.URL, Outcome: ll.Outcome, Obs: ll.Obs}
 		links := followable(ll, true)
 		if rec, ok := recs[ll.URL]; ok && rec.PageNo >= 0 {
 			res.Stored++

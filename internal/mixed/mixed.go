@@ -166,6 +166,9 @@ type Result struct {
 	Elapsed time.Duration
 	// Done is true when the whole system finished (not a local stop).
 	Done bool
+	// Revisits are this run's revisit counts (revisit.go); zero without a
+	// revisit schedule.
+	Revisits crawl.RevisitCounts
 }
 
 // Run crawls as one host of the mixed topology until the system is done, MaxPages, or
@@ -211,8 +214,15 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// revisitOnly: the system is done, and this host only revisits (a
+	// crawl with a revisit schedule, revisit.go): no protocol task is
+	// taken and none completed.
+	revisitOnly := false
 	if err := host.Start(ctx); errors.Is(err, protocol.ErrDone) {
-		return Result{Done: true, Elapsed: time.Since(start)}, nil
+		if !wantsRevisits(cfg) {
+			return Result{Done: true, Elapsed: time.Since(start)}, nil
+		}
+		revisitOnly = true
 	} else if err != nil {
 		return Result{}, err
 	}
@@ -232,9 +242,11 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	for _, s := range seeds {
 		tasks = append(tasks, protocol.Task{URL: s.URL})
 	}
-	if err := host.AddSeeds(ctx, tasks); err != nil {
-		host.Close()
-		return Result{}, err
+	if !revisitOnly {
+		if err := host.AddSeeds(ctx, tasks); err != nil {
+			host.Close()
+			return Result{}, err
+		}
 	}
 	delay := time.Duration(cfg.Delay)
 	if delay <= 0 {
@@ -248,6 +260,17 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	defer fr.Close()
 
 	l := &loop{cfg: cfg, host: host, fetcher: fetcher, fr: fr, log: opt.Logger, budget: bud, taken: map[string]protocol.Taken{}}
+	if l.rv, err = openRevisits(cfg, opt.Logger); err != nil {
+		host.Close()
+		return Result{}, err
+	}
+	if l.rv != nil {
+		defer func() {
+			if err := l.rv.close(); err != nil {
+				opt.Logger.Warn("cannot close this host's revisit schedule", "err", err)
+			}
+		}()
+	}
 	l.dupM = dupMetrics{
 		exact: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spider_duplicate_content_total", Help: "Pages whose text was identical to an earlier page's.",
@@ -284,8 +307,22 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	wctx, stop := context.WithCancel(ctx)
 	l.stop = stop
 	g, gctx := errgroup.WithContext(wctx)
-	g.Go(func() error { return l.feed(gctx) })
-	g.Go(func() error { return l.watch(gctx) })
+	if revisitOnly {
+		l.log.Info("the crawl is done: this host only revisits")
+		g.Go(func() error { return l.watchRevisits(gctx) })
+	} else {
+		g.Go(func() error { return l.feed(gctx) })
+		g.Go(func() error { return l.watch(gctx) })
+	}
+	if l.rv != nil {
+		g.Go(func() error {
+			return l.rv.feed(gctx, fr, func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return len(l.taken) > 0
+			})
+		})
+	}
 	g.Go(func() error {
 		select {
 		case err := <-host.Taken(): // another process holds our address now
@@ -314,6 +351,9 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 	runErr := g.Wait()
 	stop()
 	res := Result{Fetched: l.fetched.Load(), Elapsed: time.Since(start), Done: l.done.Load()}
+	if l.rv != nil {
+		res.Revisits = l.rv.Counts()
+	}
 	defer func() {
 		// After the leave (if any) and the fetcher's close: every record is counted.
 		state := cluster.ReportStopped
@@ -332,7 +372,7 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 			opt.Logger.Warn("cannot publish this host's final report for spider status", "err", err)
 		}
 	}()
-	if opt.Leave {
+	if opt.Leave && !revisitOnly {
 		lctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := host.Leave(lctx); err != nil {
 			runErr = errors.Join(runErr, err)
@@ -359,6 +399,7 @@ type loop struct {
 	stop    context.CancelFunc
 	budget  *rbudget.Budget // nil without MaxPages
 	dupes   *rstate.Dupes   // the crawl's duplicate tables; nil without
+	rv      *hostRevisits   // the revisit schedule (revisit.go); nil without
 	dupM    dupMetrics
 
 	mu    sync.Mutex
@@ -481,7 +522,9 @@ func (l *loop) watch(ctx context.Context) error {
 		} else if err == nil {
 			down.OK()
 		}
-		if err == nil && done {
+		// A continuous host goes on revisiting once the system is done; a
+		// one-shot host with revisits ends when they are done.
+		if err == nil && done && (l.rv == nil || l.rv.finished()) {
 			l.done.Store(true)
 			l.stop()
 			return nil
@@ -537,6 +580,35 @@ func (l *loop) work(ctx context.Context) error {
 			l.fr.Done(lease, frontier.DoneInfo{Retry: true, Delay: v.Delay})
 			continue
 		}
+		if l.rv != nil {
+			if rq, ok := l.rv.taken(req.URL); ok {
+				// A revisit: completed in the schedule, not in the protocol.
+				if err := l.rv.finish(ctx, rq, v); err != nil {
+					l.release()
+					l.fr.Done(lease, frontier.DoneInfo{})
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				if l.budget != nil {
+					l.budget.Commit()
+				}
+				l.fr.Done(lease, frontier.DoneInfo{Delay: v.Delay})
+				l.fetched.Add(1)
+				continue
+			}
+			// Its schedule entry before the task's completion: a kill in
+			// between fetches the task again, the entry stays.
+			if err := l.rv.first(ctx, req, v); err != nil {
+				l.release()
+				l.fr.Done(lease, frontier.DoneInfo{})
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
 		l.mu.Lock()
 		t := l.taken[req.URL]
 		l.mu.Unlock()
@@ -585,5 +657,24 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// watchRevisits ends a revisit-only run (the system is done) once a
+// one-shot host's revisits are done; a continuous one runs until ctx ends.
+func (l *loop) watchRevisits(ctx context.Context) error {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if l.rv.finished() {
+			l.done.Store(true)
+			l.stop()
+			return nil
+		}
 	}
 }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/layered"
+	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/websim"
+)
+
+// TestLayeredRetryFailed is TestFailedSeedSummary for --mode layered: the
+// site's server down, the layered crawl's summary says when its failed seed
+// will be retried and how to retry it now; with the server up,
+// --retry-failed on the finished crawl fetches it. (It replaces the
+// refusal of --retry-failed with --mode layered.)
+func TestLayeredRetryFailed(t *testing.T) {
+	bin := buildSpider(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // down
+	_, port, _ := net.SplitHostPort(addr)
+	data := t.TempDir()
+	args := []string{"crawl", "--mode", "layered", "--rounds", "1", "--groups", "2", "--data", data, "--resolve", "site.test:" + port + ":127.0.0.1", "--allow-private",
+		"--delay", "0", "--max-retries", "0", "http://site.test:" + port + "/"}
+	run := func(extra ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	out, _ := run()
+	if !strings.Contains(out, "1 failed URL will be retried after") || !strings.Contains(out, "--retry-failed") {
+		t.Fatalf("first run (server down): output:\n%s", out)
+	}
+	for range 50 {
+		if l, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
+	})}
+	go s.Serve(l)
+	defer s.Close()
+	out, err = run("--retry-failed")
+	if err != nil || !strings.Contains(out, "retries of failed URLs: 1") {
+		t.Fatalf("--retry-failed: err %v, output:\n%s", err, out)
+	}
+	if got := pagesFetched(t, data, time.Time{}); !got["http://site.test:"+port+"/"] {
+		t.Fatalf("--retry-failed did not store the seed: %v\n%s", got, out)
+	}
+}
+
+// TestLayeredContinuousKill kills (SIGKILL) the coordinator and the worker
+// of a continuous, adaptive layered crawl on Redis (real processes, spider
+// crawl --mode layered --redis --continuous) during its revisit rounds, in
+// turn, restarting each; then a last run of both goes on for 8 s and is
+// stopped with SIGINT (both exit 0). No schedule entry may be lost: every
+// page fetched before the last run is fetched again during it (its
+// interval is at most --revisit-max, 1 s), and the schedule in the
+// coordinator's data directory holds every page fetched, due or pending.
+func TestLayeredContinuousKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: several processes")
+	}
+	bin := buildSpider(t)
+	rs := redistest.Start(t)
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	resolve := filepath.Join(dir, "resolve.txt")
+	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	coordData, workerData := filepath.Join(dir, "coord"), filepath.Join(dir, "worker")
+	type proc struct {
+		cmd  *exec.Cmd
+		out  *syncBuffer
+		done chan error
+	}
+	start := func(data string) *proc {
+		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
+		p.cmd = exec.Command(bin, append([]string{"crawl", "--mode", "layered", "--redis", rs.URL(), "--crawl", "lrv", "--data", data,
+			"--rounds", "6", "--groups", "4", "--delay", "0", "--scope", "seeds", "--lease-ttl", "2s",
+			"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s",
+			"--resolve-file", resolve, "--allow-private"}, srv.SeedURLs(4)...)...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		return p
+	}
+	kill := func(p *proc) {
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.done
+	}
+	// revisiting reports whether the coordinator is in a revisit round.
+	revisiting := func() bool {
+		m, _ := filepath.Glob(filepath.Join(coordData, layered.DirName, "revisits", "round-*", "in.json"))
+		return len(m) > 0
+	}
+	coord := start(coordData)
+	// The coordinator role goes to coordData: the worker starts once the
+	// crawl is created there.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(coordData, layered.DirName, layered.ManifestFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no crawl created in 30 s\n%s", coord.out.String())
+		}
+	}
+	worker := start(workerData)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 4 {
+		at := countRecords(coordData) + 10 + rng.IntN(40)
+		deadline := time.Now().Add(time.Minute)
+		for countRecords(coordData) < at || !revisiting() {
+			select {
+			case err := <-coord.done:
+				t.Fatalf("kill %d: the coordinator ended (%v)\n%s", i, err, coord.out.String())
+			case err := <-worker.done:
+				t.Fatalf("kill %d: the worker ended (%v)\n%s", i, err, worker.out.String())
+			case <-time.After(5 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: %d records in a minute, want %d in a revisit round\n%s", i, countRecords(coordData), at, coord.out.String())
+			}
+		}
+		if i%2 == 0 {
+			kill(coord)
+			coord = start(coordData)
+		} else {
+			kill(worker)
+			worker = start(workerData)
+		}
+	}
+	before := pagesFetched(t, coordData, time.Time{})
+	if len(before) < 30 {
+		t.Fatalf("only %d pages fetched before the last run", len(before))
+	}
+	// The last run: both restarted, 8 s, then Ctrl-C.
+	kill(worker)
+	kill(coord)
+	last := time.Now()
+	coord = start(coordData)
+	worker = start(workerData) // coordData holds the crawl: the worker never coordinates
+	time.Sleep(8 * time.Second)
+	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatalf("the %s ended before SIGINT: %v\n%s", name, err, p.out.String())
+		}
+	}
+	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
+		if err := <-p.done; err != nil {
+			t.Errorf("the %s of a continuous layered crawl stopped by SIGINT must exit 0: %v\n%s", name, err, p.out.String())
+		}
+	}
+	after := pagesFetched(t, coordData, last)
+	var lost []string
+	for u := range before {
+		if !after[u] {
+			lost = append(lost, u)
+		}
+	}
+	slices.Sort(lost)
+	if len(lost) > 0 {
+		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
+	}
+	st, err := state.Open(filepath.Join(coordData, layered.DirName, "schedule"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	have := map[string]bool{}
+	// A pending URL (taken by the round the last run stopped in) keeps its
+	// entry in the request, as TakeDue made it pending.
+	if err := st.LoadPending(ctx, func(q frontier.Request) error { have[q.URL] = q.Schedule != ""; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.TakeDue(ctx, time.Now().Add(24*time.Hour), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range due {
+		have[q.URL] = true
+	}
+	all := pagesFetched(t, coordData, time.Time{})
+	var missing []string
+	for u := range all {
+		if !have[u] {
+			missing = append(missing, u)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d pages fetched have no schedule entry: %v", len(missing), len(all), missing[:min(5, len(missing))])
+	}
+	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending", len(before), len(after), len(due), len(have)-len(due))
+}
