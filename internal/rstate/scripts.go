@@ -490,8 +490,8 @@ return n
 `)
 
 // rescheduleReadScript reads the revisit records of keys for Reschedule:
-// per key its record (” for none, or a record whose URL is pending under
-// its Seq: left alone) and its Due (” for none). Read-only.
+// per key its record (empty for none, or a record whose URL is pending under
+// its Seq: left alone) and its Due (empty for none). Read-only.
 //
 //	KEYS: the store's keys. ARGV: the URL keys. Reply: record, due, … per key.
 var rescheduleReadScript = redis.NewScript("#!lua flags=no-writes\n" + luaLib + `
@@ -509,7 +509,7 @@ return out
 
 // rescheduleScript writes Reschedule's decisions: for each URL key whose
 // record still holds the record read (a Complete or TakeDue meanwhile
-// wins) and is not pending, the new record and Due (” takes the URL out
+// wins) and is not pending, the new record and Due (empty takes the URL out
 // of the due set); the failed set is left as it is.
 //
 //	ARGV: fence value, then key, record read, new record, new Due (Unix ms
