@@ -530,6 +530,20 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	pctx, stopPipeline := context.WithCancel(ctx)
 	defer stopPipeline()
+	if rv != nil {
+		// spider status and the dashboard read the schedule's figures
+		// from this file while the crawl holds the state.
+		fctx, stopFile := context.WithCancel(pctx)
+		fileDone := make(chan struct{})
+		go func() { defer close(fileDone); e.scheduleFileLoop(fctx) }()
+		defer func() {
+			stopFile()
+			<-fileDone
+			if err := e.writeScheduleFile(context.WithoutCancel(ctx)); err != nil {
+				e.log.Warn("cannot write the revisit schedule's figures for spider status", "err", err)
+			}
+		}()
+	}
 	var daemonErr chan error
 	if e.topics != nil {
 		daemonErr = make(chan error, 1)

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
@@ -665,4 +670,49 @@ func rebuildRevisits(tx *bolt.Tx, spec RebuildSpec, known map[dedup.Key]bool) er
 		return err
 	}
 	return putInt(meta, mDue, dues)
+}
+
+// ReadScheduleCounts reads the revisit schedule's figures of the state in
+// dir at now without opening it for writing (spider status --data, the
+// dashboard of a data directory). A missing or empty state file, or one
+// older than the schedule, has none (zero counts). While a crawl holds the
+// directory it fails at once with an error wrapping ErrLocked (the crawl
+// writes its figures to a file of its own: crawl.ReadSchedule); a damaged
+// file is an error wrapping ErrDamaged.
+func ReadScheduleCounts(dir string, now time.Time) (c crawlstate.ScheduleCounts, err error) {
+	path := filepath.Join(dir, DBFile)
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && info.Size() == 0 {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("cannot read the revisit schedule: %w", err)
+	}
+	if err := checkBoltSize(path, info.Size()); err != nil {
+		return c, damaged(dir, err)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = crawlstate.ScheduleCounts{}, damaged(dir, fmt.Errorf("reading it failed: %v", r))
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 50 * time.Millisecond})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return c, fmt.Errorf("cannot read the revisit schedule in %s while a crawl (pid %s) runs there: %w", dir, readPID(dir), ErrLocked)
+	}
+	if err != nil {
+		return c, damaged(dir, err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bMeta) == nil {
+			return nil
+		}
+		return scheduleCounts(tx, now, &c)
+	})
+	if err != nil {
+		return crawlstate.ScheduleCounts{}, fmt.Errorf("cannot read the revisit schedule in %s: %w", dir, err)
+	}
+	return c, nil
 }
