@@ -27,7 +27,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	buckets := fs.Int("buckets", 4096, "peer-to-peer crawls: the nodes' --buckets")
-	data := fs.String("data", "", "a local crawl's data directory: show its topic scheduler (crawls run with --topics; live while it runs)")
+	data := fs.String("data", "", "a local crawl's data directory: show its topic scheduler (crawls run with --topics) and its revisit schedule (scheduled, due now, next due, failed awaiting retry); live while it runs")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
