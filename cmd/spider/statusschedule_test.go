@@ -44,6 +44,12 @@ func scheduleWeb(t *testing.T) (seeds []string, resolve string, pages int) {
 // ends (its context is cancelled then, and the run waited for); it returns
 // a channel with the run's error and its output.
 func goRun(t *testing.T, fn func(context.Context, []string, io.Writer, io.Writer) error, args ...string) (<-chan error, *syncBuffer) {
+	done, out, _ := goRunStop(t, fn, args...)
+	return done, out
+}
+
+// goRunStop is goRun with a function that cancels the run's context.
+func goRunStop(t *testing.T, fn func(context.Context, []string, io.Writer, io.Writer) error, args ...string) (<-chan error, *syncBuffer, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done, ended := make(chan error, 1), make(chan struct{})
@@ -57,7 +63,7 @@ func goRun(t *testing.T, fn func(context.Context, []string, io.Writer, io.Writer
 			t.Errorf("spider %s did not end after its context was cancelled", strings.Join(args, " "))
 		}
 	})
-	return done, out
+	return done, out, cancel
 }
 
 // checkStatusSchedule checks a schedule as status shows it after a
