@@ -49,23 +49,22 @@ type DirView struct {
 	dir string
 	now func() time.Time
 
-	mu       sync.Mutex
-	read     time.Time // last refresh
-	off      int64     // bytes of records.jsonl consumed
-	size     int64     // file size at the last refresh
-	corrupt  int
-	last     map[string]string // URL → outcome of its last record
-	rows     map[string]int64
-	outs     map[string]int64
-	hosts    map[string]*hostStat
-	failEx   map[string][]crawl.FailedURL // failure class → its first examples
-	bytes    int64
-	perSec   map[int64]int64 // completions by FetchedAt second
-	first    int64           // first FetchedAt second seen; 0 = none
-	latest   int64           // latest FetchedAt second seen
-	errs     []RecentError   // ring of the latest errors, oldest first
-	sched    *Schedule       // the revisit schedule at the last refresh (nil: none)
-	schedErr bool            // reading it failed (logged once)
+	mu      sync.Mutex
+	read    time.Time // last refresh
+	off     int64     // bytes of records.jsonl consumed
+	size    int64     // file size at the last refresh
+	corrupt int
+	last    map[string]string // URL → outcome of its last record
+	rows    map[string]int64
+	outs    map[string]int64
+	hosts   map[string]*hostStat
+	failEx  map[string][]crawl.FailedURL // failure class → its first examples
+	bytes   int64
+	perSec  map[int64]int64 // completions by FetchedAt second
+	first   int64           // first FetchedAt second seen; 0 = none
+	latest  int64           // latest FetchedAt second seen
+	errs    []RecentError   // ring of the latest errors, oldest first
+	sched   *Schedule       // the revisit schedule at the last refresh (nil: none)
 }
 
 // readSchedule reads the directory's revisit schedule
