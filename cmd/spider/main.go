@@ -41,7 +41,7 @@ func init() {
 		{"master", "schedule a master–worker crawl over Redis (docs/design.md §1)", runMaster},
 		{"worker", "fetch for a master–worker crawl over Redis", runWorker},
 		{"center", "run a network center of the two-tier de-dup protocol (docs/design.md §0)", runCenter},
-		{"status", "show a distributed crawl's queues, workers and progress from Redis", runStatus},
+		{"status", "show a crawl's progress, queues, workers and revisit schedule (from Redis, or a data directory)", runStatus},
 		{"crawls", "list the crawls on a Redis: topology, state, nodes, URLs done, keys, memory", runCrawls},
 		{"drop", "remove a finished crawl's keys from Redis (or give them a time to live)", runDrop},
 		{"control", "pause, resume or stop a distributed crawl, or add seeds to it, on every node within a second", runControl},

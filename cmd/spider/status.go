@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -26,7 +27,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	buckets := fs.Int("buckets", 4096, "peer-to-peer crawls: the nodes' --buckets")
-	data := fs.String("data", "", "a local crawl's data directory: show its topic scheduler (crawls run with --topics; live while it runs)")
+	data := fs.String("data", "", "a local crawl's data directory: show its topic scheduler (crawls run with --topics) and its revisit schedule (scheduled, due now, next due, failed awaiting retry); live while it runs")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -34,7 +35,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := crawl.CheckCrawlDir(*data); err != nil {
 			return fmt.Errorf("cannot show the status: %w", err)
 		}
-		return printTopicStatus(*data, *asJSON, stdout)
+		return printDataStatus(*data, *asJSON, stdout)
 	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
@@ -63,12 +64,22 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	sc, hasSched, err := masterworker.ReadSchedule(ctx, rdb, rf.crawl, now)
+	if err != nil {
+		return rf.lost(err)
+	}
+	var sched *server.Schedule
+	if hasSched {
+		sched = server.NewSchedule(sc, now)
+	}
 	if *asJSON {
 		out := server.MasterWorkerStatus(st)
 		out.Report = reportOut(rep)
 		if isTopics {
 			out.Topics = &ts
 		}
+		out.Schedule = sched
 		return writeJSON(stdout, out)
 	}
 	state := "running"
@@ -101,6 +112,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if isTopics {
 		printClusterTopics(stdout, ts)
 	}
+	printSchedule(stdout, sched, now)
 	return nil
 }
 
@@ -109,9 +121,19 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	sc, hasSched, err := p2p.ReadSchedule(ctx, rdb, crawlName, buckets, now)
+	if err != nil {
+		return err
+	}
+	var sched *server.Schedule
+	if hasSched {
+		sched = server.NewSchedule(sc, now)
+	}
 	if asJSON {
 		out := server.PeerStatus(st)
 		out.Report = reportOut(rep)
+		out.Schedule = sched
 		return writeJSON(stdout, out)
 	}
 	live := 0
@@ -163,23 +185,96 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 		}
 		tw.Flush()
 	}
+	printSchedule(stdout, sched, now)
 	return nil
 }
 
-// printTopicStatus shows the topic scheduler of the local crawl in dataDir
-// (its status file is rewritten on every daemon tick while the crawl runs).
-func printTopicStatus(dataDir string, asJSON bool, stdout io.Writer) error {
-	st, err := topics.ReadStatus(dataDir)
-	if err != nil {
+// printDataStatus shows the local crawl in dataDir: its topic scheduler
+// (a crawl run with --topics; its status file is rewritten on every daemon
+// tick while the crawl runs) and its revisit schedule (read from the state,
+// or while a crawl runs from the figures it rewrites every 2 s). A crawl
+// with neither is an error wrapping topics.ErrNoStatus.
+func printDataStatus(dataDir string, asJSON bool, stdout io.Writer) error {
+	ts, err := topics.ReadStatus(dataDir)
+	hasTopics := err == nil
+	if err != nil && !errors.Is(err, topics.ErrNoStatus) {
 		return err
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+	now := time.Now()
+	snap, hasSched, serr := crawl.ReadSchedule(dataDir, now)
+	if serr != nil {
+		return fmt.Errorf("cannot show the status: %w", serr)
 	}
-	st.Print(stdout)
+	if !hasTopics && !hasSched {
+		return fmt.Errorf("%w, and it has no revisit schedule (no --revisit fixed|adaptive and no failed URL to retry)", err)
+	}
+	var sched *server.Schedule
+	if hasSched {
+		sched = server.NewSchedule(snap.ScheduleCounts, snap.At)
+	}
+	if asJSON {
+		if !hasSched {
+			return writeJSON(stdout, ts) // as before the schedule: TopicsStatus
+		}
+		out := server.DataStatus{Schedule: sched}
+		if hasTopics {
+			out.Status = &ts
+		}
+		return writeJSON(stdout, out)
+	}
+	if hasTopics {
+		ts.Print(stdout)
+	}
+	printSchedule(stdout, sched, now)
 	return nil
+}
+
+// printSchedule writes a crawl's revisit schedule for a person at now;
+// nothing when the crawl has none (s nil).
+func printSchedule(w io.Writer, s *server.Schedule, now time.Time) {
+	if s == nil {
+		return
+	}
+	asOf := ""
+	if age := now.Sub(s.At); age >= time.Second {
+		asOf = fmt.Sprintf(" (as of %s ago)", age.Round(time.Second))
+	}
+	fmt.Fprintf(w, "revisit schedule%s: %s scheduled, %d due now", asOf, urlCount(s.Scheduled), s.Overdue)
+	if !s.NextDue.IsZero() && s.NextDue.After(now) {
+		fmt.Fprintf(w, ", next due %s", whenAt(s.NextDue, now))
+	} else if !s.NextDue.IsZero() {
+		fmt.Fprintf(w, ", the earliest due since %s", whenAt(s.NextDue, now))
+	}
+	fmt.Fprintln(w)
+	if s.Failed > 0 {
+		fmt.Fprintf(w, "  failed, waiting for a retry on their class's back-off: %s (spider crawl --retry-failed retries them now)\n", urlCount(s.Failed))
+	}
+	if r := s.Run; r != nil {
+		fmt.Fprintf(w, "  this run: %d revisits (not modified, 304: %d; changed: %d; unchanged: %d), %d retries of failed URLs, %d brought forward by a sitemap's lastmod\n",
+			r.Revisits, r.NotModified, r.Changed, r.Unchanged, r.Retried, r.Hinted)
+	}
+}
+
+// urlCount is "1 URL" or "n URLs".
+func urlCount(n int64) string {
+	if n == 1 {
+		return "1 URL"
+	}
+	return fmt.Sprintf("%d URLs", n)
+}
+
+// whenAt writes t for a person at now: "15:04:05 UTC (in 1m30s)" or
+// "(1m30s ago)", with the date when it is not today.
+func whenAt(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	layout := "15:04:05 UTC"
+	if t.YearDay() != now.YearDay() || t.Year() != now.Year() {
+		layout = "2006-01-02 15:04:05 UTC"
+	}
+	if d := t.Sub(now); d > 0 {
+		return fmt.Sprintf("%s (in %s)", t.Format(layout), d.Round(time.Second))
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Format(layout), now.Sub(t).Round(time.Second))
 }
 
 // writeJSON prints v as indented JSON.

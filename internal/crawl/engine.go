@@ -530,6 +530,20 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	pctx, stopPipeline := context.WithCancel(ctx)
 	defer stopPipeline()
+	if rv != nil {
+		// spider status and the dashboard read the schedule's figures
+		// from this file while the crawl holds the state.
+		fctx, stopFile := context.WithCancel(pctx)
+		fileDone := make(chan struct{})
+		go func() { defer close(fileDone); e.scheduleFileLoop(fctx) }()
+		defer func() {
+			stopFile()
+			<-fileDone
+			if err := e.writeScheduleFile(context.WithoutCancel(ctx)); err != nil {
+				e.log.Warn("cannot write the revisit schedule's figures for spider status", "err", err)
+			}
+		}()
+	}
 	var daemonErr chan error
 	if e.topics != nil {
 		daemonErr = make(chan error, 1)
@@ -712,6 +726,16 @@ func (s *Scheduler) Finish(ctx context.Context, lease *frontier.Lease, v Visit) 
 		return fmt.Errorf("cannot queue discovered URLs: %w", err)
 	}
 	s.done(lease, v.doneInfo(lease))
+	if req.Kind == frontier.KindSitemap && len(v.Discovered) > 0 {
+		// After the lease: a sitemap of 50,000 URLs does not hold its
+		// host's turn while their schedule is read. A hint is a hint: a
+		// state error here is logged, not fatal.
+		if n, err := s.sitemapHints(ctx, v.Discovered); err != nil {
+			s.log.Warn("cannot apply a sitemap's lastmod hints to the revisit schedule", "sitemap", req.URL, "err", err)
+		} else if n > 0 {
+			s.log.Debug("sitemap lastmod brought revisits forward", "sitemap", req.URL, "urls", n)
+		}
+	}
 
 	s.fetched.Add(1)
 	row := Row(v.Outcome)

@@ -86,7 +86,7 @@ type revisitState struct {
 	outMu sync.Mutex
 	out   map[string]struct{} // URLs taken from the schedule by TakeDue, not yet finished
 
-	revisits, notModified, changed, unchanged, retried, failed, taken atomic.Int64
+	revisits, notModified, changed, unchanged, retried, failed, taken, hinted atomic.Int64
 
 	mu         sync.Mutex
 	failedNext time.Time // earliest Due of a failure scheduled in this run
@@ -101,6 +101,7 @@ type revisitMetrics struct {
 	failed      *prometheus.CounterVec
 	taken       prometheus.Counter
 	notModified prometheus.Counter
+	hinted      prometheus.Counter
 }
 
 func newRevisitState(cfg Config, reg prometheus.Registerer) (*revisitState, error) {
@@ -122,8 +123,11 @@ func newRevisitState(cfg Config, reg prometheus.Registerer) (*revisitState, erro
 			Name: "spider_not_modified_total", Help: "Conditional requests answered 304 Not Modified (no body).",
 		}),
 	}
+	m.hinted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "spider_revisit_hints_total", Help: "Fetches of URLs already seen brought forward by a sitemap <lastmod> after the last fetch (at most once per lastmod, not before --revisit-min after the last fetch).",
+	})
 	if reg != nil {
-		reg.MustRegister(m.revisits, m.failed, m.taken, m.notModified)
+		reg.MustRegister(m.revisits, m.failed, m.taken, m.notModified, m.hinted)
 	}
 	return &revisitState{policy: p, now: time.Now, wake: make(chan struct{}, 1), pushed: make(chan struct{}), out: map[string]struct{}{}, m: m}, nil
 }
@@ -142,6 +146,9 @@ type RevisitCounts struct {
 	FailedNext time.Time
 	// Taken are the due URLs moved into the frontier (TakeDue).
 	Taken int64
+	// Hinted are the fetches of URLs already seen that a sitemap's
+	// <lastmod> brought forward (hints.go).
+	Hinted int64
 }
 
 // RevisitCounts returns this run's revisit counts.
@@ -152,7 +159,7 @@ func (s *Scheduler) RevisitCounts() RevisitCounts {
 	r.mu.Unlock()
 	return RevisitCounts{
 		Revisits: r.revisits.Load(), NotModified: r.notModified.Load(), Changed: r.changed.Load(), Unchanged: r.unchanged.Load(),
-		Retried: r.retried.Load(), Failed: r.failed.Load(), FailedNext: next, Taken: r.taken.Load(),
+		Retried: r.retried.Load(), Failed: r.failed.Load(), FailedNext: next, Taken: r.taken.Load(), Hinted: r.hinted.Load(),
 	}
 }
 
@@ -577,6 +584,9 @@ func (st ScheduleStatus) Print(w io.Writer, now time.Time, fetched int64) {
 	if c.Revisits > 0 || c.Retried > 0 {
 		fmt.Fprintf(w, "revisits: %d (not modified, 304: %d; changed: %d; unchanged: %d); retries of failed URLs: %d\n",
 			c.Revisits, c.NotModified, c.Changed, c.Unchanged, c.Retried)
+	}
+	if c.Hinted > 0 {
+		fmt.Fprintf(w, "revisits brought forward by a sitemap's lastmod: %d\n", c.Hinted)
 	}
 	if c.Failed > 0 {
 		fmt.Fprintf(w, "%d failed %s will be retried after %s; spider crawl --retry-failed retries them now\n",

@@ -53,12 +53,14 @@ import (
 // record. Then scope, host and suffix filters as for links. A sitemap URL itself passes the length, scope and
 // host filters (not the suffix filter: sitemaps end in .xml and .gz).
 //
-// A page URL's <changefreq> travels as a revisit hint: the request's
-// Schedule is a fresh revisit.Entry with only ChangeFreq set, which the
-// scheduler's revisit policy uses for the page's first interval and never
-// over observed changes. <lastmod> only matters for a page already fetched
-// (revisit.Policy.Hint), and such a URL is seen: the state drops it. A
-// sitemap's own content hash (Visit.ContentHash) is that of its entries
+// A page URL's <changefreq> and <lastmod> travel as revisit hints: the
+// request's Schedule is a fresh revisit.Entry with only ChangeFreq and
+// HintLastMod set (a hint entry). ChangeFreq sets the page's first
+// interval, never over observed changes. <lastmod> only matters for a
+// page already fetched, and such a URL is seen: the state's Discover drops
+// it, so Scheduler.Finish hands the sitemap's hints to the state's
+// crawlstate.Rescheduler after the sitemap's completion (hints.go), where
+// revisit.Policy.Hint brings the page's next fetch forward. A sitemap's own content hash (Visit.ContentHash) is that of its entries
 // as read, so that the revisit schedule sees a sitemap change when its
 // URLs or their lastmod do.
 
@@ -77,6 +79,14 @@ const (
 	// broken XML or gzip (the entries before the fault are kept).
 	OutcomeSitemapFailed = "sitemap-failed"
 )
+
+// hintable reports whether a sitemap's lastmod is worth carrying at now:
+// set, after 1970, and not in the future (a lastmod in the future is
+// never trusted: revisit.Policy.Hint ignores it, and as a hint entry's
+// HintLastMod it would hide the true lastmods after it).
+func hintable(lastmod, now time.Time) bool {
+	return lastmod.Unix() > 0 && !lastmod.After(now.Add(time.Minute))
+}
 
 // SitemapDepth is the depth of the pages a sitemap lists.
 const SitemapDepth = 1
@@ -275,6 +285,7 @@ func (f *Fetcher) parseSitemap(ctx context.Context, res *result, req frontier.Re
 	opt := sitemap.Options{SitemapURL: req.URL, Hosts: hosts}
 	h := fnv.New64a()
 	defer func() { res.entriesHash = h.Sum64() | 1 }()
+	now := time.Now()
 	return sitemap.Parse(ctx, body, opt, func(e sitemap.Entry) error {
 		// The content hash the revisit schedule judges change by: every
 		// entry as read (a new URL, a new lastmod), not the bytes (which
@@ -303,7 +314,12 @@ func (f *Fetcher) parseSitemap(ctx context.Context, res *result, req frontier.Re
 			lastScheme, lastHost, lastKey = n.Scheme, n.Host, f.key(n)
 		}
 		r := frontier.Request{URL: s, Key: lastKey, Depth: SitemapDepth, Priority: SitemapDepth}
-		if freq := revisit.ParseChangeFreq(e.ChangeFreq); freq != revisit.FreqUnknown {
+		freq := revisit.ParseChangeFreq(e.ChangeFreq)
+		switch {
+		case hintable(e.LastMod, now):
+			h := revisit.Entry{ChangeFreq: freq, HintLastMod: e.LastMod.Truncate(time.Second).UTC()}
+			r.Schedule = string(h.AppendBinary(nil))
+		case freq != revisit.FreqUnknown:
 			r.Schedule = f.sm.hints[freq]
 		}
 		res.discovered = append(res.discovered, r)

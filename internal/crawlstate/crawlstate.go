@@ -217,6 +217,48 @@ type Revisits interface {
 	Scheduled(ctx context.Context) (records, due int64, err error)
 }
 
+// Rescheduler moves the revisit records of URLs already completed, outside
+// any completion: a sitemap's <lastmod> for a URL already seen (whose
+// Discover drops it) brings its next fetch forward. Both back-ends
+// implement it beside Revisits (same contract tests).
+type Rescheduler interface {
+	// Reschedule calls fn for each URL of urls that has a revisit record
+	// with a non-empty Schedule and is not pending (a URL TakeDue made
+	// pending is being fetched: its Complete schedules it), with the
+	// record's request (Schedule as last completed; Seq 0) and its
+	// current Due (zero: none). When fn returns ok, the record's Schedule
+	// becomes schedule and its Due due (zero: out of the due index); its
+	// failed mark is kept. A URL with no record, listed twice (the first
+	// wins), or whose record changed between the read and the write (a
+	// Complete or TakeDue meanwhile: the write is skipped, never lost
+	// over theirs) is left alone. fn must be a pure function of its
+	// arguments: a back-end may call it more than once for a URL (a
+	// transaction retried). It returns how many records changed, and
+	// fails on a storage error (the records of one bucket, or the whole
+	// call for the embedded back-end, are written atomically: on error
+	// some buckets may be written and others not).
+	Reschedule(ctx context.Context, urls []string, fn RescheduleFunc) (int, error)
+
+	// ScheduleCounts reads the revisit schedule's figures at now (for
+	// spider status and the dashboard).
+	ScheduleCounts(ctx context.Context, now time.Time) (ScheduleCounts, error)
+}
+
+// RescheduleFunc decides a record's new Schedule and Due (Rescheduler).
+type RescheduleFunc func(rec frontier.Request, due time.Time) (schedule string, newDue time.Time, ok bool)
+
+// ScheduleCounts are the revisit schedule's figures an operator reads.
+type ScheduleCounts struct {
+	// Records are the URLs with a revisit record (pages to revisit,
+	// failures to retry); Due of them are in the due index, Overdue of
+	// those due at or before now (waiting for the frontier's share);
+	// Failed are marked failed (their last fetch failed: retried on
+	// their back-off, or by --retry-failed).
+	Records, Due, Overdue, Failed int64
+	// Next is the earliest Due (zero: none).
+	Next time.Time
+}
+
 // ErrNotPending is wrapped by State.UpdatePending when the request is not
 // (or no longer) pending.
 var ErrNotPending = errors.New("request is not pending")

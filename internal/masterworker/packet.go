@@ -52,6 +52,28 @@ type Result struct {
 	// (Worker.giveBackAnswered; Visit.Retry is set): the master queues it
 	// again whether or not that packet has reached it yet.
 	GivenBack bool `json:"given_back,omitempty"`
+	// Schedules are the Schedule of Visit.Discovered's requests on the
+	// wire, by index (a sitemap's revisit hints: changefreq, lastmod): a
+	// binary encoding, base64 here as Task.Schedule is, and empty in the
+	// requests. encodeResult and decodeResult move them.
+	Schedules map[int][]byte `json:"schedules,omitempty"`
+}
+
+// encodeResult is the packet of r, the discovered requests' schedules
+// moved to Result.Schedules (r's own slices are not changed).
+func encodeResult(r Result) ([]byte, error) {
+	for i, d := range r.Visit.Discovered {
+		if d.Schedule == "" {
+			continue
+		}
+		if r.Schedules == nil {
+			r.Schedules = map[int][]byte{}
+			r.Visit.Discovered = slices.Clone(r.Visit.Discovered)
+		}
+		r.Schedules[i] = []byte(d.Schedule)
+		r.Visit.Discovered[i].Schedule = ""
+	}
+	return json.Marshal(r)
 }
 
 // maxPacket bounds a packet read from Redis, so a corrupt or hostile entry
@@ -93,6 +115,13 @@ func decodeResult(b []byte) (Result, error) {
 			return r, fmt.Errorf("%w: discovered link without URL", errPacket)
 		}
 	}
+	for i, sch := range r.Schedules {
+		if i < 0 || i >= len(r.Visit.Discovered) {
+			return r, fmt.Errorf("%w: schedule of discovered link %d of %d", errPacket, i, len(r.Visit.Discovered))
+		}
+		r.Visit.Discovered[i].Schedule = string(sch)
+	}
+	r.Schedules = nil
 	return r, nil
 }
 

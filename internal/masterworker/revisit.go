@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
@@ -82,4 +84,56 @@ func (s *shards) Scheduled(ctx context.Context) (records, due int64, err error) 
 		records, due = records+r, due+d
 	}
 	return records, due, nil
+}
+
+var _ crawlstate.Rescheduler = (*shards)(nil)
+
+// Reschedule implements crawlstate.Rescheduler: each URL in the part of
+// its host (a host not in the directory has no record), each part's URLs
+// in its own calls (rstate.Store.Reschedule).
+func (s *shards) Reschedule(ctx context.Context, urls []string, fn crawlstate.RescheduleFunc) (int, error) {
+	byPart := map[int][]string{}
+	for _, u := range urls {
+		if n, ok := s.partOf(u); ok {
+			byPart[n] = append(byPart[n], u)
+		}
+	}
+	total := 0
+	for n, us := range byPart {
+		st := s.parts[n]
+		var got int
+		if err := cluster.Retry(ctx, func() (err error) { got, err = st.Reschedule(ctx, us, fn); return err }); err != nil {
+			return total, err
+		}
+		total += got
+	}
+	return total, nil
+}
+
+// ScheduleCounts implements crawlstate.Rescheduler: the parts' figures
+// summed (one pipeline).
+func (s *shards) ScheduleCounts(ctx context.Context, now time.Time) (c crawlstate.ScheduleCounts, err error) {
+	err = cluster.Retry(ctx, func() (err error) {
+		c, err = rstate.ReadScheduleCounts(ctx, s.rdb, partPrefixes(s.crawl), now)
+		return err
+	})
+	return c, err
+}
+
+// partPrefixes are the key prefixes of a crawl's state parts.
+func partPrefixes(crawlName string) []string {
+	out := make([]string, len(shardTags))
+	for i, tag := range shardTags {
+		out[i] = rstate.KeyPrefix(crawlName, tag)
+	}
+	return out
+}
+
+// ReadSchedule reads the revisit schedule of master–worker crawl
+// crawlName from Redis at now (spider status, the dashboard's Redis view),
+// opening no state: ok is false when the crawl keeps none (no part has a
+// revisit record).
+func ReadSchedule(ctx context.Context, rdb redis.UniversalClient, crawlName string, now time.Time) (c crawlstate.ScheduleCounts, ok bool, err error) {
+	c, err = rstate.ReadScheduleCounts(ctx, rdb, partPrefixes(crawlName), now)
+	return c, err == nil && c.Records > 0, err
 }

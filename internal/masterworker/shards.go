@@ -106,7 +106,7 @@ func OpenState(ctx context.Context, rdb redis.UniversalClient, crawlName string,
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &shards{rdb: rdb, dirKey: newKeys(crawlName).hosts(), relink: opt.Relink, maxDepth: opt.MaxDepth,
+	s := &shards{rdb: rdb, crawl: crawlName, dirKey: newKeys(crawlName).hosts(), relink: opt.Relink, maxDepth: opt.MaxDepth,
 		dir: map[string]int{}, calls: make([]int64, Shards), hosts: make([]int, Shards)}
 	all, err := rdb.HGetAll(ctx, s.dirKey).Result()
 	if err != nil {
@@ -173,6 +173,7 @@ func checkLayout(ctx context.Context, rdb redis.UniversalClient, crawlName strin
 type shards struct {
 	parts    []*rstate.Store
 	rdb      redis.UniversalClient
+	crawl    string
 	dirKey   string
 	relink   bool
 	maxDepth int

@@ -3,7 +3,6 @@ package masterworker
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -554,7 +553,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			// place the request later than it was: the safe side.
 			res.RequestAge = max(time.Since(took.Add(v.RequestAfter)), 1)
 		}
-		b, err := json.Marshal(res)
+		b, err := encodeResult(res)
 		if err != nil {
 			return err
 		}

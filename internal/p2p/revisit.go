@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawlstate"
@@ -146,4 +148,62 @@ func (n *Node) acquiredSchedule(ctx context.Context, st *rstate.Store) error {
 // and this run's revisit counts, for the node's summary.
 func (n *Node) ScheduleStatus(ctx context.Context) (crawl.ScheduleStatus, bool, error) {
 	return n.sched.ScheduleStatus(ctx)
+}
+
+var _ crawlstate.Rescheduler = (*buckets)(nil)
+
+// Reschedule implements crawlstate.Rescheduler over the owned buckets: a
+// URL of a bucket this node does not own is left alone (its owner keeps
+// its schedule; a sitemap lists its own host's URLs, which share its
+// bucket, but for cross-submitted ones). A bucket lost meanwhile is
+// skipped.
+func (b *buckets) Reschedule(ctx context.Context, urls []string, fn crawlstate.RescheduleFunc) (int, error) {
+	byBucket := map[int][]string{}
+	for _, u := range urls {
+		n := bucketOf(u, b.m)
+		byBucket[n] = append(byBucket[n], u)
+	}
+	total := 0
+	for n, us := range byBucket {
+		st := b.store(n)
+		if st == nil {
+			continue
+		}
+		var got int
+		err := cluster.Retry(ctx, func() (err error) { got, err = st.Reschedule(ctx, us, fn); return err })
+		if lostBucket(err) {
+			continue
+		}
+		if err != nil {
+			return total, err
+		}
+		total += got
+	}
+	return total, nil
+}
+
+// ScheduleCounts implements crawlstate.Rescheduler: the owned buckets'
+// figures summed (one pipeline).
+func (b *buckets) ScheduleCounts(ctx context.Context, now time.Time) (c crawlstate.ScheduleCounts, err error) {
+	stores := b.ownedStores()
+	prefixes := make([]string, len(stores))
+	for i, st := range stores {
+		prefixes[i] = st.Prefix()
+	}
+	err = cluster.Retry(ctx, func() (err error) { c, err = rstate.ReadScheduleCounts(ctx, b.rdb, prefixes, now); return err })
+	return c, err
+}
+
+// ReadSchedule reads the revisit schedule of peer-to-peer crawl crawlName
+// of the given number of buckets (the nodes' --buckets) from Redis at now,
+// over every bucket whoever owns it, opening no state (spider status, the
+// dashboard's Redis view): ok is false when the crawl keeps none (no
+// bucket has a revisit record).
+func ReadSchedule(ctx context.Context, rdb redis.UniversalClient, crawlName string, buckets int, now time.Time) (c crawlstate.ScheduleCounts, ok bool, err error) {
+	prefixes := make([]string, buckets)
+	for n := range prefixes {
+		prefixes[n] = rstate.KeyPrefix(crawlName, rstate.BucketName(n))
+	}
+	c, err = rstate.ReadScheduleCounts(ctx, rdb, prefixes, now)
+	return c, err == nil && c.Records > 0, err
 }

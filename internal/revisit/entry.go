@@ -31,6 +31,10 @@ type Entry struct {
 	ChangeFreq  ChangeFreq
 	HintMisses  uint8
 	HintPending bool
+	// HintLastMod is the sitemap <lastmod> that last brought a fetch forward (Policy.Hint;
+	// kept to the second): a lastmod not after it is no news. A sitemap's request for a
+	// page carries the entry's lastmod here too (a hint entry, not a schedule).
+	HintLastMod time.Time
 }
 
 // Encoding limits.
@@ -52,12 +56,13 @@ const (
 	flagLastMod
 	flagFingerprint
 	flagHintPending
+	flagHintLastMod
 )
 
 // MarshalBinary encodes e compactly: a version byte, a flag byte naming the present
 // fields, then each present field as a varint (times in Unix milliseconds, Last-Modified
 // in Unix seconds, the fingerprint as 8 bytes), the counters and the kept revisits
-// (seconds << 1 | changed); Next and LastChange are written relative to LastFetch. A
+// (seconds << 1 | changed), and the hinted lastmod (Unix seconds) when set; Next and LastChange are written relative to LastFetch. A
 // page fetched once with a 12-byte ETag takes 44 bytes; a full history adds about
 // 4 bytes a kept revisit. An ETag longer than MaxETag is dropped.
 func (e *Entry) MarshalBinary() ([]byte, error) {
@@ -87,6 +92,9 @@ func (e *Entry) AppendBinary(b []byte) []byte {
 	}
 	if e.HintPending {
 		fl |= flagHintPending
+	}
+	if !e.HintLastMod.IsZero() {
+		fl |= flagHintLastMod
 	}
 	b = append(b, EncodingVersion, fl)
 	var base int64 // Next and LastChange are written relative to LastFetch
@@ -127,6 +135,9 @@ func (e *Entry) AppendBinary(b []byte) []byte {
 		}
 		b = binary.AppendUvarint(b, v)
 	}
+	if fl&flagHintLastMod != 0 {
+		b = binary.AppendVarint(b, e.HintLastMod.Unix())
+	}
 	return b
 }
 
@@ -150,7 +161,7 @@ func UnmarshalEntry(data []byte) (Entry, error) {
 		return e, fmt.Errorf("cannot read revisit entry version %d: %w: this build reads version %d (a newer spider wrote it?)", v, ErrBadEntry, EncodingVersion)
 	}
 	fl := d.byte()
-	if fl >= flagHintPending<<1 {
+	if int(fl) >= flagHintLastMod<<1 {
 		d.fail("unknown flags")
 	}
 	var base int64
@@ -214,6 +225,13 @@ func UnmarshalEntry(data []byte) (Entry, error) {
 			}
 			e.History.Recent[i] = Observed{Seconds: uint32(v >> 1), Changed: v&1 == 1}
 		}
+	}
+	if fl&flagHintLastMod != 0 {
+		s := d.varint()
+		if s < -1<<40 || s > 1<<40 || s == 0 {
+			d.fail("hint lastmod out of range")
+		}
+		e.HintLastMod = time.Unix(s, 0).UTC()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

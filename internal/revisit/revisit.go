@@ -339,25 +339,30 @@ var freqDurations = map[ChangeFreq]time.Duration{
 
 // Hint applies a sitemap entry's hints at now: changefreq is kept for the first
 // interval of a page not fetched yet; a lastmod after our copy's fetch brings the next
-// fetch forward to now + the lower bound, unless the URL's hints already proved wrong
-// twice (HintMisses). It reports whether Next moved. Hints never change an interval
-// learned from observed changes.
+// fetch forward to the later of now and the last fetch + the lower bound (so at most one
+// hinted fetch per lower bound), once per lastmod (HintLastMod: a lastmod not after the
+// one that last moved the fetch is no news), unless the URL's hints already proved wrong
+// twice (HintMisses). A lastmod in the future, a URL not fetched yet, one whose fetch
+// failed last (its retry back-off rules), one not scheduled (Next zero: revisits off, a
+// final failure) and ModeOff are left alone. It reports whether Next moved. Hints never
+// change an interval learned from observed changes.
 func (p *Policy) Hint(e *Entry, lastmod time.Time, freq ChangeFreq, now time.Time, host, topic string) bool {
 	if freq != FreqUnknown {
 		e.ChangeFreq = freq
 	}
-	if lastmod.IsZero() || e.LastFetch.IsZero() || p.Mode == ModeOff || e.HintMisses >= 2 {
+	if lastmod.IsZero() || e.LastFetch.IsZero() || e.Next.IsZero() || e.Failures > 0 || p.Mode == ModeOff || e.HintMisses >= 2 {
 		return false
 	}
-	if lastmod.After(now.Add(time.Minute)) || !lastmod.After(e.LastFetch) {
-		return false // in the future, or our copy is newer
+	lastmod = lastmod.Truncate(time.Second)
+	if lastmod.After(now.Add(time.Minute)) || !lastmod.After(e.LastFetch) || !lastmod.After(e.HintLastMod) {
+		return false // in the future, our copy is newer, or this lastmod was heard already
 	}
 	lo, _ := p.Bounds(host, topic)
 	at := maxTime(now, e.LastFetch.Add(lo))
-	if !e.Next.IsZero() && !at.Before(e.Next) {
+	if !at.Before(e.Next) {
 		return false
 	}
-	e.Next, e.HintPending = at, true
+	e.Next, e.HintPending, e.HintLastMod = at, true, lastmod.UTC()
 	return true
 }
 

@@ -470,3 +470,70 @@ func BenchmarkObserve(b *testing.B) {
 		at = e.Next
 	}
 }
+
+// TestHintRules: a sitemap lastmod moves a fetch forward once per new lastmod, bounded
+// by the lower bound after the last fetch, and never for a URL that is not scheduled,
+// failed last, or under ModeOff.
+func TestHintRules(t *testing.T) {
+	p := policy(t, Policy{Mode: ModeAdaptive, Min: time.Hour})
+	fetched := func() Entry {
+		var e Entry
+		p.Observe(&e, Observation{At: t0, Outcome: Fetched, Fingerprint: 1}, "", "")
+		return e
+	}
+	lm := t0.Add(30 * time.Minute)
+	for _, tc := range []struct {
+		name    string
+		entry   func() Entry
+		lastmod time.Time
+		now     time.Time
+		moved   bool
+		next    time.Time
+	}{
+		{"after our fetch, within the lower bound", fetched, lm, t0.Add(40 * time.Minute), true, t0.Add(time.Hour)},
+		{"after our fetch, past the lower bound", fetched, lm, t0.Add(2 * time.Hour), true, t0.Add(2 * time.Hour)},
+		{"equal to our fetch", fetched, t0, t0.Add(2 * time.Hour), false, time.Time{}},
+		{"in the future", fetched, t0.Add(3 * time.Hour), t0.Add(2 * time.Hour), false, time.Time{}},
+		{"heard already", func() Entry { e := fetched(); e.HintLastMod = lm; return e }, lm, t0.Add(2 * time.Hour), false, time.Time{}},
+		{"newer than heard", func() Entry { e := fetched(); e.HintLastMod = lm; return e }, lm.Add(time.Second), t0.Add(2 * time.Hour), true, t0.Add(2 * time.Hour)},
+		{"not scheduled (revisit off, final)", func() Entry { e := fetched(); e.Next = time.Time{}; return e }, lm, t0.Add(2 * time.Hour), false, time.Time{}},
+		{"failed last", func() Entry { e := fetched(); e.Failures = 1; return e }, lm, t0.Add(2 * time.Hour), false, time.Time{}},
+		{"never fetched", func() Entry { return Entry{Next: t0} }, lm, t0.Add(2 * time.Hour), false, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.entry()
+			before := e.Next
+			moved := p.Hint(&e, tc.lastmod, 0, tc.now, "", "")
+			if moved != tc.moved {
+				t.Fatalf("moved %v, want %v", moved, tc.moved)
+			}
+			if !moved {
+				if !e.Next.Equal(before) {
+					t.Errorf("next changed to %s without a move", e.Next)
+				}
+				return
+			}
+			if !e.Next.Equal(tc.next) || !e.HintPending || !e.HintLastMod.Equal(tc.lastmod) {
+				t.Errorf("next %s pending %v lastmod %s; want %s true %s", e.Next, e.HintPending, e.HintLastMod, tc.next, tc.lastmod)
+			}
+			// The same lastmod again is no news.
+			if p.Hint(&e, tc.lastmod, 0, tc.now.Add(time.Hour), "", "") {
+				t.Error("the same lastmod moved the fetch twice")
+			}
+		})
+	}
+	off := policy(t, Policy{Mode: ModeOff})
+	e := fetched()
+	e.Next = t0.Add(day)
+	if off.Hint(&e, lm, 0, t0.Add(2*time.Hour), "", "") {
+		t.Error("ModeOff: a hint moved the fetch")
+	}
+	// The hinted lastmod survives the encoding.
+	e = fetched()
+	p.Hint(&e, lm, 0, t0.Add(2*time.Hour), "", "")
+	b, _ := e.MarshalBinary()
+	got, err := UnmarshalEntry(b)
+	if err != nil || !got.HintLastMod.Equal(lm) {
+		t.Fatalf("hint lastmod round trip: %v %v", got.HintLastMod, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/crawlstate"
+	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
 
@@ -211,4 +212,145 @@ func NextDueOf(ctx context.Context, stores []*Store) (next time.Time, ok bool, e
 		}
 	}
 	return next, ok, nil
+}
+
+var _ crawlstate.Rescheduler = (*Store)(nil)
+
+// rescheduleBatch bounds the URLs of one Reschedule script call.
+const rescheduleBatch = 500
+
+// Reschedule implements crawlstate.Rescheduler for the bucket's URLs (the
+// caller routes each URL to its bucket's Store): per batch of URLs, one
+// read-only script reads the records that have a Schedule and are not
+// pending with their Due, fn decides in Go, and one fenced script writes
+// the decisions of records that did not change in between (a compare and
+// set: a Complete or TakeDue meanwhile wins, that URL is left alone). It
+// fails with ErrFenced when the bucket's lease is lost.
+func (s *Store) Reschedule(ctx context.Context, urls []string, fn crawlstate.RescheduleFunc) (int, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, err
+	}
+	total := 0
+	seen := make(map[string]bool, len(urls))
+	for len(urls) > 0 {
+		batch := urls[:min(len(urls), rescheduleBatch)]
+		urls = urls[len(batch):]
+		var keys []any
+		var us []string
+		for _, u := range batch {
+			if seen[u] {
+				continue
+			}
+			seen[u] = true
+			keys = append(keys, string(dedup.KeyOf(u).AppendBinary(make([]byte, 0, 16))))
+			us = append(us, u)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		v, err := rescheduleReadScript.Run(ctx, s.rdb, s.keys, keys...).StringSlice()
+		if err != nil {
+			return total, s.fail("cannot read revisit records to reschedule", err)
+		}
+		if len(v) != 2*len(keys) {
+			return total, fmt.Errorf("cannot read revisit records to reschedule: %d reply items for %d URLs", len(v), len(keys))
+		}
+		args := []any{s.fence}
+		for i := range keys {
+			rec, dueArg := v[2*i], v[2*i+1]
+			if rec == "" {
+				continue
+			}
+			var r frontier.Request
+			if err := r.UnmarshalBinary([]byte(rec)); err != nil || r.URL != us[i] || r.Schedule == "" {
+				continue // damaged, another URL under the key, or a failure without a schedule
+			}
+			var due time.Time
+			if dueArg != "" {
+				ms, err := strconv.ParseFloat(dueArg, 64)
+				if err != nil {
+					return total, fmt.Errorf("cannot read the due time %q of %s: %w", dueArg, us[i], err)
+				}
+				due = time.UnixMilli(int64(ms))
+			}
+			cur := r
+			cur.Seq = 0
+			sch, next, ok := fn(cur, due)
+			if !ok {
+				continue
+			}
+			r.Schedule = sch
+			nrec, err := r.MarshalBinary()
+			if err != nil {
+				return total, fmt.Errorf("cannot reschedule %s: %w", us[i], err)
+			}
+			nextArg := ""
+			if !next.IsZero() {
+				nextArg = strconv.FormatInt(max(next.UnixMilli(), 1), 10)
+			}
+			args = append(args, keys[i], rec, string(nrec), nextArg)
+		}
+		if len(args) == 1 {
+			continue
+		}
+		n, err := rescheduleScript.Run(ctx, s.rdb, s.keys, args...).Int()
+		if err != nil {
+			return total, s.fail("cannot reschedule revisits", err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// ScheduleCounts implements crawlstate.Rescheduler for the bucket (one
+// pipeline).
+func (s *Store) ScheduleCounts(ctx context.Context, now time.Time) (crawlstate.ScheduleCounts, error) {
+	if err := s.usable(ctx); err != nil {
+		return crawlstate.ScheduleCounts{}, err
+	}
+	return ReadScheduleCounts(ctx, s.rdb, []string{s.prefix}, now)
+}
+
+// ReadScheduleCounts reads the revisit schedule of the buckets whose key
+// prefixes (KeyPrefix) are given, summed, in one pipeline: no Store is
+// opened and nothing is written (spider status, the dashboard's Redis
+// view). Buckets that hold no schedule count nothing.
+func ReadScheduleCounts(ctx context.Context, rdb redis.UniversalClient, prefixes []string, now time.Time) (crawlstate.ScheduleCounts, error) {
+	var c crawlstate.ScheduleCounts
+	if len(prefixes) == 0 {
+		return c, nil
+	}
+	type cmds struct {
+		rv, due, over, failed *redis.IntCmd
+		first                 *redis.ZSliceCmd
+	}
+	all := make([]cmds, len(prefixes))
+	limit := strconv.FormatInt(now.UnixMilli(), 10)
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, pre := range prefixes {
+			all[i] = cmds{
+				rv: p.HLen(ctx, pre+"rv"), due: p.ZCard(ctx, pre+"due"),
+				over:   p.ZCount(ctx, pre+"due", "-inf", limit),
+				failed: p.SCard(ctx, pre+"failed"),
+				first:  p.ZRangeWithScores(ctx, pre+"due", 0, 0),
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return c, fmt.Errorf("cannot read the revisit schedule from Redis: %w", err)
+	}
+	for _, x := range all {
+		c.Records += x.rv.Val()
+		c.Due += x.due.Val()
+		c.Overdue += x.over.Val()
+		c.Failed += x.failed.Val()
+		if z := x.first.Val(); len(z) > 0 {
+			t := time.UnixMilli(int64(z[0].Score))
+			if c.Next.IsZero() || t.Before(c.Next) {
+				c.Next = t
+			}
+		}
+	}
+	return c, nil
 }

@@ -488,3 +488,49 @@ for _, k in ipairs(redis.call('SMEMBERS', KEYS[K_FAILED])) do
 end
 return n
 `)
+
+// rescheduleReadScript reads the revisit records of keys for Reschedule:
+// per key its record (empty for none, or a record whose URL is pending under
+// its Seq: left alone) and its Due (empty for none). Read-only.
+//
+//	KEYS: the store's keys. ARGV: the URL keys. Reply: record, due, … per key.
+var rescheduleReadScript = redis.NewScript("#!lua flags=no-writes\n" + luaLib + `
+local out = {}
+for i = 1, #ARGV do
+  local rec = redis.call('HGET', KEYS[K_RV], ARGV[i])
+  local f = rec and fields(rec)
+  if not f or pendingAs(f) then rec = '' end
+  local due = redis.call('ZSCORE', KEYS[K_DUE], ARGV[i])
+  out[#out + 1] = rec
+  out[#out + 1] = due or ''
+end
+return out
+`)
+
+// rescheduleScript writes Reschedule's decisions: for each URL key whose
+// record still holds the record read (a Complete or TakeDue meanwhile
+// wins) and is not pending, the new record and Due (empty takes the URL out
+// of the due set); the failed set is left as it is.
+//
+//	ARGV: fence value, then key, record read, new record, new Due (Unix ms
+//	or '') per URL. Reply: how many records changed.
+var rescheduleScript = redis.NewScript("#!lua\n" + luaLib + `
+local e = fence(ARGV[1])
+if e then return e end
+local n = 0
+for i = 2, #ARGV, 4 do
+  local k = ARGV[i]
+  local rec = redis.call('HGET', KEYS[K_RV], k)
+  local f = rec and fields(rec)
+  if rec == ARGV[i + 1] and f and not pendingAs(f) then
+    redis.call('HSET', KEYS[K_RV], k, ARGV[i + 2])
+    if ARGV[i + 3] == '' then
+      redis.call('ZREM', KEYS[K_DUE], k)
+    else
+      redis.call('ZADD', KEYS[K_DUE], ARGV[i + 3], k)
+    end
+    n = n + 1
+  end
+end
+return n
+`)

@@ -94,6 +94,14 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		st.Queue = masterWorkerQueue(mw)
 		st.Nodes = workerNodes(mw)
 		st.Config = v.masterConfig(ctx, m["epoch"])
+		c, ok, err := masterworker.ReadSchedule(ctx, v.rdb, v.crawl, v.now())
+		if err != nil {
+			return nil, err
+		}
+		st.Schedule = nil
+		if ok {
+			st.Schedule = NewSchedule(c, v.now())
+		}
 	} else {
 		ps, err := p2p.ReadStatus(ctx, v.rdb, v.crawl, v.buckets)
 		if err != nil {
@@ -109,6 +117,14 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 			st.State = "running"
 		}
 		st.Nodes = peerNodes(ps)
+		c, ok, err := p2p.ReadSchedule(ctx, v.rdb, v.crawl, v.buckets, v.now())
+		if err != nil {
+			return nil, err
+		}
+		st.Schedule = nil
+		if ok {
+			st.Schedule = NewSchedule(c, v.now())
+		}
 		st.PagesPerSec = 0
 		for _, n := range ps.Nodes {
 			st.PagesPerSec += n.PagesPerSec

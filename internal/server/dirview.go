@@ -64,6 +64,19 @@ type DirView struct {
 	first   int64           // first FetchedAt second seen; 0 = none
 	latest  int64           // latest FetchedAt second seen
 	errs    []RecentError   // ring of the latest errors, oldest first
+	sched   *Schedule       // the revisit schedule at the last refresh (nil: none)
+}
+
+// readSchedule reads the directory's revisit schedule
+// (crawl.ReadSchedule) into v.sched; nil when it has none or cannot be
+// read (a damaged state is for spider fsck to report, not the dashboard).
+func (v *DirView) readSchedule(now time.Time) {
+	snap, ok, err := crawl.ReadSchedule(v.dir, now)
+	if err != nil || !ok {
+		v.sched = nil
+		return
+	}
+	v.sched = NewSchedule(snap.ScheduleCounts, snap.At)
 }
 
 // NewDirView views the crawl in dataDir; now may be nil (time.Now). The
@@ -214,6 +227,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 			return nil, err
 		}
 		v.read = now
+		v.readSchedule(now)
 	}
 	st := &CrawlStatus{
 		Source: "data-dir", State: "unknown", Pages: int64(len(v.last)), Bytes: v.bytes,
@@ -226,6 +240,11 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		st.State = "stopped"
 	}
 	dirTopics(v.dir, st)
+	st.Schedule = v.sched
+	if st.Schedule != nil {
+		c := *st.Schedule
+		st.Schedule = &c
+	}
 	var recent int64
 	nowSec := now.Unix()
 	for s := nowSec - int64(RateWindow/time.Second) + 1; s <= nowSec; s++ {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
 
@@ -28,6 +29,19 @@ type Engine interface {
 }
 
 var _ Engine = (*crawl.Engine)(nil)
+
+// ScheduleEngine is an Engine that keeps a revisit schedule (issue 26):
+// the dashboard shows it. crawl.Engine is one; an Engine that is not
+// shows none.
+type ScheduleEngine interface {
+	// ScheduleCounts reads the state's schedule at now; ok is false when
+	// the state keeps none.
+	ScheduleCounts(ctx context.Context, now time.Time) (c crawlstate.ScheduleCounts, ok bool, err error)
+	// RevisitCounts are this run's revisits.
+	RevisitCounts() crawl.RevisitCounts
+}
+
+var _ ScheduleEngine = (*crawl.Engine)(nil)
 
 // EngineView is the CrawlView and Controller of a crawl running in this
 // process (spider crawl --addr): counts and errors come from its data
@@ -74,8 +88,33 @@ func (v *EngineView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	p := v.eng.Progress()
 	st.Queue = &Queue{Queued: int64(p.Queued), InFlight: int64(p.InFlight), Hosts: int64(p.Hosts)}
 	v.hostClock(st)
+	v.engineSchedule(ctx, st)
 	v.engineTopics(st)
 	return st, nil
+}
+
+// engineSchedule fills st.Schedule from the engine's own state (exact,
+// not the file it writes for other processes) with this run's revisits;
+// the dashboard shows none for a crawl without a schedule.
+func (v *EngineView) engineSchedule(ctx context.Context, st *CrawlStatus) {
+	se, ok := v.eng.(ScheduleEngine)
+	if !ok {
+		return
+	}
+	now := v.now()
+	c, ok, err := se.ScheduleCounts(ctx, now)
+	if err != nil || !ok {
+		return
+	}
+	run := se.RevisitCounts()
+	st.Schedule = NewSchedule(c, now)
+	if st.Schedule == nil && run == (crawl.RevisitCounts{}) {
+		return
+	}
+	if st.Schedule == nil {
+		st.Schedule = &Schedule{At: now.UTC()}
+	}
+	st.Schedule.Run = NewScheduleRun(run)
 }
 
 // hostClock fills the politeness fields of st.Hosts from the engine's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/server/openapitest"
@@ -140,6 +141,17 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 			return cs
 		}()},
 		{"ClusterTopicsStatus", masterworker.TopicStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}},
+		{"CrawlStatus", func() CrawlStatus {
+			st := testStatus()
+			st.Schedule = testSchedule(at)
+			st.Schedule.Run = NewScheduleRun(crawl.RevisitCounts{Revisits: 5, NotModified: 3, Changed: 1, Unchanged: 4, Hinted: 1, Taken: 6})
+			return st
+		}()},
+		{"ClusterStatus", func() ClusterStatus { cs := PeerStatus(ps); cs.Schedule = testSchedule(at); return cs }()},
+		{"Schedule", NewSchedule(crawlstate.ScheduleCounts{Records: 2, Failed: 2}, at)}, // nothing due: no next_due
+		{"DataStatus", DataStatus{Status: ts, Schedule: testSchedule(at)}},
+		{"DataStatus", DataStatus{Schedule: testSchedule(at)}},
+		{"TopicsStatus", DataStatus{Status: ts}}, // a topics crawl without a schedule prints what it printed before
 	}
 	for _, tc := range tests {
 		b, err := json.Marshal(tc.v)
@@ -204,4 +216,9 @@ func withReport(cs ClusterStatus, at time.Time) ClusterStatus {
 			PagesPerSec: 3.5, StartedMS: at.UnixMilli(), UpdatedMS: at.UnixMilli(), Stale: true, Detail: map[string]int64{"queued": 4}}}}
 	cs.Report = NewCrawlReport(rep)
 	return cs
+}
+
+// testSchedule is a revisit schedule with every field set.
+func testSchedule(at time.Time) *Schedule {
+	return NewSchedule(crawlstate.ScheduleCounts{Records: 10, Due: 8, Overdue: 3, Failed: 2, Next: at.Add(-time.Minute)}, at)
 }

@@ -2,8 +2,10 @@ package server
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/topics"
@@ -116,6 +118,9 @@ type ClusterStatus struct {
 	// Topics is a topics crawl's coordinator status (its PQ-MCSA
 	// scheduler and each crawl node's load); nil for other crawls.
 	Topics *masterworker.TopicStatus `json:"topics,omitempty"`
+	// Schedule is the crawl's revisit schedule over all its buckets or
+	// parts; nil when it has none.
+	Schedule *Schedule `json:"schedule,omitempty"`
 }
 
 // MasterWorkerStatus is the ClusterStatus of a master–worker crawl.
@@ -179,4 +184,70 @@ func OpenAPIDocument() []byte {
 		panic("openapi.json is not embedded: " + err.Error())
 	}
 	return b
+}
+
+// Schedule is a crawl's revisit schedule (issue 26) as spider status and
+// the dashboard show it: "schedule" in GET /api/crawl and in spider status
+// --json, absent for a crawl that has none (a one-shot crawl with
+// --revisit off and no failure to retry).
+type Schedule struct {
+	// Scheduled are the URLs with a revisit record: pages to fetch again
+	// and failures to retry.
+	Scheduled int64 `json:"scheduled"`
+	// Due of them have a next fetch time; Overdue of those are due now
+	// or earlier (waiting for the frontier, within --revisit-share, or
+	// for the next continuous run).
+	Due     int64 `json:"due"`
+	Overdue int64 `json:"overdue"`
+	// Failed are the URLs whose last fetch failed, waiting for a retry on
+	// their class's back-off (spider crawl --retry-failed: now).
+	Failed int64 `json:"failed"`
+	// NextDue is the earliest next fetch; absent when none is due.
+	NextDue time.Time `json:"next_due,omitzero"`
+	// At is when the figures were read (a running data-directory crawl
+	// rewrites them every 2 s).
+	At time.Time `json:"at"`
+	// Run is this run's revisits: only where the crawl runs in this
+	// process (spider crawl --serve).
+	Run *ScheduleRun `json:"run,omitempty"`
+}
+
+// ScheduleRun is what a crawl's revisit schedule did in this run
+// (crawl.RevisitCounts).
+type ScheduleRun struct {
+	Revisits    int64 `json:"revisits"`     // completions of URLs fetched before
+	NotModified int64 `json:"not_modified"` // of them answered 304 to a conditional request
+	Changed     int64 `json:"changed"`      // of them with a new fingerprint
+	Unchanged   int64 `json:"unchanged"`
+	Retried     int64 `json:"retried"` // completions of URLs whose previous fetch failed
+	Hinted      int64 `json:"hinted"`  // fetches brought forward by a sitemap's lastmod
+	Taken       int64 `json:"taken"`   // due URLs moved into the frontier
+}
+
+// NewSchedule is the Schedule of c read at at; nil when c holds no
+// record (no schedule: nothing to show).
+func NewSchedule(c crawlstate.ScheduleCounts, at time.Time) *Schedule {
+	if c.Records == 0 {
+		return nil
+	}
+	s := &Schedule{Scheduled: c.Records, Due: c.Due, Overdue: c.Overdue, Failed: c.Failed, At: at.UTC()}
+	if !c.Next.IsZero() {
+		s.NextDue = c.Next.UTC()
+	}
+	return s
+}
+
+// NewScheduleRun is the ScheduleRun of c.
+func NewScheduleRun(c crawl.RevisitCounts) *ScheduleRun {
+	return &ScheduleRun{Revisits: c.Revisits, NotModified: c.NotModified, Changed: c.Changed, Unchanged: c.Unchanged,
+		Retried: c.Retried, Hinted: c.Hinted, Taken: c.Taken}
+}
+
+// DataStatus is what spider status --data DIR --json prints: the topic
+// scheduler's status of a crawl run with --topics (its keys, as
+// TopicsStatus) and the revisit schedule; each is absent when the crawl
+// has none.
+type DataStatus struct {
+	*topics.Status
+	Schedule *Schedule `json:"schedule,omitempty"`
 }

@@ -166,6 +166,9 @@ type CrawlStatus struct {
 	// Report is the crawl-wide report of a crawl read from Redis (every
 	// topology keeps one), nil for other sources or before a node reported.
 	Report *CrawlReport `json:"report,omitempty"`
+	// Schedule is the crawl's revisit schedule (issue 26); nil when it
+	// has none.
+	Schedule *Schedule `json:"schedule,omitempty"`
 	// Updated is when this snapshot was taken.
 	Updated time.Time `json:"updated"`
 }

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
@@ -402,6 +407,128 @@ func (s *Store) Scheduled(ctx context.Context) (records, due int64, err error) {
 
 var _ crawlstate.Revisits = (*Store)(nil)
 
+var _ crawlstate.Rescheduler = (*Store)(nil)
+
+// Reschedule implements crawlstate.Rescheduler in one transaction (the
+// completion's batch): for each URL with a revisit record that has a
+// Schedule and is not pending, fn decides the new Schedule and Due; the
+// due index follows. A record that does not decode is left alone (fsck
+// reports it).
+func (s *Store) Reschedule(ctx context.Context, urls []string, fn crawlstate.RescheduleFunc) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(urls) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.batch(func(tx *bolt.Tx) error {
+		n = 0
+		rv, due, _, err := revisitBuckets(tx)
+		if err != nil {
+			return err
+		}
+		pend, meta := tx.Bucket(bPending), tx.Bucket(bMeta)
+		done := make(map[string]bool, len(urls))
+		var added int64
+		for _, u := range urls {
+			if done[u] {
+				continue
+			}
+			done[u] = true
+			kb := dedup.KeyOf(u).AppendBinary(make([]byte, 0, 16))
+			v := rv.Get(kb)
+			if v == nil {
+				continue
+			}
+			rec, err := decodeRevisit(kb, v)
+			if err != nil || rec.req.Schedule == "" || pendingAs(pend, rec) {
+				continue
+			}
+			var cur time.Time
+			if rec.due != 0 {
+				cur = time.UnixMilli(rec.due)
+			}
+			sch, next, ok := fn(rec.req, cur)
+			if !ok {
+				continue
+			}
+			if rec.due != 0 {
+				if err := due.Delete(dueKey(rec.due, kb)); err != nil {
+					return err
+				}
+				added--
+			}
+			rec.req.Schedule, rec.due = sch, 0
+			if !next.IsZero() {
+				rec.due = max(next.UnixMilli(), 1)
+				if err := due.Put(dueKey(rec.due, kb), nil); err != nil {
+					return err
+				}
+				added++
+			}
+			if err := rv.Put(kb, rec.encode()); err != nil {
+				return err
+			}
+			n++
+		}
+		return addInt(meta, mDue, added)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot reschedule revisits: %w", err)
+	}
+	return n, nil
+}
+
+// ScheduleCounts implements crawlstate.Rescheduler: the stored counts,
+// the failed marks and the due entries up to now counted (a walk of the
+// failed set and of the overdue part of the index), in one read
+// transaction.
+func (s *Store) ScheduleCounts(ctx context.Context, now time.Time) (crawlstate.ScheduleCounts, error) {
+	var c crawlstate.ScheduleCounts
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return scheduleCounts(tx, now, &c)
+	})
+	if err != nil {
+		return crawlstate.ScheduleCounts{}, fmt.Errorf("cannot count the revisit schedule: %w", err)
+	}
+	return c, nil
+}
+
+// scheduleCounts fills c from tx at now.
+func scheduleCounts(tx *bolt.Tx, now time.Time, c *crawlstate.ScheduleCounts) error {
+	meta := tx.Bucket(bMeta)
+	c.Records, c.Due = getInt(meta, mRevisits), getInt(meta, mDue)
+	if fb := tx.Bucket(bFailed); fb != nil {
+		if err := fb.ForEach(func(_, _ []byte) error { c.Failed++; return nil }); err != nil {
+			return err
+		}
+	}
+	due := tx.Bucket(bDue)
+	if due == nil {
+		return nil
+	}
+	limit := now.UnixMilli()
+	cur := due.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if len(k) != 24 {
+			return fmt.Errorf("due index entry %x is damaged", k)
+		}
+		at := int64(binary.BigEndian.Uint64(k))
+		if c.Next.IsZero() {
+			c.Next = time.UnixMilli(at)
+		}
+		if at > limit {
+			break
+		}
+		c.Overdue++
+	}
+	return nil
+}
+
 // readRevisits reads the revisit records, the due index and the failed
 // set into in (Inspect): a record that does not decode, an index entry or
 // a failed mark that disagrees with the records, and stored counts that
@@ -543,4 +670,49 @@ func rebuildRevisits(tx *bolt.Tx, spec RebuildSpec, known map[dedup.Key]bool) er
 		return err
 	}
 	return putInt(meta, mDue, dues)
+}
+
+// ReadScheduleCounts reads the revisit schedule's figures of the state in
+// dir at now without opening it for writing (spider status --data, the
+// dashboard of a data directory). A missing or empty state file, or one
+// older than the schedule, has none (zero counts). While a crawl holds the
+// directory it fails at once with an error wrapping ErrLocked (the crawl
+// writes its figures to a file of its own: crawl.ReadSchedule); a damaged
+// file is an error wrapping ErrDamaged.
+func ReadScheduleCounts(dir string, now time.Time) (c crawlstate.ScheduleCounts, err error) {
+	path := filepath.Join(dir, DBFile)
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && info.Size() == 0 {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("cannot read the revisit schedule: %w", err)
+	}
+	if err := checkBoltSize(path, info.Size()); err != nil {
+		return c, damaged(dir, err)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = crawlstate.ScheduleCounts{}, damaged(dir, fmt.Errorf("reading it failed: %v", r))
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 50 * time.Millisecond})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return c, fmt.Errorf("cannot read the revisit schedule in %s while a crawl (pid %s) runs there: %w", dir, readPID(dir), ErrLocked)
+	}
+	if err != nil {
+		return c, damaged(dir, err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bMeta) == nil {
+			return nil
+		}
+		return scheduleCounts(tx, now, &c)
+	})
+	if err != nil {
+		return crawlstate.ScheduleCounts{}, fmt.Errorf("cannot read the revisit schedule in %s: %w", dir, err)
+	}
+	return c, nil
 }

@@ -253,6 +253,15 @@ func TestDashboardFailures(t *testing.T) {
 	if shown["nodes-section"] || shown["topics-section"] {
 		t.Fatalf("empty Nodes/Topics shown on a plain crawl: %v", shown)
 	}
+	// The 404s wait for their retry (issue 26): the revisit schedule's
+	// table counts them as failed, awaiting retry.
+	if !shown["schedule-section"] {
+		t.Fatalf("no revisit schedule shown for a crawl with failures to retry: %v", shown)
+	}
+	sched := get(t, ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries([...document.querySelectorAll("#schedule tr")].map(tr => [tr.cells[0].textContent, tr.cells[1].textContent]))`))
+	if n, err := strconv.Atoi(strings.ReplaceAll(sched["failed, awaiting retry"], ",", "")); err != nil || n == 0 || sched["URLs scheduled"] == "" {
+		t.Fatalf("revisit schedule table %v: want URLs scheduled and failed URLs awaiting retry", sched)
+	}
 	hosts := hostRows(t, ctx)
 	checkHostRows(t, hosts, true)
 	var errs int

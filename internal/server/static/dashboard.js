@@ -188,6 +188,20 @@
     return rows;
   }
 
+  // scheduleRows lists a revisit schedule as [name, value] pairs: what is
+  // scheduled, due now, next and failed, then this run's revisits when
+  // the crawl runs in this process.
+  function scheduleRows(sc) {
+    const rows = [["URLs scheduled", num(sc.scheduled)], ["due now", num(sc.overdue)],
+      ["next due", sc.next_due ? new Date(sc.next_due).toLocaleTimeString() : DASH], ["failed, awaiting retry", num(sc.failed)]];
+    const r = sc.run;
+    if (r) {
+      rows.push(["revisits this run", num(r.revisits)], ["304 not modified", num(r.not_modified)], ["changed", num(r.changed)],
+        ["brought forward by sitemap lastmod", num(r.hinted)]);
+    }
+    return rows;
+  }
+
   function render(st) {
     const state = $("state");
     state.textContent = text(st.state);
@@ -222,6 +236,12 @@
     const qrows = q ? [["queued", num(q.queued)], ["in flight", num(q.in_flight)], ["hosts with URLs", num(q.hosts)]] : [];
     if (q && st.source === "master-worker") qrows.push(["srq", num(q.srq)], ["nrq", num(q.nrq)], ["trq (free)", num(q.trq)]);
     show("queue-section", fill("queue", qrows, [{ get: function (r) { return r[0]; } }, { get: function (r) { return r[1]; }, cls: "num" }]) > 0);
+
+    // The revisit schedule (issue 26): absent for a crawl without one.
+    const sc = st.schedule;
+    const srows = sc ? scheduleRows(sc) : [];
+    show("schedule-section", fill("schedule", srows, [{ get: function (r) { return r[0]; } }, { get: function (r) { return r[1]; }, cls: "num" }]) > 0);
+    $("schedule-caption").textContent = sc ? "as of " + new Date(sc.at).toLocaleTimeString() + "; spider crawl --retry-failed retries the failed URLs now" : "";
 
     const crows = st.config ? configRows(st.config) : [];
     show("config-section", fill("config", crows, [{ get: function (r) { return r[0]; }, cls: "key" }, { get: function (r) { return text(r[1]); }, cls: "value" }]) > 0);

@@ -432,3 +432,107 @@ func (r *runner) testRevisitReopen(t *testing.T) {
 	}
 	checkCounts(t, s, Counts{Pending: 4, Seen: 4, PagesStored: -1})
 }
+
+func rescheduler(t *testing.T, b Backend) crawlstate.Rescheduler {
+	t.Helper()
+	rs, ok := b.(crawlstate.Rescheduler)
+	if !ok {
+		t.Fatalf("%T does not implement crawlstate.Rescheduler", b)
+	}
+	return rs
+}
+
+func checkCounts2(t *testing.T, rs crawlstate.Rescheduler, now time.Time, want crawlstate.ScheduleCounts) {
+	t.Helper()
+	got, err := rs.ScheduleCounts(context.Background(), now)
+	must(t, err)
+	if got.Records != want.Records || got.Due != want.Due || got.Overdue != want.Overdue || got.Failed != want.Failed || !got.Next.Equal(want.Next) {
+		t.Fatalf("ScheduleCounts(%s) = %+v, want %+v", now.Format(time.TimeOnly), got, want)
+	}
+}
+
+// testReschedule: Reschedule hands fn only the URLs with a record that
+// has a Schedule and is not pending, once per URL; what fn returns
+// replaces the Schedule and the Due (the due index follows, zero takes the
+// URL out of it), the failed mark stays; ScheduleCounts counts records,
+// due, overdue at now, failed, and the next Due.
+func (r *runner) testReschedule(t *testing.T) {
+	ctx := context.Background()
+	s := r.open(t, r.name(t), small(state.SeenExact))
+	rv, rs := revisits(t, s), rescheduler(t, s)
+	checkCounts2(t, rs, t0, crawlstate.ScheduleCounts{})
+	if n, err := rs.Reschedule(ctx, nil, nil); err != nil || n != 0 {
+		t.Fatalf("Reschedule of no URL = %d, %v", n, err)
+	}
+	scheduled(t, s, []int{10, 20, 30}, "http://h/a", "http://h/b", "http://h/c")
+	acc, err := s.Discover(ctx, Reqs("http://h/d", "http://h/e", "http://h/f"))
+	must(t, err)
+	// d: failed with a schedule (retry back-off); e: failed without one;
+	// f: done for good (no record).
+	_, err = s.Complete(ctx, acc[0], state.Outcome{Class: "timeout", Schedule: "s:http://h/d", Due: t0.Add(40 * time.Second), Failed: true}, nil)
+	must(t, err)
+	_, err = s.Complete(ctx, acc[1], state.Outcome{Class: "dns", Failed: true}, nil)
+	must(t, err)
+	_, err = s.Complete(ctx, acc[2], state.Outcome{Class: "200"}, nil)
+	must(t, err)
+	checkCounts2(t, rs, t0.Add(20*time.Second), crawlstate.ScheduleCounts{Records: 5, Due: 4, Overdue: 2, Failed: 2, Next: t0.Add(10 * time.Second)})
+	// a is taken (pending): left alone.
+	if got, err := rv.TakeDue(ctx, t0.Add(10*time.Second), 10); err != nil || len(got) != 1 {
+		t.Fatalf("TakeDue = %v, %v", URLs(got), err)
+	}
+	var mu sync.Mutex
+	calls := map[string]time.Time{}
+	n, err := rs.Reschedule(ctx, []string{"http://h/a", "http://h/b", "http://h/c", "http://h/d", "http://h/e", "http://h/f", "http://h/unknown", "http://h/b"},
+		func(rec frontier.Request, due time.Time) (string, time.Time, bool) {
+			mu.Lock()
+			calls[rec.URL] = due
+			mu.Unlock()
+			if rec.Schedule != "s:"+rec.URL || rec.Seq != 0 {
+				t.Errorf("fn got %+v", rec)
+			}
+			switch rec.URL {
+			case "http://h/b":
+				return "h:" + rec.URL, t0.Add(time.Second), true
+			case "http://h/d":
+				return "h:" + rec.URL, time.Time{}, true // out of the due index, failed mark kept
+			}
+			return "", time.Time{}, false
+		})
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("Reschedule changed %d records, want 2 (b, d)", n)
+	}
+	want := map[string]time.Time{"http://h/b": t0.Add(20 * time.Second), "http://h/c": t0.Add(30 * time.Second), "http://h/d": t0.Add(40 * time.Second)}
+	if len(calls) != len(want) {
+		t.Fatalf("fn called for %v, want b, c, d (a record with a Schedule, not pending)", calls)
+	}
+	for u, d := range want {
+		if !calls[u].Equal(d) {
+			t.Errorf("fn got %s due %v, want %v", u, calls[u], d)
+		}
+	}
+	checkScheduled(t, rv, 5, 2)
+	checkCounts2(t, rs, t0.Add(20*time.Second), crawlstate.ScheduleCounts{Records: 5, Due: 2, Overdue: 1, Failed: 2, Next: t0.Add(time.Second)})
+	if next, ok, err := rv.NextDue(ctx); err != nil || !ok || !next.Equal(t0.Add(time.Second)) {
+		t.Fatalf("NextDue = %v, %v, %v; want %v", next, ok, err, t0.Add(time.Second))
+	}
+	got, err := rv.TakeDue(ctx, t0.Add(time.Second), 10)
+	must(t, err)
+	if len(got) != 1 || got[0].URL != "http://h/b" || got[0].Schedule != "h:http://h/b" {
+		t.Fatalf("TakeDue after Reschedule = %+v, want b with the new Schedule", got)
+	}
+	// d keeps its failed mark: RetryFailed makes it (and e) due.
+	if n, err := rv.RetryFailed(ctx, t0.Add(time.Minute)); err != nil || n != 2 {
+		t.Fatalf("RetryFailed = %d, %v; want 2", n, err)
+	}
+	got, err = rv.TakeDue(ctx, t0.Add(time.Minute), 10)
+	must(t, err)
+	for _, g := range got {
+		if g.URL == "http://h/d" && g.Schedule != "h:http://h/d" {
+			t.Fatalf("d taken with Schedule %q, want the rescheduled one", g.Schedule)
+		}
+	}
+	if !slices.Contains(URLs(got), "http://h/d") {
+		t.Fatalf("TakeDue after RetryFailed = %v, want d among them", URLs(got))
+	}
+}

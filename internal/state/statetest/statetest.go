@@ -107,6 +107,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("RevisitRetryFailed", r.testRetryFailed)
 	t.Run("RevisitNotDuplicateOfItself", r.testNotDuplicateOfItself)
 	t.Run("RevisitReopen", r.testRevisitReopen)
+	t.Run("RevisitReschedule", r.testReschedule)
 }
 
 // runner hands out store names that are unique within one Run.
