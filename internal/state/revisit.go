@@ -503,9 +503,7 @@ func scheduleCounts(tx *bolt.Tx, now time.Time, c *crawlstate.ScheduleCounts) er
 	meta := tx.Bucket(bMeta)
 	c.Records, c.Due = getInt(meta, mRevisits), getInt(meta, mDue)
 	if fb := tx.Bucket(bFailed); fb != nil {
-		if err := fb.ForEach(func(_, _ []byte) error { c.Failed++; return nil }); err != nil {
-			return err
-		}
+		c.Failed = int64(fb.Stats().KeyN) // a walk of the bucket's pages, not of its keys
 	}
 	due := tx.Bucket(bDue)
 	if due == nil {
