@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -17,9 +16,8 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
-	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/layered"
-	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -73,7 +71,7 @@ func TestLayeredRetryFailed(t *testing.T) {
 	if err != nil || !strings.Contains(out, "retries of failed URLs: 1") {
 		t.Fatalf("--retry-failed: err %v, output:\n%s", err, out)
 	}
-	if got := pagesFetched(t, data, time.Time{}); !got["http://site.test:"+port+"/"] {
+	if got := revisittest.Fetched(t, data, time.Time{}); !got["http://site.test:"+port+"/"] {
 		t.Fatalf("--retry-failed did not store the seed: %v\n%s", got, out)
 	}
 }
@@ -92,16 +90,9 @@ func TestLayeredContinuousKill(t *testing.T) {
 	}
 	bin := buildSpider(t)
 	rs := redistest.Start(t)
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := revisittest.StartWeb(t, websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
 	dir := t.TempDir()
-	resolve := filepath.Join(dir, "resolve.txt")
-	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	resolve := revisittest.ResolveFile(t, dir, srv)
 	coordData, workerData := filepath.Join(dir, "coord"), filepath.Join(dir, "worker")
 	type proc struct {
 		cmd  *exec.Cmd
@@ -168,7 +159,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 			worker = start(workerData)
 		}
 	}
-	before := pagesFetched(t, coordData, time.Time{})
+	before := revisittest.Fetched(t, coordData, time.Time{})
 	if len(before) < 30 {
 		t.Fatalf("only %d pages fetched before the last run", len(before))
 	}
@@ -189,7 +180,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 			t.Errorf("the %s of a continuous layered crawl stopped by SIGINT must exit 0: %v\n%s", name, err, p.out.String())
 		}
 	}
-	after := pagesFetched(t, coordData, last)
+	after := revisittest.Fetched(t, coordData, last)
 	var lost []string
 	for u := range before {
 		if !after[u] {
@@ -200,26 +191,10 @@ func TestLayeredContinuousKill(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}
-	st, err := state.Open(filepath.Join(coordData, layered.DirName, "schedule"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	have := map[string]bool{}
 	// A pending URL (taken by the round the last run stopped in) keeps its
 	// entry in the request, as TakeDue made it pending.
-	if err := st.LoadPending(ctx, func(q frontier.Request) error { have[q.URL] = q.Schedule != ""; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	due, err := st.TakeDue(ctx, time.Now().Add(24*time.Hour), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range due {
-		have[q.URL] = true
-	}
-	all := pagesFetched(t, coordData, time.Time{})
+	have, due := revisittest.Scheduled(t, filepath.Join(coordData, layered.DirName, "schedule"), true)
+	all := revisittest.Fetched(t, coordData, time.Time{})
 	var missing []string
 	for u := range all {
 		if !have[u] {
@@ -229,5 +204,5 @@ func TestLayeredContinuousKill(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of %d pages fetched have no schedule entry: %v", len(missing), len(all), missing[:min(5, len(missing))])
 	}
-	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending", len(before), len(after), len(due), len(have)-len(due))
+	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending", len(before), len(after), due, len(have)-due)
 }

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -36,16 +36,9 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 		t.Skip("slow: several crawls")
 	}
 	bin := buildSpider(t)
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := revisittest.StartWeb(t, websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
 	data := t.TempDir()
-	resolve := filepath.Join(t.TempDir(), "resolve.txt")
-	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	resolve := revisittest.ResolveFile(t, t.TempDir(), srv)
 	args := append([]string{"crawl", "--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0",
 		"--concurrency", "8", "--scope", "seeds", "--max-depth", "-1", "--quiet", "--continuous",
 		"--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"},
@@ -77,7 +70,7 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 		}
 		<-done
 	}
-	before := pagesFetched(t, data, time.Time{})
+	before := revisittest.Fetched(t, data, time.Time{})
 	if len(before) < 30 {
 		t.Fatalf("only %d pages fetched before the last run", len(before))
 	}
@@ -96,7 +89,7 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("a continuous crawl stopped by SIGINT must exit 0: %v\n%s", err, stderr.String())
 	}
-	after := pagesFetched(t, data, start)
+	after := revisittest.Fetched(t, data, start)
 	var lost []string
 	for u := range before {
 		if !after[u] {
@@ -116,34 +109,13 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := pagesFetched(t, data, time.Time{})
+	all := revisittest.Fetched(t, data, time.Time{})
 	if records < int64(len(all)) {
 		t.Errorf("the state keeps %d revisit records for %d fetched pages", records, len(all))
 	}
 	if !strings.Contains(stdout.String(), "continuous crawl stopped after") || !strings.Contains(stdout.String(), "revisits: ") {
 		t.Errorf("summary of a stopped continuous crawl:\n%s", stdout.String())
 	}
-}
-
-// pagesFetched returns the URLs with a 200 or 304 record fetched at or
-// after since.
-func pagesFetched(t *testing.T, data string, since time.Time) map[string]bool {
-	t.Helper()
-	rs, err := store.OpenRecords(data, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	out := map[string]bool{}
-	if _, err := rs.Iterate(func(r store.Record) error {
-		if (r.Status == 200 || r.Status == 304) && !r.FetchedAt.Before(since) {
-			out[r.URL] = true
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestFailedSeedSummary runs spider crawl with the site's server down and
