@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/layered"
-	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // TestLayeredRetryFailed is TestFailedSeedSummary for --mode layered: the
@@ -90,7 +88,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 	}
 	bin := buildSpider(t)
 	rs := redistest.Start(t)
-	srv := revisittest.StartWeb(t, websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
+	srv := revisittest.StartWeb(t, continuousWeb)
 	dir := t.TempDir()
 	resolve := revisittest.ResolveFile(t, dir, srv)
 	coordData, workerData := filepath.Join(dir, "coord"), filepath.Join(dir, "worker")
@@ -103,8 +101,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
 		p.cmd = exec.Command(bin, append([]string{"crawl", "--mode", "layered", "--redis", rs.URL(), "--crawl", "lrv", "--data", data,
 			"--rounds", "6", "--groups", "4", "--delay", "0", "--scope", "seeds", "--lease-ttl", "2s",
-			"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s",
-			"--resolve-file", resolve, "--allow-private"}, srv.SeedURLs(4)...)...)
+			"--resolve-file", resolve, "--allow-private"}, continuousArgs(srv.SeedURLs(4)...)...)...)
 		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -181,13 +178,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 		}
 	}
 	after := revisittest.Fetched(t, coordData, last)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
-	slices.Sort(lost)
+	lost := revisittest.Missing(before, after)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}
@@ -195,12 +186,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 	// entry in the request, as TakeDue made it pending.
 	have, due := revisittest.Scheduled(t, filepath.Join(coordData, layered.DirName, "schedule"), true)
 	all := revisittest.Fetched(t, coordData, time.Time{})
-	var missing []string
-	for u := range all {
-		if !have[u] {
-			missing = append(missing, u)
-		}
-	}
+	missing := revisittest.Missing(all, have)
 	if len(missing) > 0 {
 		t.Errorf("%d of %d pages fetched have no schedule entry: %v", len(missing), len(all), missing[:min(5, len(missing))])
 	}

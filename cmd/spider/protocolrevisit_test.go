@@ -6,14 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl/revisittest"
-	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // TestProtocolContinuousKill kills (SIGKILL) a host of a continuous,
@@ -29,7 +27,7 @@ func TestProtocolContinuousKill(t *testing.T) {
 		t.Skip("slow: several processes")
 	}
 	bin := buildSpider(t)
-	srv := revisittest.StartWeb(t, websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
+	srv := revisittest.StartWeb(t, continuousWeb)
 	dir := t.TempDir()
 	resolve := revisittest.ResolveFile(t, dir, srv)
 	center, local := redistest.Start(t), redistest.Start(t)
@@ -57,8 +55,8 @@ func TestProtocolContinuousKill(t *testing.T) {
 	data := filepath.Join(dir, "h1")
 	host := func() *proc {
 		return start(append([]string{"crawl", "--dedup", "protocol", "--protocol-config", cfgFile, "--network", "n1", "--host-id", "h1",
-			"--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0", "--concurrency", "8", "--scope", "seeds", "--max-depth", "-1",
-			"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"}, srv.SeedURLs(4)...)...)
+			"--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0", "--concurrency", "8", "--scope", "seeds", "--max-depth", "-1"},
+			continuousArgs(srv.SeedURLs(4)...)...)...)
 	}
 	start("center", "--protocol-config", cfgFile, "--network", "n1")
 	h := host()
@@ -96,23 +94,12 @@ func TestProtocolContinuousKill(t *testing.T) {
 		t.Fatalf("a continuous §0 host stopped by SIGINT must exit 0: %v\n%s", err, h.out.String())
 	}
 	after := revisittest.Fetched(t, data, last)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
-	slices.Sort(lost)
+	lost := revisittest.Missing(before, after)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}
 	have, due := revisittest.Scheduled(t, filepath.Join(data, "schedule"), true)
-	var missing []string
-	for u := range revisittest.Fetched(t, data, time.Time{}) {
-		if !have[u] {
-			missing = append(missing, u)
-		}
-	}
+	missing := revisittest.Missing(revisittest.Fetched(t, data, time.Time{}), have)
 	if len(missing) > 0 {
 		t.Errorf("%d pages fetched have no schedule entry: %v", len(missing), missing[:min(5, len(missing))])
 	}

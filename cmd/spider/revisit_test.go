@@ -21,6 +21,19 @@ import (
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
+// continuousWeb is the web of the CLI's continuous-crawl kill tests: 4
+// hosts of 15 pages that change (a day of the change model is 2 s) and
+// never disappear.
+var continuousWeb = websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1}
+
+// continuousArgs are the flags that make spider crawl a continuous,
+// adaptive crawl whose revisit interval is at most 1 s (a page not fetched
+// again in a few seconds lost its schedule entry), then seeds; a new slice
+// at every call.
+func continuousArgs(seeds ...string) []string {
+	return append([]string{"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"}, seeds...)
+}
+
 // TestContinuousKillNoScheduleLost kills a continuous, adaptive crawl of
 // websim's changing pages with SIGKILL at random record counts, restarts
 // it each time, then lets a last run go on for a while and stops it with
@@ -36,13 +49,12 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 		t.Skip("slow: several crawls")
 	}
 	bin := buildSpider(t)
-	srv := revisittest.StartWeb(t, websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
+	srv := revisittest.StartWeb(t, continuousWeb)
 	data := t.TempDir()
 	resolve := revisittest.ResolveFile(t, t.TempDir(), srv)
 	args := append([]string{"crawl", "--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0",
-		"--concurrency", "8", "--scope", "seeds", "--max-depth", "-1", "--quiet", "--continuous",
-		"--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"},
-		srv.SeedURLs(4)...)
+		"--concurrency", "8", "--scope", "seeds", "--max-depth", "-1", "--quiet"},
+		continuousArgs(srv.SeedURLs(4)...)...)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for kill := range 4 {
 		at := countRecords(data) + 20 + rng.IntN(80)
@@ -90,13 +102,7 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 		t.Fatalf("a continuous crawl stopped by SIGINT must exit 0: %v\n%s", err, stderr.String())
 	}
 	after := revisittest.Fetched(t, data, start)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
-	slices.Sort(lost)
+	lost := revisittest.Missing(before, after)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}

@@ -66,12 +66,7 @@ func checkRevisits(t *testing.T, srv *websim.Server, data string, c *Crawler) {
 	// No schedule entry lost: every page fetched (200 or 304) is in the
 	// schedule, due or pending (taken by the round the run stopped in).
 	have, _ := revisittest.Scheduled(t, filepath.Join(data, DirName, "schedule"), false)
-	var lost []string
-	for u, ok := range pages {
-		if ok && !have[u] {
-			lost = append(lost, u)
-		}
-	}
+	lost := revisittest.Missing(pages, have)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages fetched have no schedule entry: %v", len(lost), len(pages), lost[:min(5, len(lost))])
 	}

@@ -217,13 +217,7 @@ func TestMasterOneShotRevisits(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no page with validators in the first run: the test proves nothing")
 	}
-	var missing []string
-	for u := range want {
-		if !got[u] {
-			missing = append(missing, u)
-		}
-	}
-	sort.Strings(missing)
+	missing := revisittest.Missing(want, got)
 	if len(missing) > 0 {
 		t.Errorf("%d of %d pages not revisited with a 304 by the second run, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
 	}

@@ -42,12 +42,7 @@ func TestContinuousHosts(t *testing.T) {
 	// The restarted host revisits its pages (revisit-max 1.5 s), even
 	// though the system was done by then: none lost its entry at the kill.
 	after := revisittest.Fetched(t, s.dirs[protocol.HostAddr("n1", "h1")], killed)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
+	lost := revisittest.Missing(before, after)
 	if len(before) == 0 || len(lost) > 0 {
 		t.Errorf("h1 fetched %d pages before its kill; %d not fetched again after its restart: %v", len(before), len(lost), lost[:min(5, len(lost))])
 	}
@@ -67,13 +62,8 @@ func TestContinuousHosts(t *testing.T) {
 		// pending with its entry (taken by the revisits in flight).
 		have, _ := revisittest.Scheduled(t, filepath.Join(dir, "schedule"), true)
 		fetched := revisittest.Fetched(t, dir, time.Time{})
-		var lost []string
-		for u := range fetched {
-			pages++
-			if !have[u] {
-				lost = append(lost, u)
-			}
-		}
+		pages += len(fetched)
+		lost := revisittest.Missing(fetched, have)
 		if len(lost) > 0 {
 			t.Errorf("%s: %d of %d pages fetched have no schedule entry: %v", h, len(lost), len(fetched), lost[:min(5, len(lost))])
 		}

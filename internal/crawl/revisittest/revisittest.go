@@ -331,6 +331,19 @@ func Scheduled(t testing.TB, path string, entryRequired bool) (have map[string]b
 	return have, len(qs)
 }
 
+// Missing returns the URLs want holds (true) and have does not, sorted:
+// pages lost from a schedule, or not fetched again.
+func Missing(want, have map[string]bool) []string {
+	var out []string
+	for u, ok := range want {
+		if ok && !have[u] {
+			out = append(out, u)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // StartWeb starts websim with cfg until the test ends.
 func StartWeb(t testing.TB, cfg websim.Config) *websim.Server {
 	t.Helper()
