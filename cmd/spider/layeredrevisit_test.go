@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,46 +22,17 @@ import (
 // refusal of --retry-failed with --mode layered.)
 func TestLayeredRetryFailed(t *testing.T) {
 	bin := buildSpider(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // down
-	_, port, _ := net.SplitHostPort(addr)
+	port, up := downSite(t)
 	data := t.TempDir()
 	args := []string{"crawl", "--mode", "layered", "--rounds", "1", "--groups", "2", "--data", data, "--resolve", "site.test:" + port + ":127.0.0.1", "--allow-private",
 		"--delay", "0", "--max-retries", "0", "http://site.test:" + port + "/"}
-	run := func(extra ...string) (string, error) {
-		var out bytes.Buffer
-		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
+	run := runner(bin, args)
 	out, _ := run()
 	if !strings.Contains(out, "1 failed URL will be retried after") || !strings.Contains(out, "--retry-failed") {
 		t.Fatalf("first run (server down): output:\n%s", out)
 	}
-	for range 50 {
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
-	})}
-	go s.Serve(l)
-	defer s.Close()
-	out, err = run("--retry-failed")
+	up()
+	out, err := run("--retry-failed")
 	if err != nil || !strings.Contains(out, "retries of failed URLs: 1") {
 		t.Fatalf("--retry-failed: err %v, output:\n%s", err, out)
 	}

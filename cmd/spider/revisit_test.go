@@ -124,6 +124,56 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 	}
 }
 
+// downSite returns the port of a loopback address nothing listens on: the
+// server of site.test (--resolve site.test:PORT:127.0.0.1) is down. up
+// starts it on that address (retrying briefly: the port was just closed),
+// serving a small page at / until the test ends.
+func downSite(t *testing.T) (port string, up func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // down
+	_, port, _ = net.SplitHostPort(addr)
+	return port, func() {
+		t.Helper()
+		var l net.Listener
+		var err error
+		for range 50 {
+			if l, err = net.Listen("tcp", addr); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/" {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
+		})}
+		go s.Serve(l)
+		t.Cleanup(func() { s.Close() })
+	}
+}
+
+// runner runs the spider binary bin with args and then extra, and returns
+// what it wrote (stdout and stderr) and how it exited.
+func runner(bin string, args []string) func(extra ...string) (string, error) {
+	return func(extra ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+}
+
 // TestFailedSeedSummary runs spider crawl with the site's server down and
 // then up, as a new user would: the first run says when the failed seed
 // will be retried and how to retry it now; the second, before then, says
@@ -131,45 +181,16 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 // failure is done for good or the summary does not say when.
 func TestFailedSeedSummary(t *testing.T) {
 	bin := buildSpider(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // down
-	_, port, _ := net.SplitHostPort(addr)
+	port, up := downSite(t)
 	data := t.TempDir()
 	args := []string{"crawl", "--data", data, "--resolve", "site.test:" + port + ":127.0.0.1", "--allow-private",
 		"--delay", "0", "--max-retries", "0", "--max-depth", "0", "http://site.test:" + port + "/"}
-	run := func(extra ...string) (string, error) {
-		var out bytes.Buffer
-		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
+	run := runner(bin, args)
 	out, err := run()
 	if err == nil || !strings.Contains(out, "1 failed URL will be retried after") || !strings.Contains(out, "--retry-failed") {
 		t.Fatalf("first run (server down): err %v, output:\n%s", err, out)
 	}
-	for range 50 {
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
-	})}
-	go s.Serve(l)
-	defer s.Close()
+	up()
 	out, _ = run()
 	if !strings.Contains(out, "crawled 0 URLs") || !strings.Contains(out, "nothing was due yet: 1 URL scheduled, the next at") {
 		t.Fatalf("second run (before the retry is due):\n%s", out)
