@@ -3,7 +3,6 @@ package main
 import (
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -59,24 +58,12 @@ func TestLayeredContinuousKill(t *testing.T) {
 	dir := t.TempDir()
 	resolve := revisittest.ResolveFile(t, dir, srv)
 	coordData, workerData := filepath.Join(dir, "coord"), filepath.Join(dir, "worker")
-	type proc struct {
-		cmd  *exec.Cmd
-		out  *syncBuffer
-		done chan error
-	}
-	start := func(data string) *proc {
-		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
-		p.cmd = exec.Command(bin, append([]string{"crawl", "--mode", "layered", "--redis", rs.URL(), "--crawl", "lrv", "--data", data,
+	start := func(data string) *logProc {
+		return startLogged(t, bin, append([]string{"crawl", "--mode", "layered", "--redis", rs.URL(), "--crawl", "lrv", "--data", data,
 			"--rounds", "6", "--groups", "4", "--delay", "0", "--scope", "seeds", "--lease-ttl", "2s",
 			"--resolve-file", resolve, "--allow-private"}, continuousArgs(srv.SeedURLs(4)...)...)...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.done <- p.cmd.Wait() }()
-		return p
 	}
-	kill := func(p *proc) {
+	kill := func(p *logProc) {
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -134,12 +121,12 @@ func TestLayeredContinuousKill(t *testing.T) {
 	coord = start(coordData)
 	worker = start(workerData) // coordData holds the crawl: the worker never coordinates
 	time.Sleep(8 * time.Second)
-	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
+	for name, p := range map[string]*logProc{"coordinator": coord, "worker": worker} {
 		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatalf("the %s ended before SIGINT: %v\n%s", name, err, p.out.String())
 		}
 	}
-	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
+	for name, p := range map[string]*logProc{"coordinator": coord, "worker": worker} {
 		if err := <-p.done; err != nil {
 			t.Errorf("the %s of a continuous layered crawl stopped by SIGINT must exit 0: %v\n%s", name, err, p.out.String())
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -36,24 +35,9 @@ func TestProtocolContinuousKill(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	type proc struct {
-		cmd  *exec.Cmd
-		out  *syncBuffer
-		done chan error
-	}
-	start := func(args ...string) *proc {
-		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
-		p.cmd = exec.Command(bin, args...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.done <- p.cmd.Wait() }()
-		t.Cleanup(func() { p.cmd.Process.Kill() })
-		return p
-	}
+	start := func(args ...string) *logProc { return startLogged(t, bin, args...) }
 	data := filepath.Join(dir, "h1")
-	host := func() *proc {
+	host := func() *logProc {
 		return start(append([]string{"crawl", "--dedup", "protocol", "--protocol-config", cfgFile, "--network", "n1", "--host-id", "h1",
 			"--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0", "--concurrency", "8", "--scope", "seeds", "--max-depth", "-1"},
 			continuousArgs(srv.SeedURLs(4)...)...)...)

@@ -162,6 +162,29 @@ func downSite(t *testing.T) (port string, up func()) {
 	}
 }
 
+// logProc is a spider process of a test whose output (stdout and stderr
+// together) can be read while it runs.
+type logProc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error // its exit, once
+}
+
+// startLogged starts the spider binary with args; the test's end kills it
+// if it still runs.
+func startLogged(t *testing.T, bin string, args ...string) *logProc {
+	t.Helper()
+	p := &logProc{out: new(syncBuffer), done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	return p
+}
+
 // runner runs the spider binary bin with args and then extra, and returns
 // what it wrote (stdout and stderr) and how it exited.
 func runner(bin string, args []string) func(extra ...string) (string, error) {
