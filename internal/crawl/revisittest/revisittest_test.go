@@ -85,3 +85,15 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestMissing: the URLs want holds (true) and have does not, sorted.
+func TestMissing(t *testing.T) {
+	want := map[string]bool{"c": true, "a": true, "b": true, "off": false}
+	have := map[string]bool{"b": true, "c": false}
+	if got := Missing(want, have); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("Missing = %v, want [a c]", got)
+	}
+	if got := Missing(nil, have); got != nil {
+		t.Errorf("Missing of nothing = %v", got)
+	}
+}
