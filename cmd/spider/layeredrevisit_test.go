@@ -1,26 +1,17 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
-	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/layered"
-	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // TestLayeredRetryFailed is TestFailedSeedSummary for --mode layered: the
@@ -30,50 +21,21 @@ import (
 // refusal of --retry-failed with --mode layered.)
 func TestLayeredRetryFailed(t *testing.T) {
 	bin := buildSpider(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // down
-	_, port, _ := net.SplitHostPort(addr)
+	port, up := downSite(t)
 	data := t.TempDir()
 	args := []string{"crawl", "--mode", "layered", "--rounds", "1", "--groups", "2", "--data", data, "--resolve", "site.test:" + port + ":127.0.0.1", "--allow-private",
 		"--delay", "0", "--max-retries", "0", "http://site.test:" + port + "/"}
-	run := func(extra ...string) (string, error) {
-		var out bytes.Buffer
-		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
+	run := runner(bin, args)
 	out, _ := run()
 	if !strings.Contains(out, "1 failed URL will be retried after") || !strings.Contains(out, "--retry-failed") {
 		t.Fatalf("first run (server down): output:\n%s", out)
 	}
-	for range 50 {
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
-	})}
-	go s.Serve(l)
-	defer s.Close()
-	out, err = run("--retry-failed")
+	up()
+	out, err := run("--retry-failed")
 	if err != nil || !strings.Contains(out, "retries of failed URLs: 1") {
 		t.Fatalf("--retry-failed: err %v, output:\n%s", err, out)
 	}
-	if got := pagesFetched(t, data, time.Time{}); !got["http://site.test:"+port+"/"] {
+	if got := revisittest.Fetched(t, data, time.Time{}); !got["http://site.test:"+port+"/"] {
 		t.Fatalf("--retry-failed did not store the seed: %v\n%s", got, out)
 	}
 }
@@ -92,36 +54,16 @@ func TestLayeredContinuousKill(t *testing.T) {
 	}
 	bin := buildSpider(t)
 	rs := redistest.Start(t)
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := revisittest.StartWeb(t, continuousWeb)
 	dir := t.TempDir()
-	resolve := filepath.Join(dir, "resolve.txt")
-	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	resolve := revisittest.ResolveFile(t, dir, srv)
 	coordData, workerData := filepath.Join(dir, "coord"), filepath.Join(dir, "worker")
-	type proc struct {
-		cmd  *exec.Cmd
-		out  *syncBuffer
-		done chan error
-	}
-	start := func(data string) *proc {
-		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
-		p.cmd = exec.Command(bin, append([]string{"crawl", "--mode", "layered", "--redis", rs.URL(), "--crawl", "lrv", "--data", data,
+	start := func(data string) *logProc {
+		return startLogged(t, bin, append([]string{"crawl", "--mode", "layered", "--redis", rs.URL(), "--crawl", "lrv", "--data", data,
 			"--rounds", "6", "--groups", "4", "--delay", "0", "--scope", "seeds", "--lease-ttl", "2s",
-			"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s",
-			"--resolve-file", resolve, "--allow-private"}, srv.SeedURLs(4)...)...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.done <- p.cmd.Wait() }()
-		return p
+			"--resolve-file", resolve, "--allow-private"}, continuousArgs(srv.SeedURLs(4)...)...)...)
 	}
-	kill := func(p *proc) {
+	kill := func(p *logProc) {
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +110,7 @@ func TestLayeredContinuousKill(t *testing.T) {
 			worker = start(workerData)
 		}
 	}
-	before := pagesFetched(t, coordData, time.Time{})
+	before := revisittest.Fetched(t, coordData, time.Time{})
 	if len(before) < 30 {
 		t.Fatalf("only %d pages fetched before the last run", len(before))
 	}
@@ -179,55 +121,28 @@ func TestLayeredContinuousKill(t *testing.T) {
 	coord = start(coordData)
 	worker = start(workerData) // coordData holds the crawl: the worker never coordinates
 	time.Sleep(8 * time.Second)
-	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
+	for name, p := range map[string]*logProc{"coordinator": coord, "worker": worker} {
 		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatalf("the %s ended before SIGINT: %v\n%s", name, err, p.out.String())
 		}
 	}
-	for name, p := range map[string]*proc{"coordinator": coord, "worker": worker} {
+	for name, p := range map[string]*logProc{"coordinator": coord, "worker": worker} {
 		if err := <-p.done; err != nil {
 			t.Errorf("the %s of a continuous layered crawl stopped by SIGINT must exit 0: %v\n%s", name, err, p.out.String())
 		}
 	}
-	after := pagesFetched(t, coordData, last)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
-	slices.Sort(lost)
+	after := revisittest.Fetched(t, coordData, last)
+	lost := revisittest.Missing(before, after)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}
-	st, err := state.Open(filepath.Join(coordData, layered.DirName, "schedule"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	have := map[string]bool{}
 	// A pending URL (taken by the round the last run stopped in) keeps its
 	// entry in the request, as TakeDue made it pending.
-	if err := st.LoadPending(ctx, func(q frontier.Request) error { have[q.URL] = q.Schedule != ""; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	due, err := st.TakeDue(ctx, time.Now().Add(24*time.Hour), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range due {
-		have[q.URL] = true
-	}
-	all := pagesFetched(t, coordData, time.Time{})
-	var missing []string
-	for u := range all {
-		if !have[u] {
-			missing = append(missing, u)
-		}
-	}
+	have, due := revisittest.Scheduled(t, filepath.Join(coordData, layered.DirName, "schedule"), true)
+	all := revisittest.Fetched(t, coordData, time.Time{})
+	missing := revisittest.Missing(all, have)
 	if len(missing) > 0 {
 		t.Errorf("%d of %d pages fetched have no schedule entry: %v", len(missing), len(all), missing[:min(5, len(missing))])
 	}
-	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending", len(before), len(after), len(due), len(have)-len(due))
+	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending", len(before), len(after), due, len(have)-due)
 }

@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
-	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/websim"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 )
 
 // TestProtocolContinuousKill kills (SIGKILL) a host of a continuous,
@@ -32,43 +26,21 @@ func TestProtocolContinuousKill(t *testing.T) {
 		t.Skip("slow: several processes")
 	}
 	bin := buildSpider(t)
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := revisittest.StartWeb(t, continuousWeb)
 	dir := t.TempDir()
-	resolve := filepath.Join(dir, "resolve.txt")
-	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	resolve := revisittest.ResolveFile(t, dir, srv)
 	center, local := redistest.Start(t), redistest.Start(t)
 	conf := fmt.Sprintf("crawl: prv\nbatch: 32\nflush: 50ms\nanswer_timeout: 1s\nremote_timeout: 2s\nheartbeat: 200ms\nmember_ttl: 1s\nstable: 300ms\nnetworks:\n  - name: n1\n    center_redis: %s\n    hosts:\n      - id: h1\n        redis: %s\n", center.URL(), local.URL())
 	cfgFile := filepath.Join(dir, "protocol.yaml")
 	if err := os.WriteFile(cfgFile, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	type proc struct {
-		cmd  *exec.Cmd
-		out  *syncBuffer
-		done chan error
-	}
-	start := func(args ...string) *proc {
-		p := &proc{out: new(syncBuffer), done: make(chan error, 1)}
-		p.cmd = exec.Command(bin, args...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.done <- p.cmd.Wait() }()
-		t.Cleanup(func() { p.cmd.Process.Kill() })
-		return p
-	}
+	start := func(args ...string) *logProc { return startLogged(t, bin, args...) }
 	data := filepath.Join(dir, "h1")
-	host := func() *proc {
+	host := func() *logProc {
 		return start(append([]string{"crawl", "--dedup", "protocol", "--protocol-config", cfgFile, "--network", "n1", "--host-id", "h1",
-			"--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0", "--concurrency", "8", "--scope", "seeds", "--max-depth", "-1",
-			"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"}, srv.SeedURLs(4)...)...)
+			"--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0", "--concurrency", "8", "--scope", "seeds", "--max-depth", "-1"},
+			continuousArgs(srv.SeedURLs(4)...)...)...)
 	}
 	start("center", "--protocol-config", cfgFile, "--network", "n1")
 	h := host()
@@ -92,7 +64,7 @@ func TestProtocolContinuousKill(t *testing.T) {
 		<-h.done
 		h = host()
 	}
-	before := pagesFetched(t, data, time.Time{})
+	before := revisittest.Fetched(t, data, time.Time{})
 	if len(before) < 30 {
 		t.Fatalf("only %d pages fetched before the last run", len(before))
 	}
@@ -105,42 +77,15 @@ func TestProtocolContinuousKill(t *testing.T) {
 	if err := <-h.done; err != nil {
 		t.Fatalf("a continuous §0 host stopped by SIGINT must exit 0: %v\n%s", err, h.out.String())
 	}
-	after := pagesFetched(t, data, last)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
-	slices.Sort(lost)
+	after := revisittest.Fetched(t, data, last)
+	lost := revisittest.Missing(before, after)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}
-	st, err := state.Open(filepath.Join(data, "schedule"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	have := map[string]bool{}
-	if err := st.LoadPending(ctx, func(q frontier.Request) error { have[q.URL] = q.Schedule != ""; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	due, err := st.TakeDue(ctx, time.Now().Add(24*time.Hour), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range due {
-		have[q.URL] = true
-	}
-	var missing []string
-	for u := range pagesFetched(t, data, time.Time{}) {
-		if !have[u] {
-			missing = append(missing, u)
-		}
-	}
+	have, due := revisittest.Scheduled(t, filepath.Join(data, "schedule"), true)
+	missing := revisittest.Missing(revisittest.Fetched(t, data, time.Time{}), have)
 	if len(missing) > 0 {
 		t.Errorf("%d pages fetched have no schedule entry: %v", len(missing), missing[:min(5, len(missing))])
 	}
-	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending\n%s", len(before), len(after), len(due), len(have)-len(due), h.out.String())
+	t.Logf("%d pages before the last run, %d fetched again in it; schedule: %d due, %d pending\n%s", len(before), len(after), due, len(have)-due, h.out.String())
 }

@@ -16,10 +16,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
+
+// continuousWeb is the web of the CLI's continuous-crawl kill tests: 4
+// hosts of 15 pages that change (a day of the change model is 2 s) and
+// never disappear.
+var continuousWeb = websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1}
+
+// continuousArgs are the flags that make spider crawl a continuous,
+// adaptive crawl whose revisit interval is at most 1 s (a page not fetched
+// again in a few seconds lost its schedule entry), then seeds; a new slice
+// at every call.
+func continuousArgs(seeds ...string) []string {
+	return append([]string{"--continuous", "--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"}, seeds...)
+}
 
 // TestContinuousKillNoScheduleLost kills a continuous, adaptive crawl of
 // websim's changing pages with SIGKILL at random record counts, restarts
@@ -36,20 +49,12 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 		t.Skip("slow: several crawls")
 	}
 	bin := buildSpider(t)
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 9, Hosts: 4, PagesPerHost: 15, ChangeDay: 2 * time.Second, DisappearShare: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := revisittest.StartWeb(t, continuousWeb)
 	data := t.TempDir()
-	resolve := filepath.Join(t.TempDir(), "resolve.txt")
-	if err := os.WriteFile(resolve, []byte(strings.Join(srv.Resolve(), "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	resolve := revisittest.ResolveFile(t, t.TempDir(), srv)
 	args := append([]string{"crawl", "--data", data, "--resolve-file", resolve, "--allow-private", "--delay", "0",
-		"--concurrency", "8", "--scope", "seeds", "--max-depth", "-1", "--quiet", "--continuous",
-		"--revisit", "adaptive", "--revisit-min", "200ms", "--revisit-initial", "400ms", "--revisit-max", "1s"},
-		srv.SeedURLs(4)...)
+		"--concurrency", "8", "--scope", "seeds", "--max-depth", "-1", "--quiet"},
+		continuousArgs(srv.SeedURLs(4)...)...)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for kill := range 4 {
 		at := countRecords(data) + 20 + rng.IntN(80)
@@ -77,7 +82,7 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 		}
 		<-done
 	}
-	before := pagesFetched(t, data, time.Time{})
+	before := revisittest.Fetched(t, data, time.Time{})
 	if len(before) < 30 {
 		t.Fatalf("only %d pages fetched before the last run", len(before))
 	}
@@ -96,14 +101,8 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("a continuous crawl stopped by SIGINT must exit 0: %v\n%s", err, stderr.String())
 	}
-	after := pagesFetched(t, data, start)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
-	slices.Sort(lost)
+	after := revisittest.Fetched(t, data, start)
+	lost := revisittest.Missing(before, after)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages never revisited after the kills (schedule entries lost?): %v", len(lost), len(before), lost[:min(5, len(lost))])
 	}
@@ -116,7 +115,7 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := pagesFetched(t, data, time.Time{})
+	all := revisittest.Fetched(t, data, time.Time{})
 	if records < int64(len(all)) {
 		t.Errorf("the state keeps %d revisit records for %d fetched pages", records, len(all))
 	}
@@ -125,25 +124,77 @@ func TestContinuousKillNoScheduleLost(t *testing.T) {
 	}
 }
 
-// pagesFetched returns the URLs with a 200 or 304 record fetched at or
-// after since.
-func pagesFetched(t *testing.T, data string, since time.Time) map[string]bool {
+// downSite returns the port of a loopback address nothing listens on: the
+// server of site.test (--resolve site.test:PORT:127.0.0.1) is down. up
+// starts it on that address (retrying briefly: the port was just closed),
+// serving a small page at / until the test ends.
+func downSite(t *testing.T) (port string, up func()) {
 	t.Helper()
-	rs, err := store.OpenRecords(data, store.Options{ReadOnly: true})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rs.Close()
-	out := map[string]bool{}
-	if _, err := rs.Iterate(func(r store.Record) error {
-		if (r.Status == 200 || r.Status == 304) && !r.FetchedAt.Before(since) {
-			out[r.URL] = true
+	addr := l.Addr().String()
+	l.Close() // down
+	_, port, _ = net.SplitHostPort(addr)
+	return port, func() {
+		t.Helper()
+		var l net.Listener
+		var err error
+		for range 50 {
+			if l, err = net.Listen("tcp", addr); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		return nil
-	}); err != nil {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/" {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
+		})}
+		go s.Serve(l)
+		t.Cleanup(func() { s.Close() })
+	}
+}
+
+// logProc is a spider process of a test whose output (stdout and stderr
+// together) can be read while it runs.
+type logProc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error // its exit, once
+}
+
+// startLogged starts the spider binary with args; the test's end kills it
+// if it still runs.
+func startLogged(t *testing.T, bin string, args ...string) *logProc {
+	t.Helper()
+	p := &logProc{out: new(syncBuffer), done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	return p
+}
+
+// runner runs the spider binary bin with args and then extra, and returns
+// what it wrote (stdout and stderr) and how it exited.
+func runner(bin string, args []string) func(extra ...string) (string, error) {
+	return func(extra ...string) (string, error) {
+		var out bytes.Buffer
+		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
 }
 
 // TestFailedSeedSummary runs spider crawl with the site's server down and
@@ -153,45 +204,16 @@ func pagesFetched(t *testing.T, data string, since time.Time) map[string]bool {
 // failure is done for good or the summary does not say when.
 func TestFailedSeedSummary(t *testing.T) {
 	bin := buildSpider(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // down
-	_, port, _ := net.SplitHostPort(addr)
+	port, up := downSite(t)
 	data := t.TempDir()
 	args := []string{"crawl", "--data", data, "--resolve", "site.test:" + port + ":127.0.0.1", "--allow-private",
 		"--delay", "0", "--max-retries", "0", "--max-depth", "0", "http://site.test:" + port + "/"}
-	run := func(extra ...string) (string, error) {
-		var out bytes.Buffer
-		cmd := exec.Command(bin, append(append([]string{}, args...), extra...)...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
+	run := runner(bin, args)
 	out, err := run()
 	if err == nil || !strings.Contains(out, "1 failed URL will be retried after") || !strings.Contains(out, "--retry-failed") {
 		t.Fatalf("first run (server down): err %v, output:\n%s", err, out)
 	}
-	for range 50 {
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprint(w, "<html><title>up</title><p>up again</p></html>")
-	})}
-	go s.Serve(l)
-	defer s.Close()
+	up()
 	out, _ = run()
 	if !strings.Contains(out, "crawled 0 URLs") || !strings.Contains(out, "nothing was due yet: 1 URL scheduled, the next at") {
 		t.Fatalf("second run (before the retry is due):\n%s", out)

@@ -94,4 +94,15 @@ func TestImportRules(t *testing.T) {
 			}
 		})
 	}
+	// Test support (redistest, statetest, limittest, revisittest, …) is
+	// for tests only: the binaries link none of it.
+	for _, p := range []string{"cmd/spider", "cmd/websim"} {
+		t.Run("no test support in "+p, func(t *testing.T) {
+			for _, d := range deps(t, p) {
+				if ours(d) && strings.HasSuffix(d, "test") {
+					t.Errorf("%s links %s: test-support packages are for tests only", p, d)
+				}
+			}
+		})
+	}
 }

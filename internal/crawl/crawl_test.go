@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
@@ -15,12 +16,7 @@ import (
 // startWeb serves a synthetic web for one test.
 func startWeb(t *testing.T, cfg websim.Config) *websim.Server {
 	t.Helper()
-	srv, err := websim.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("cannot start websim: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return revisittest.StartWeb(t, cfg)
 }
 
 // crawlConfig is a fast test crawl of srv under rules.

@@ -9,12 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
@@ -135,80 +135,19 @@ func continuousRevisits(t *testing.T, wc websim.Config) {
 	c := runFor(t, cfg, 6*time.Second, nil)
 
 	web := srv.Web
-	const slack = 150 * time.Millisecond // a request reaches the server after its record's time
-	ambiguous := func(u string, at time.Time) bool {
-		a, _ := web.VersionAt(u, at.Add(-slack))
-		b, _ := web.VersionAt(u, at.Add(slack))
-		return a != b
-	}
-	last := map[string]store.Record{} // the URL's last record that answered (200 or 304)
-	fp := map[string]string{}         // the stored copy's fingerprint
-	var unchanged, got304, changed, restored, skipped int
-	var badUnchanged, bad304 int // on hosts with a validator fault
-	faulty := func(u string) bool { return web.HostFault(hostName(u)) != 0 }
-	for _, r := range allRecords(t, cfg.Data) {
-		if r.Status != 200 && r.Status != 304 {
-			continue
-		}
-		prev, seen := last[r.URL]
-		last[r.URL] = r
-		if r.Status == 304 && r.PageNo >= 0 {
-			t.Errorf("%s: a 304 record points at a stored page %d", r.URL, r.PageNo)
-		}
-		if !seen {
-			if r.Status == 304 {
-				t.Errorf("%s: first fetch answered 304 (a conditional request without a copy?)", r.URL)
-			}
-			fp[r.URL] = r.Fingerprint
-			continue
-		}
-		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
-			skipped++
-			if r.Status == 200 {
-				fp[r.URL] = r.Fingerprint
-			}
-			continue
-		}
-		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
-		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
-		if v0 == v1 && faulty(r.URL) {
-			badUnchanged++
-			if r.Status == 304 {
-				bad304++
-			}
-		}
-		if v0 == v1 && !faulty(r.URL) {
-			unchanged++
-			if r.Status == 304 {
-				got304++
-			} else if r.Fingerprint != fp[r.URL] {
-				t.Errorf("%s: unchanged (version %d) but fetched with a new fingerprint", r.URL, v1)
-			}
-			continue
-		}
-		if v0 == v1 {
-			if r.Status != 304 && r.Fingerprint != fp[r.URL] {
-				t.Errorf("%s: unchanged (version %d) but fetched with a new fingerprint", r.URL, v1)
-			}
-			continue
-		}
-		changed++
-		switch {
-		case r.Status == 304:
-			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
-		case r.PageNo < 0 || r.Fingerprint == "" || r.Fingerprint == fp[r.URL]:
-			t.Errorf("%s: changed (version %d → %d) but not stored with a new fingerprint (page %d, %q)", r.URL, v0, v1, r.PageNo, r.Fingerprint)
-		default:
-			restored++
-		}
-		fp[r.URL] = r.Fingerprint
-	}
+	rep := revisittest.Judge(allRecords(t, cfg.Data), web, revisittest.Options{Faulty: revisittest.FaultyHosts(web)})
+	rep.Check(t, revisittest.Stored304, revisittest.First304, revisittest.UnchangedNewFingerprint,
+		revisittest.Changed304, revisittest.ChangedNotStored)
+	// Here a changed page answered 304 counts as changed (and fails), and
+	// stored again means with a new fingerprint.
+	unchanged, got304, badUnchanged, bad304 := rep.Unchanged, rep.Got304, rep.FaultyUnchanged, rep.Faulty304
+	changed, restored, skipped := rep.Changed+rep.Changed304, rep.RestoredNew, rep.Skipped
 	t.Logf("revisits judged: %d unchanged on good hosts (%d answered 304), %d unchanged on bad hosts (%d answered 304), %d changed (%d stored again), %d near a change skipped; counts %+v",
 		unchanged, got304, badUnchanged, bad304, changed, restored, skipped, c)
 	faults := map[string]string{}
 	for _, seed := range srv.SeedURLs(wc.Hosts) {
-		if f := web.HostFault(hostName(seed)); f != 0 {
-			faults[hostName(seed)] = f.String()
+		if f := web.HostFault(revisittest.HostName(seed)); f != 0 {
+			faults[revisittest.HostName(seed)] = f.String()
 		}
 	}
 	t.Logf("validator faults: %v", faults)
@@ -518,13 +457,4 @@ func TestRevisitShare(t *testing.T) {
 	if share > 0.35 {
 		t.Errorf("revisits took %.2f of the requests while new URLs waited, want ≤ 0.25 (+0.10 slack)", share)
 	}
-}
-
-// hostName is the host name of a URL (no port).
-func hostName(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
 }

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -21,12 +18,7 @@ import (
 // is 2 s) and never disappear.
 func revisitWeb(t *testing.T) *websim.Server {
 	t.Helper()
-	srv, err := websim.Start(context.Background(), websim.Config{Seed: 7, Hosts: 3, PagesPerHost: 12, ChangeDay: 2 * time.Second, DisappearShare: -1})
-	if err != nil {
-		t.Fatalf("cannot start websim: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return revisittest.StartWeb(t, websim.Config{Seed: 7, Hosts: 3, PagesPerHost: 12, ChangeDay: 2 * time.Second, DisappearShare: -1})
 }
 
 // continuousConfig is a continuous, adaptive layered crawl of srv.
@@ -39,68 +31,6 @@ func continuousConfig(t *testing.T, srv *websim.Server) crawl.Config {
 	cfg.RevisitMax = crawl.Duration(1500 * time.Millisecond)
 	cfg.Continuous = true
 	return cfg
-}
-
-// revisitCounts judges every record of the page store in dir, in time
-// order, against websim's change history, as the master–worker and p2p
-// continuous tests do: a revisit of an unchanged page should be answered
-// 304 (counted in got304), a changed page never, and stored again
-// (restored). Records within slack of a change are not judged.
-func revisitCounts(t *testing.T, srv *websim.Server, dir string) (urls map[string]bool, unchanged, got304, changed, restored int) {
-	t.Helper()
-	rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []store.Record
-	if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	rs.Close()
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].FetchedAt.Before(recs[j].FetchedAt) })
-	web := srv.Web
-	const slack = 150 * time.Millisecond
-	ambiguous := func(u string, at time.Time) bool {
-		a, _ := web.VersionAt(u, at.Add(-slack))
-		b, _ := web.VersionAt(u, at.Add(slack))
-		return a != b
-	}
-	last := map[string]store.Record{}
-	urls = map[string]bool{}
-	for _, r := range recs {
-		urls[r.URL] = true
-		if r.Status != 200 && r.Status != 304 {
-			continue
-		}
-		prev, seen := last[r.URL]
-		last[r.URL] = r
-		if !seen {
-			if r.Status == 304 {
-				t.Errorf("%s: first fetch answered 304", r.URL)
-			}
-			continue
-		}
-		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
-			continue
-		}
-		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
-		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
-		switch {
-		case v0 == v1:
-			unchanged++
-			if r.Status == 304 {
-				got304++
-			}
-		case r.Status == 304:
-			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
-		default:
-			changed++
-			if r.PageNo >= 0 {
-				restored++
-			}
-		}
-	}
-	return urls, unchanged, got304, changed, restored
 }
 
 // fetchedPages returns the URLs of the page store in dir whose last record
@@ -118,48 +48,25 @@ func fetchedPages(t *testing.T, dir string) map[string]bool {
 // stored again, and every URL of the page store has its revisit record.
 func checkRevisits(t *testing.T, srv *websim.Server, data string, c *Crawler) {
 	t.Helper()
-	urls, unchanged, got304, changed, restored := revisitCounts(t, srv, data)
+	// Every record of the page store, in time order, judged against
+	// websim's change history as the master–worker and p2p continuous
+	// tests do.
+	recs := revisittest.Records(t, data)
+	revisittest.SortByFetchTime(recs)
+	rep := revisittest.Judge(recs, srv.Web, revisittest.Options{})
+	rep.Check(t, revisittest.First304, revisittest.Changed304)
 	pages := fetchedPages(t, data)
 	st := c.ScheduleStatus()
 	t.Logf("%d URLs; revisits: %d unchanged (%d answered 304), %d changed (%d stored again); the coordinator counted %+v; schedule: %d records",
-		len(urls), unchanged, got304, changed, restored, st.Counts, st.Records)
-	if unchanged < 10 || changed < 2 {
-		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 10 and ≥ 2)", unchanged, changed)
-	}
-	if float64(got304) < 0.8*float64(unchanged) {
-		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%% (do the schedule entries reach the tasks?)", got304, unchanged)
-	}
-	if restored != changed {
-		t.Errorf("%d of %d changed pages stored again", restored, changed)
-	}
+		len(rep.URLs), rep.Unchanged, rep.Got304, rep.Changed, rep.Restored, st.Counts, st.Records)
+	rep.Expect(t, 10, 2, "(do the schedule entries reach the tasks?)")
 	if st.Counts.NotModified == 0 || st.Counts.Changed == 0 {
 		t.Errorf("the coordinator's counts saw no 304 or no change: %+v", st.Counts)
 	}
 	// No schedule entry lost: every page fetched (200 or 304) is in the
 	// schedule, due or pending (taken by the round the run stopped in).
-	sched, err := state.Open(filepath.Join(data, DirName, "schedule"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sched.Close()
-	ctx := context.Background()
-	have := map[string]bool{}
-	if err := sched.LoadPending(ctx, func(q frontier.Request) error { have[q.URL] = true; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	due, err := sched.TakeDue(ctx, time.Now().Add(24*time.Hour), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range due {
-		have[q.URL] = true
-	}
-	var lost []string
-	for u, ok := range pages {
-		if ok && !have[u] {
-			lost = append(lost, u)
-		}
-	}
+	have, _ := revisittest.Scheduled(t, filepath.Join(data, DirName, "schedule"), false)
+	lost := revisittest.Missing(pages, have)
 	if len(lost) > 0 {
 		t.Errorf("%d of %d pages fetched have no schedule entry: %v", len(lost), len(pages), lost[:min(5, len(lost))])
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/masterworker"
@@ -108,63 +109,13 @@ func TestContinuousMasterWorkers(t *testing.T) {
 	}
 
 	// Every record, in time order, judged against the page's history.
-	var recs []store.Record
-	for _, d := range []string{dirA, dirB} {
-		rs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		rs.Close()
-	}
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].FetchedAt.Before(recs[j].FetchedAt) })
-	web := f.srv.Web
-	const slack = 150 * time.Millisecond
-	ambiguous := func(u string, at time.Time) bool {
-		a, _ := web.VersionAt(u, at.Add(-slack))
-		b, _ := web.VersionAt(u, at.Add(slack))
-		return a != b
-	}
-	last := map[string]store.Record{}
-	urls := map[string]bool{}
-	var unchanged, got304, changed, restored int
-	for _, r := range recs {
-		urls[r.URL] = true
-		if r.Status != 200 && r.Status != 304 {
-			continue
-		}
-		prev, seen := last[r.URL]
-		last[r.URL] = r
-		if !seen {
-			if r.Status == 304 {
-				t.Errorf("%s: first fetch answered 304", r.URL)
-			}
-			continue
-		}
-		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
-			continue
-		}
-		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
-		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
-		switch {
-		case v0 == v1:
-			unchanged++
-			if r.Status == 304 {
-				got304++
-			}
-		case r.Status == 304:
-			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
-		default:
-			changed++
-			if r.PageNo >= 0 {
-				restored++
-			}
-		}
-	}
+	recs := revisittest.Records(t, dirA, dirB)
+	revisittest.SortByFetchTime(recs)
+	rep := revisittest.Judge(recs, f.srv.Web, revisittest.Options{})
+	rep.Check(t, revisittest.First304, revisittest.Changed304)
+	urls := rep.URLs
 	t.Logf("%d records of %d URLs; revisits: %d unchanged (%d answered 304), %d changed (%d stored again); worker A fetched %d, B %d; the killed worker held %s (a revisit: %v)",
-		len(recs), len(urls), unchanged, got304, changed, restored, wa.Fetched(), wb.Fetched(), task.Request.URL, len(task.Schedule) > 0)
+		len(recs), len(urls), rep.Unchanged, rep.Got304, rep.Changed, rep.Restored, wa.Fetched(), wb.Fetched(), task.Request.URL, len(task.Schedule) > 0)
 	again := false
 	for _, r := range recs {
 		again = again || r.URL == task.Request.URL && r.FetchedAt.After(killedAt)
@@ -172,15 +123,7 @@ func TestContinuousMasterWorkers(t *testing.T) {
 	if !again {
 		t.Errorf("%s, the killed worker's task, was not fetched again after the kill", task.Request.URL)
 	}
-	if unchanged < 10 || changed < 2 {
-		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 10 and ≥ 2)", unchanged, changed)
-	}
-	if float64(got304) < 0.8*float64(unchanged) {
-		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%% (do the schedule entries reach the workers?)", got304, unchanged)
-	}
-	if restored != changed {
-		t.Errorf("%d of %d changed pages stored again", restored, changed)
-	}
+	rep.Expect(t, 10, 2, "(do the schedule entries reach the workers?)")
 
 	// No schedule entry lost: every recorded URL has its revisit record in
 	// one of the state's parts.
@@ -252,16 +195,7 @@ func TestMasterOneShotRevisits(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Close()
-		var recs []store.Record
-		rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rs.Close()
-		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return recs
+		return revisittest.Records(t, dir)
 	}
 	first := run()
 	time.Sleep(400 * time.Millisecond) // every page due
@@ -283,13 +217,7 @@ func TestMasterOneShotRevisits(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no page with validators in the first run: the test proves nothing")
 	}
-	var missing []string
-	for u := range want {
-		if !got[u] {
-			missing = append(missing, u)
-		}
-	}
-	sort.Strings(missing)
+	missing := revisittest.Missing(want, got)
 	if len(missing) > 0 {
 		t.Errorf("%d of %d pages not revisited with a 304 by the second run, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
 	}

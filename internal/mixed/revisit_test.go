@@ -1,17 +1,13 @@
 package mixed_test
 
 import (
-	"context"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/protocol"
-	"github.com/spider-crawler/spider/internal/state"
-	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -39,104 +35,37 @@ func TestContinuousHosts(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	s.kill(protocol.HostAddr("n1", "h1"))
 	killed := time.Now()
-	before := fetchedBy(t, s.dirs[protocol.HostAddr("n1", "h1")], time.Time{})
+	before := revisittest.Fetched(t, s.dirs[protocol.HostAddr("n1", "h1")], time.Time{})
 	s.startHost("n1", "h1", 0)
 	time.Sleep(5 * time.Second)
 	s.stopAll()
 	// The restarted host revisits its pages (revisit-max 1.5 s), even
 	// though the system was done by then: none lost its entry at the kill.
-	after := fetchedBy(t, s.dirs[protocol.HostAddr("n1", "h1")], killed)
-	var lost []string
-	for u := range before {
-		if !after[u] {
-			lost = append(lost, u)
-		}
-	}
+	after := revisittest.Fetched(t, s.dirs[protocol.HostAddr("n1", "h1")], killed)
+	lost := revisittest.Missing(before, after)
 	if len(before) == 0 || len(lost) > 0 {
 		t.Errorf("h1 fetched %d pages before its kill; %d not fetched again after its restart: %v", len(before), len(lost), lost[:min(5, len(lost))])
 	}
 
-	web := s.srv.Web
-	const slack = 150 * time.Millisecond
-	ambiguous := func(u string, at time.Time) bool {
-		a, _ := web.VersionAt(u, at.Add(-slack))
-		b, _ := web.VersionAt(u, at.Add(slack))
-		return a != b
-	}
-	var unchanged, got304, changed, restored, pages int
+	// Each host's records, in time order, judged against the page's
+	// history; the hosts' counts summed.
+	var rep revisittest.Report
+	var pages int
 	for _, h := range []string{"h1", "h2"} {
 		dir := s.dirs[protocol.HostAddr("n1", h)]
-		rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var recs []store.Record
-		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		rs.Close()
-		sort.SliceStable(recs, func(i, j int) bool { return recs[i].FetchedAt.Before(recs[j].FetchedAt) })
-		last := map[string]store.Record{}
-		for _, r := range recs {
-			if r.Status != 200 && r.Status != 304 {
-				continue
-			}
-			prev, seen := last[r.URL]
-			last[r.URL] = r
-			if !seen {
-				if r.Status == 304 {
-					t.Errorf("%s: first fetch answered 304", r.URL)
-				}
-				continue
-			}
-			if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
-				continue
-			}
-			v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
-			v1, _ := web.VersionAt(r.URL, r.FetchedAt)
-			switch {
-			case v0 == v1:
-				unchanged++
-				if r.Status == 304 {
-					got304++
-				}
-			case r.Status == 304:
-				t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
-			default:
-				changed++
-				if r.PageNo >= 0 {
-					restored++
-				}
-			}
-		}
+		recs := revisittest.Records(t, dir)
+		revisittest.SortByFetchTime(recs)
+		hr := revisittest.Judge(recs, s.srv.Web, revisittest.Options{})
+		hr.Check(t, revisittest.First304, revisittest.Changed304)
+		rep.Add(hr)
 		// Every page this host fetched is in its schedule: due, or
 		// pending with its entry (taken by the revisits in flight).
-		st, err := state.Open(filepath.Join(dir, "schedule"), state.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		have := map[string]bool{}
-		if err := st.LoadPending(ctx, func(q frontier.Request) error { have[q.URL] = q.Schedule != ""; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		due, err := st.TakeDue(ctx, time.Now().Add(24*time.Hour), 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range due {
-			have[q.URL] = true
-		}
-		st.Close()
-		var lost []string
-		for u := range last {
-			pages++
-			if !have[u] {
-				lost = append(lost, u)
-			}
-		}
+		have, _ := revisittest.Scheduled(t, filepath.Join(dir, "schedule"), true)
+		fetched := revisittest.Fetched(t, dir, time.Time{})
+		pages += len(fetched)
+		lost := revisittest.Missing(fetched, have)
 		if len(lost) > 0 {
-			t.Errorf("%s: %d of %d pages fetched have no schedule entry: %v", h, len(lost), len(last), lost[:min(5, len(lost))])
+			t.Errorf("%s: %d of %d pages fetched have no schedule entry: %v", h, len(lost), len(fetched), lost[:min(5, len(lost))])
 		}
 	}
 	var counts []crawl.RevisitCounts
@@ -147,35 +76,6 @@ func TestContinuousHosts(t *testing.T) {
 		}
 	}
 	s.mu.Unlock()
-	t.Logf("%d pages; revisits: %d unchanged (%d answered 304), %d changed (%d stored again); hosts' runs counted %+v", pages, unchanged, got304, changed, restored, counts)
-	if unchanged < 10 || changed < 2 {
-		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 10 and ≥ 2)", unchanged, changed)
-	}
-	if float64(got304) < 0.8*float64(unchanged) {
-		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%%", got304, unchanged)
-	}
-	if restored != changed {
-		t.Errorf("%d of %d changed pages stored again", restored, changed)
-	}
-}
-
-// fetchedBy returns the URLs of the page store in dir answered 200 or 304
-// at or after since.
-func fetchedBy(t *testing.T, dir string, since time.Time) map[string]bool {
-	t.Helper()
-	rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	out := map[string]bool{}
-	if _, err := rs.Iterate(func(r store.Record) error {
-		if (r.Status == 200 || r.Status == 304) && !r.FetchedAt.Before(since) {
-			out[r.URL] = true
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	t.Logf("%d pages; revisits: %d unchanged (%d answered 304), %d changed (%d stored again); hosts' runs counted %+v", pages, rep.Unchanged, rep.Got304, rep.Changed, rep.Restored, counts)
+	rep.Expect(t, 10, 2, "")
 }

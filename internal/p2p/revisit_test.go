@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/dedup"
 	"github.com/spider-crawler/spider/internal/rstate"
 	"github.com/spider-crawler/spider/internal/store"
@@ -63,71 +64,16 @@ func TestContinuousPeers(t *testing.T) {
 		}
 	}
 
-	var recs []store.Record
-	for _, d := range dirs {
-		rs, err := store.OpenRecords(d, store.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := rs.Iterate(func(r store.Record) error { recs = append(recs, r); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		rs.Close()
-	}
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].FetchedAt.Before(recs[j].FetchedAt) })
-	web := f.srv.Web
-	const slack = 150 * time.Millisecond
-	ambiguous := func(u string, at time.Time) bool {
-		a, _ := web.VersionAt(u, at.Add(-slack))
-		b, _ := web.VersionAt(u, at.Add(slack))
-		return a != b
-	}
-	last := map[string]store.Record{}
-	urls := map[string]bool{}
-	var unchanged, got304, changed, restored int
-	for _, r := range recs {
-		urls[r.URL] = true
-		if r.Status != 200 && r.Status != 304 {
-			continue
-		}
-		prev, seen := last[r.URL]
-		last[r.URL] = r
-		if !seen {
-			continue
-		}
-		// Only changing pages carry validators (websim: the small pages
-		// have no change history).
-		if _, ok := web.VersionAt(r.URL, r.FetchedAt); !ok || ambiguous(r.URL, prev.FetchedAt) || ambiguous(r.URL, r.FetchedAt) {
-			continue
-		}
-		v0, _ := web.VersionAt(r.URL, prev.FetchedAt)
-		v1, _ := web.VersionAt(r.URL, r.FetchedAt)
-		switch {
-		case v0 == v1:
-			unchanged++
-			if r.Status == 304 {
-				got304++
-			}
-		case r.Status == 304:
-			t.Errorf("%s: changed (version %d → %d) but answered 304", r.URL, v0, v1)
-		default:
-			changed++
-			if r.PageNo >= 0 {
-				restored++
-			}
-		}
-	}
+	recs := revisittest.Records(t, dirs...)
+	revisittest.SortByFetchTime(recs)
+	// Only changing pages carry validators (websim: the small pages have
+	// no change history): Judge skips the others.
+	rep := revisittest.Judge(recs, f.srv.Web, revisittest.Options{})
+	rep.Check(t, revisittest.Changed304)
+	urls := rep.URLs
 	t.Logf("%d records of %d URLs; revisits: %d unchanged (%d answered 304), %d changed (%d stored again)",
-		len(recs), len(urls), unchanged, got304, changed, restored)
-	if unchanged < 10 || changed < 2 {
-		t.Fatalf("too few revisits to judge: %d unchanged, %d changed (want ≥ 10 and ≥ 2)", unchanged, changed)
-	}
-	if float64(got304) < 0.8*float64(unchanged) {
-		t.Errorf("%d of %d revisits to unchanged pages answered 304, want ≥ 80%%", got304, unchanged)
-	}
-	if restored != changed {
-		t.Errorf("%d of %d changed pages stored again", restored, changed)
-	}
+		len(recs), len(urls), rep.Unchanged, rep.Got304, rep.Changed, rep.Restored)
+	rep.Expect(t, 10, 2, "")
 	var lost []string
 	bg := context.Background()
 	for u := range urls {
