@@ -52,6 +52,7 @@ func TestCenterRejectsBadInput(t *testing.T) {
 // redis-server; all exit by themselves, every URL of the ground truth is crawled by
 // exactly one host, and `spider center --status` reports the network done.
 func TestMixedTopologyCLI(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: eight redis-servers and six processes")
 	}

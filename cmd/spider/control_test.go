@@ -24,9 +24,15 @@ import (
 // a URL outside the seeds' reach while paused, resume (requests again, the
 // seed fetched), stop (every process exits 0), then the same commands
 // again finish the crawl with nothing missing and nothing fetched twice.
-func TestControlP2P(t *testing.T) { controlScenario(t, "p2p") }
+func TestControlP2P(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
+	controlScenario(t, "p2p")
+}
 
-func TestControlMasterWorker(t *testing.T) { controlScenario(t, "mw") }
+func TestControlMasterWorker(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
+	controlScenario(t, "mw")
+}
 
 var ackedRE = regexp.MustCompile(`(\d+) of (\d+) live node\(s\) acknowledged in (\S+)`)
 
@@ -263,6 +269,7 @@ func TestControlBadInput(t *testing.T) {
 // nothing missing and nothing fetched twice. Run with the first center's
 // Redis a single server, and a 3-master Redis Cluster.
 func TestControlProtocol(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: six redis-servers and six processes")
 	}

@@ -47,6 +47,7 @@ func crawlTTLs(t *testing.T, rdb redis.UniversalClient, name string) map[string]
 // path forgets the expiry, expires before the crawl is done, or a key
 // written at the end (a worker leaving, a final report) escapes it.
 func TestExpireDone(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("two crawls on Redis")
 	}

@@ -164,6 +164,7 @@ func TestCrawlOtherSeedsWarns(t *testing.T) {
 // binary, signalled once records.jsonl shows progress) prints the summary
 // so far and exits 130.
 func TestCrawlInterruptPrintsSummary(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	bin := buildSpider(t)
 	srv, err := websim.Start(context.Background(), websim.Config{Seed: 7, Hosts: 4, PagesPerHost: 400, Latency: 20 * time.Millisecond})
 	if err != nil {
@@ -261,6 +262,7 @@ func treeOf(t *testing.T, root string) string {
 // naming the path and leaves nothing on disk; run on a real crawl, the
 // read-only ones change nothing in it.
 func TestReadOnlyCommandsTypoDir(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	bin := buildSpider(t)
 	runBin := func(args ...string) (int, string) {
 		t.Helper()
@@ -354,6 +356,7 @@ func TestReadOnlyCommandsTypoDir(t *testing.T) {
 // (`spider crawl --redis`, the real binary, signalled once its records show
 // progress) prints the node's summary so far and exits 130.
 func TestPeerInterruptPrintsSummary(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: a Redis server and a crawl")
 	}

@@ -22,6 +22,7 @@ import (
 // resumed crawl that records every URL of the ground truth again, and a
 // fsck refused while a crawl holds the directory.
 func TestFsckBinary(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("builds the binary and crawls")
 	}

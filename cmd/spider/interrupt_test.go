@@ -105,6 +105,7 @@ func resolveArgs(srv *websim.Server) []string {
 // of a crawl prints the summary so far ("interrupted after") and exits 130,
 // as the embedded crawl does.
 func TestMasterInterruptPrintsSummary(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: a Redis server and two processes")
 	}
@@ -131,6 +132,7 @@ func TestMasterInterruptPrintsSummary(t *testing.T) {
 // says so on stderr with the failure classes and exits 1, as the embedded
 // crawl does.
 func TestMasterEverySeedFailed(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: a Redis server and two processes")
 	}
@@ -155,6 +157,7 @@ func TestMasterEverySeedFailed(t *testing.T) {
 // TestLayeredInterruptPrintsSummary: SIGINT to a layered crawl prints the
 // rounds finished so far ("interrupted after") and exits 130.
 func TestLayeredInterruptPrintsSummary(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: a crawl")
 	}
@@ -175,6 +178,7 @@ func TestLayeredInterruptPrintsSummary(t *testing.T) {
 // topology (`spider crawl --dedup protocol`) prints its summary so far and
 // exits 130.
 func TestProtocolInterruptPrintsSummary(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: two Redis servers and two processes")
 	}

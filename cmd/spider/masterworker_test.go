@@ -22,6 +22,7 @@ import (
 // the middle of the crawl, and checks that every processe exits by itself
 // and every ground-truth URL was fetched by some worker.
 func TestMasterWorkerKill(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}
@@ -142,6 +143,7 @@ func countRecords(dir string) int {
 // forbidden-address), and a worker that finds an attacker's configuration
 // in Redis warns and keeps its guard.
 func TestWorkerGuardIsLocal(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}

@@ -23,6 +23,7 @@ import (
 // themselves (its buckets' leases expire and move, its inbox is adopted)
 // with every ground-truth URL fetched.
 func TestPeersKill(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}
@@ -128,6 +129,7 @@ func TestPeersKill(t *testing.T) {
 // of a live peer is refused with exit 3, naming --node-id, and fetches
 // nothing.
 func TestPeersDefaultNodeIDs(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}

@@ -28,6 +28,7 @@ import (
 // spider crawls lists it done with that many URLs, spider center --status reads the
 // network on the cluster, and spider drop then empties the cluster.
 func TestProtocolStatusAtEnd(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes and a Redis Cluster")
 	}

@@ -184,6 +184,7 @@ func writeSiteCrawl(t *testing.T, pages int) string {
 // task, starts another, and checks that the master finishes with the
 // in-memory ranks.
 func TestRankMapReduceKill(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}

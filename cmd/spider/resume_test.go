@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,15 +21,35 @@ import (
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
-// buildSpider compiles the spider binary once per test binary run.
+// spiderBin is the spider binary the tests run, built by the first
+// buildSpider and removed by TestMain.
+var spiderBin struct {
+	once sync.Once
+	dir  string // os.MkdirTemp's directory holding the binary
+	path string
+	err  error
+}
+
+// buildSpider compiles the spider binary once per test binary run (each go
+// build costs a staleness check of every package and, under load, seconds)
+// and returns its path. Tests only run the binary: none writes next to it.
 func buildSpider(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spider")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	spiderBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "spider-test-bin-")
+		if err != nil {
+			spiderBin.err = fmt.Errorf("cannot make a directory for the spider binary: %w", err)
+			return
+		}
+		spiderBin.dir, spiderBin.path = dir, filepath.Join(dir, "spider")
+		if out, err := exec.Command("go", "build", "-o", spiderBin.path, ".").CombinedOutput(); err != nil {
+			spiderBin.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if spiderBin.err != nil {
+		t.Fatal(spiderBin.err)
 	}
-	return bin
+	return spiderBin.path
 }
 
 // TestKillResume kills a crawl with SIGKILL at random moments, runs the
@@ -36,6 +58,7 @@ func buildSpider(t *testing.T) string {
 // requested more often than the kills can explain (at most one extra
 // request per URL in flight at a kill).
 func TestKillResume(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several crawls")
 	}

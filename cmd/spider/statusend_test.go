@@ -27,6 +27,7 @@ import (
 // while the master reported 275, the counters of its last heartbeat
 // before the end).
 func TestMasterWorkerStatusAtEnd(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}
@@ -130,6 +131,7 @@ func TestMasterWorkerStatusAtEnd(t *testing.T) {
 // (URLs, result rows, outcomes, bytes), and crawls shows the crawl done
 // with that many URLs (issue #24: status showed nothing after the end).
 func TestPeerStatusAtEnd(t *testing.T) {
+	t.Parallel() // waits on its own processes, Redis and web (no fixed port, env or cwd): runs with the other parallel tests, two at a time
 	if testing.Short() {
 		t.Skip("slow: several processes")
 	}

@@ -458,6 +458,14 @@ func (g *golden) damageTable(t *testing.T) {
 	for _, f := range files {
 		for _, d := range f.damages {
 			t.Run(strings.ReplaceAll(f.path, "/", "_")+"/"+d.name, func(t *testing.T) {
+				// Each case damages its own copy of the golden directory and
+				// reads g only, and the web is stateless (clean profile): the
+				// cases run two at a time (-parallel, GOMAXPROCS by default),
+				// overlapping one's fsync and loopback waits with the other's
+				// work. The golden directory (the parent's TempDir) and the web
+				// outlive them: a parent's cleanup waits for its parallel
+				// subtests.
+				t.Parallel()
 				dir := t.TempDir()
 				copyDir(t, g.dir, dir)
 				if err := d.do(filepath.Join(dir, f.path)); err != nil {
@@ -569,6 +577,7 @@ func TestNotADataDir(t *testing.T) {
 // crawl: fsck never fails or panics, --repair always succeeds, and a
 // second fsck is always clean.
 func TestManyFlips(t *testing.T) {
+	t.Parallel() // own web and directories; after the sequential tests, two at a time
 	if testing.Short() {
 		t.Skip("many fsck runs")
 	}
@@ -613,6 +622,7 @@ func TestManyFlips(t *testing.T) {
 // what is there and does not take the missing state for damage; a record
 // pointing at another URL's page is still found.
 func TestNodeDirWithoutState(t *testing.T) {
+	t.Parallel() // own web and directories; after the sequential tests, two at a time
 	srv, err := websim.Start(context.Background(), websim.Config{Seed: 13, Hosts: 2, PagesPerHost: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -671,6 +681,7 @@ func TestDamagedStateWithoutRecords(t *testing.T) {
 // log), so the resumed crawl still finds near-duplicates of pages fetched
 // before the damage.
 func TestRepairRefilesNearDuplicates(t *testing.T) {
+	t.Parallel() // own web and directories; after the sequential tests, two at a time
 	srv, err := websim.Start(context.Background(), websim.Config{Seed: 11, Hosts: 2, PagesPerHost: 12})
 	if err != nil {
 		t.Fatalf("cannot start websim: %v", err)

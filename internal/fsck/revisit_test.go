@@ -23,6 +23,7 @@ import (
 // (due times, failed mark), the damaged one's URL (named by its record in
 // records.jsonl) gets a fresh record due at once and stays completed.
 func TestRevisitSchedule(t *testing.T) {
+	t.Parallel() // own web and directories; after the sequential tests, two at a time
 	ctx := context.Background()
 	srv, err := websim.Start(ctx, websim.Config{Seed: 12, Hosts: 2, PagesPerHost: 12})
 	if err != nil {
