@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/spider-crawler/spider/internal/cluster"
 	"net/url"
 	"os"
 	"runtime"
@@ -45,6 +46,13 @@ func (r *redisFlags) register(fs *pflag.FlagSet) {
 func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 	if r.url == "" {
 		return nil, fmt.Errorf("%w: no Redis given: pass --redis redis://host:port or set SPIDER_REDIS", errUsage)
+	}
+	// A bad crawl name is refused before anything is created: Redis keys, or
+	// a master's data directory (it used to leave spider-data/ behind). An
+	// empty one is a connection made for no crawl (the §0 center's); a user's
+	// --crawl "" is refused where the crawl's keys are named.
+	if _, err := cluster.NewKeys(r.crawl); r.crawl != "" && err != nil {
+		return nil, fmt.Errorf("%w: --crawl: %w", errUsage, err)
 	}
 	var rdb redis.UniversalClient
 	if r.cluster {
