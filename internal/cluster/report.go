@@ -85,6 +85,9 @@ func addMap(dst, src map[string]int64) map[string]int64 {
 	return dst
 }
 
+// Clone returns a copy of c that shares no map with it (never nil maps).
+func (c Counts) Clone() Counts { return c.clone() }
+
 func (c Counts) clone() Counts {
 	c.Rows, c.Outcomes = maps.Clone(c.Rows), maps.Clone(c.Outcomes)
 	if c.Rows == nil {

@@ -196,7 +196,9 @@ const CoordinatorNode = "coordinator"
 func (c *Crawler) coordReport() cluster.NodeReport {
 	c.repMu.Lock()
 	defer c.repMu.Unlock()
-	r := cluster.NodeReport{Counts: cluster.Counts(c.repCounts),
+	// A copy: the report is read after the lock is released, and Add below
+	// must not grow repCounts' maps (it did: a race and inflated rows).
+	r := cluster.NodeReport{Counts: c.repCounts.Clone(),
 		Detail: map[string]int64{"round": c.repRound.Load(), "pass": c.repPass.Load(), "rounds": int64(c.opt.Rounds)}}
 	if n := c.repRevisit.Load(); n > 0 {
 		r.Detail["revisit_round"] = n // revisit rounds done (revisit.go)
