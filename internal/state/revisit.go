@@ -60,6 +60,26 @@ const (
 )
 
 // revisitRec is a decoded revisit record.
+// setDue moves rec's entry of the due index (key kb) to ms, Unix ms; 0
+// takes it out of the index. It returns the change in the index's size.
+func (rec *revisitRec) setDue(due *bolt.Bucket, kb []byte, ms int64) (int64, error) {
+	var d int64
+	if rec.due != 0 {
+		if err := due.Delete(dueKey(rec.due, kb)); err != nil {
+			return 0, err
+		}
+		d--
+	}
+	rec.due = ms
+	if ms != 0 {
+		if err := due.Put(dueKey(ms, kb), nil); err != nil {
+			return 0, err
+		}
+		d++
+	}
+	return d, nil
+}
+
 type revisitRec struct {
 	due    int64 // Unix ms; 0: not in the due index
 	failed bool
@@ -364,17 +384,11 @@ func (s *Store) RetryFailed(ctx context.Context, now time.Time) (int, error) {
 				n++
 				continue
 			}
-			if rec.due != 0 {
-				if err := due.Delete(dueKey(rec.due, kb)); err != nil {
-					return err
-				}
-				added--
-			}
-			rec.due = ms
-			if err := due.Put(dueKey(ms, kb), nil); err != nil {
+			d, err := rec.setDue(due, kb, ms)
+			if err != nil {
 				return err
 			}
-			added++
+			added += d
 			if err := rv.Put(kb, rec.encode()); err != nil {
 				return err
 			}
@@ -453,20 +467,16 @@ func (s *Store) Reschedule(ctx context.Context, urls []string, fn crawlstate.Res
 			if !ok {
 				continue
 			}
-			if rec.due != 0 {
-				if err := due.Delete(dueKey(rec.due, kb)); err != nil {
-					return err
-				}
-				added--
-			}
-			rec.req.Schedule, rec.due = sch, 0
+			rec.req.Schedule = sch
+			var ms int64
 			if !next.IsZero() {
-				rec.due = max(next.UnixMilli(), 1)
-				if err := due.Put(dueKey(rec.due, kb), nil); err != nil {
-					return err
-				}
-				added++
+				ms = max(next.UnixMilli(), 1)
 			}
+			d, err := rec.setDue(due, kb, ms)
+			if err != nil {
+				return err
+			}
+			added += d
 			if err := rv.Put(kb, rec.encode()); err != nil {
 				return err
 			}
