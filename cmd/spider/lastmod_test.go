@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func startWorker(t *testing.T, args []string) func() {
 func lastmodRun(t *testing.T, srv *websim.Server, data string, first func(), rescheduler func(sitemaps []string) crawlstate.Rescheduler,
 	second func() (<-chan error, *syncBuffer, context.CancelFunc)) {
 	first()
-	firstRecs := records(t, data)
+	firstRecs := revisittest.Records(t, data)
 	last := map[string]store.Record{}
 	var sitemaps []string
 	for _, r := range firstRecs {
@@ -150,7 +151,7 @@ func lastmodRun(t *testing.T, srv *websim.Server, data string, first func(), res
 	refetched := 0
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, r := range records(t, data)[len(firstRecs):] {
+			for _, r := range revisittest.Records(t, data)[len(firstRecs):] {
 				t.Logf("second run: %s %s %d", r.URL, r.Outcome, r.Status)
 			}
 			t.Logf("output:\n%s", out)
@@ -158,7 +159,7 @@ func lastmodRun(t *testing.T, srv *websim.Server, data string, first func(), res
 	})
 	eventually(t, "a page refetched", 30*time.Second, func() bool {
 		refetched = 0
-		for _, r := range records(t, data)[len(firstRecs):] {
+		for _, r := range revisittest.Records(t, data)[len(firstRecs):] {
 			if _, ok := last[r.URL]; ok && (r.Status == 200 || r.Status == 304) {
 				refetched++
 			}
@@ -175,7 +176,7 @@ func lastmodRun(t *testing.T, srv *websim.Server, data string, first func(), res
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the continuous crawl did not stop\n%s", out)
 	}
-	for _, r := range records(t, data)[len(firstRecs):] {
+	for _, r := range revisittest.Records(t, data)[len(firstRecs):] {
 		prev, ok := last[r.URL]
 		if !ok || r.Status != 200 && r.Status != 304 {
 			continue
@@ -188,19 +189,4 @@ func lastmodRun(t *testing.T, srv *websim.Server, data string, first func(), res
 		t.Errorf("the summary does not count the pages brought forward:\n%s", out)
 	}
 	t.Logf("%d pages, %d fetched again after their sitemap's lastmod (interval without it: 1 h)", len(last), refetched)
-}
-
-// records reads a data directory's records in file order.
-func records(t *testing.T, dir string) []store.Record {
-	t.Helper()
-	rs, err := store.OpenRecords(dir, store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	var out []store.Record
-	if _, err := rs.Iterate(func(r store.Record) error { out = append(out, r); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
