@@ -162,6 +162,16 @@ type Scheduler struct {
 
 	flightMu sync.Mutex
 	inFlight map[string]bool // URLs leased and not yet finished or released; true: it holds a budget slot
+	// parked holds, per URL in flight, a copy of it that Next handed out
+	// meanwhile (its claim failed): done queues it again when the copy in
+	// flight ends. Dropping it would lose the URL when that copy was the
+	// current one (the URL's depth was lowered while the other copy was
+	// out) and the copy in flight comes back without a result (a dead
+	// master–worker worker: RequeueAfterTurn, Release): the copy then
+	// queued again is stale, Next drops it, and nothing fetches the URL.
+	// A parked copy that is stale by then is dropped by Next as any
+	// other. At most one per URL in flight (flightMu).
+	parked map[string]frontier.Request
 
 	budget Budget // nil without Config.MaxPages; set by Start or SetBudget
 
@@ -212,7 +222,7 @@ func newScheduler(cfg Config, st State, logger *slog.Logger, reg prometheus.Regi
 		return nil, err
 	}
 	return &Scheduler{cfg: cfg, log: logger, st: st, fr: fr, m: newSchedMetrics(reg), started: time.Now(),
-		inFlight: map[string]bool{}, topics: tr, rv: rv}, nil
+		inFlight: map[string]bool{}, parked: map[string]frontier.Request{}, topics: tr, rv: rv}, nil
 }
 
 // SetBudget makes Next reserve a slot of b for each URL it hands out
@@ -272,7 +282,7 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 			return nil, err
 		}
 		recrawl := s.topics != nil && s.topics.isRecrawl(lease.Request)
-		if !s.claim(lease.Request.URL) {
+		if !s.claim(lease.Request, !recrawl) {
 			s.fr.Done(lease, frontier.DoneInfo{Unused: true}) // another copy is being fetched
 			if recrawl {
 				s.topics.endRecrawl(lease.Request.URL)
@@ -302,14 +312,19 @@ func (s *Scheduler) Next(ctx context.Context) (*frontier.Lease, error) {
 	}
 }
 
-// claim marks url in flight; false if it already is.
-func (s *Scheduler) claim(url string) bool {
+// claim marks r's URL in flight; false if it already is, and then, with
+// park, r is kept to be queued again when the copy in flight ends (see
+// Scheduler.parked; of several, the one of the smallest depth).
+func (s *Scheduler) claim(r frontier.Request, park bool) bool {
 	s.flightMu.Lock()
 	defer s.flightMu.Unlock()
-	if _, busy := s.inFlight[url]; busy {
+	if _, busy := s.inFlight[r.URL]; busy {
+		if old, ok := s.parked[r.URL]; park && (!ok || r.Depth < old.Depth) {
+			s.parked[r.URL] = r
+		}
 		return false
 	}
-	s.inFlight[url] = false
+	s.inFlight[r.URL] = false
 	return true
 }
 
@@ -347,6 +362,8 @@ func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 	s.flightMu.Lock()
 	held := s.inFlight[lease.Request.URL]
 	delete(s.inFlight, lease.Request.URL)
+	parked, ok := s.parked[lease.Request.URL]
+	delete(s.parked, lease.Request.URL)
 	s.flightMu.Unlock()
 	if held {
 		s.budget.Release()
@@ -354,6 +371,11 @@ func (s *Scheduler) done(lease *frontier.Lease, info frontier.DoneInfo) {
 	s.fr.Done(lease, info)
 	if lease.Request.Schedule != "" {
 		s.rv.finished(lease.Request.URL)
+	}
+	if ok {
+		if err := s.fr.Push(parked); err != nil && !errors.Is(err, frontier.ErrClosed) {
+			s.log.Warn("cannot queue a URL's copy again; it stays pending for the next run", "url", parked.URL, "err", err)
+		}
 	}
 }
 
