@@ -39,8 +39,11 @@ type Entry struct {
 
 // Encoding limits.
 const (
-	// EncodingVersion is the first byte of MarshalBinary's output.
-	EncodingVersion = 1
+	// EncodingVersion is the first byte of MarshalBinary's output for an
+	// entry with a hinted lastmod (Entry.HintLastMod, added in version 2);
+	// an entry without one is written as version 1, which spiders from
+	// before version 2 read too. UnmarshalEntry reads both.
+	EncodingVersion = 2
 	// MaxETag is the longest ETag kept (a longer one is not kept: no conditional GET).
 	MaxETag = 256
 )
@@ -96,7 +99,11 @@ func (e *Entry) AppendBinary(b []byte) []byte {
 	if !e.HintLastMod.IsZero() {
 		fl |= flagHintLastMod
 	}
-	b = append(b, EncodingVersion, fl)
+	version := byte(1) // what spiders before HintLastMod read
+	if fl&flagHintLastMod != 0 {
+		version = EncodingVersion
+	}
+	b = append(b, version, fl)
 	var base int64 // Next and LastChange are written relative to LastFetch
 	if fl&flagFetch != 0 {
 		base = e.LastFetch.UnixMilli()
@@ -157,11 +164,12 @@ func (e *Entry) UnmarshalBinary(data []byte) error {
 func UnmarshalEntry(data []byte) (Entry, error) {
 	var e Entry
 	d := decoder{b: data}
-	if v := d.byte(); d.err == nil && v != EncodingVersion {
-		return e, fmt.Errorf("cannot read revisit entry version %d: %w: this build reads version %d (a newer spider wrote it?)", v, ErrBadEntry, EncodingVersion)
+	v := d.byte()
+	if d.err == nil && (v < 1 || v > EncodingVersion) {
+		return e, fmt.Errorf("cannot read revisit entry version %d: %w: this build reads versions 1 to %d (a newer spider wrote it?)", v, ErrBadEntry, EncodingVersion)
 	}
 	fl := d.byte()
-	if int(fl) >= flagHintLastMod<<1 {
+	if int(fl) >= flagHintLastMod<<1 || v == 1 && fl&flagHintLastMod != 0 {
 		d.fail("unknown flags")
 	}
 	var base int64

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -383,6 +384,22 @@ func TestEntryEncoding(t *testing.T) {
 		if _, err := UnmarshalEntry(b); !errors.Is(err, ErrBadEntry) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// Version 2 only for an entry with a hinted lastmod, the field version 1
+	// lacks: a spider reading version 1 reads every other entry, and says
+	// "a newer spider wrote it?" for these.
+	hinted, _ := (&Entry{Next: t0, Fingerprint: 5, HintLastMod: t0}).MarshalBinary()
+	if good[0] != 1 || hinted[0] != 2 {
+		t.Errorf("versions written: %d without a hinted lastmod, %d with one; want 1 and 2", good[0], hinted[0])
+	}
+	if e, err := UnmarshalEntry(hinted); err != nil || !e.HintLastMod.Equal(t0) {
+		t.Errorf("version 2 entry: %v, %v", e.HintLastMod, err)
+	}
+	if _, err := UnmarshalEntry(append([]byte{1}, hinted[1:]...)); !errors.Is(err, ErrBadEntry) {
+		t.Errorf("version 1 with the hinted-lastmod flag: %v, want ErrBadEntry", err)
+	}
+	if _, err := UnmarshalEntry(append([]byte{3}, good[1:]...)); err == nil || !strings.Contains(err.Error(), "newer spider") {
+		t.Errorf("version 3: %v, want a newer spider named", err)
 	}
 }
 
