@@ -89,10 +89,10 @@ func crawlPolicies(out io.Writer, p crawlParams) error {
 	base := rows[0]
 	fmt.Fprintf(out, "| policy (real crawl) | revisits | freshness | × uniform | age (days) | × uniform | revisits to unchanged pages | of those answered 304 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rows {
-		fmt.Fprintf(out, "| %s | %d | %.3f | %.2f | %.3f | %.2f | %.1f%% | %.1f%% |\n", r.name, r.fetches, r.freshness, r.freshness/base.freshness, r.age, r.age/base.age, 100*r.unchanged, 100*notMod[i])
+		fmt.Fprintf(out, "| %s | %d | %.3f | %.3f | %.4f | %.3f | %.1f%% | %.1f%% |\n", r.name, r.fetches, r.freshness, r.freshness/base.freshness, r.age, r.age/base.age, 100*r.unchanged, 100*notMod[i])
 	}
 	ad := rows[1]
-	fmt.Fprintf(out, "goal (issue 26): adaptive freshness ≥ 1.3× uniform: %v (%.2f×); adaptive age ≤ ½ uniform: %v (%.2f×); ≥ 80%% of revisits to unchanged pages answered 304: %v (%.1f%%)\n",
+	fmt.Fprintf(out, "goal (issue 26): adaptive freshness ≥ 1.3× uniform: %v (%.2f×); adaptive age ≤ ½ uniform: %v (%.3f×); ≥ 80%% of revisits to unchanged pages answered 304: %v (%.1f%%)\n",
 		ad.freshness >= 1.3*base.freshness, ad.freshness/base.freshness, ad.age <= base.age/2, ad.age/base.age, notMod[1] >= 0.8, 100*notMod[1])
 	return nil
 }
