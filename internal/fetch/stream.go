@@ -16,8 +16,10 @@ import (
 // (sitemaps). resp has every field Fetch fills except the body's: Body,
 // Raw, Truncated and Charset are empty, and ContentType comes from the
 // header alone. body yields the payload with its Content-Encoding undone;
-// it is not capped (the reader caps what it takes), and what fn leaves
-// unread is never read: the connection is closed instead of drained, so
+// it is not capped (the reader caps what it takes). What fn leaves unread
+// is drained, so the connection is reused, only when little is left (a
+// Content-Length with at most 64 KiB to go, or an error page of unknown
+// length, read up to 64 KiB); otherwise the connection is closed, so
 // stopping early costs nothing however long the body is.
 //
 // Stream returns fn's error as it is, or an *Error (classify it with
@@ -47,8 +49,16 @@ func (c *Client) Stream(ctx context.Context, req *Request, fn func(resp *Respons
 func (c *Client) stream(ctx context.Context, op string, req *Request, u *url.URL, h *hop, loc *url.URL,
 	redirects int, started time.Time, fn func(*Response, io.Reader) error) error {
 	resp := h.resp
-	defer resp.Body.Close()
 	wire := &countingReader{r: resp.Body}
+	defer func() {
+		// A sitemap URL answered 404 (fn reads no body) would otherwise cost
+		// the host's connection: the next page request opened a new one.
+		if rest := resp.ContentLength - wire.n; resp.ContentLength >= 0 && rest <= discardLimit ||
+			resp.ContentLength < 0 && resp.StatusCode >= 300 {
+			_, _ = io.CopyN(io.Discard, resp.Body, discardLimit)
+		}
+		resp.Body.Close()
+	}()
 	dec, err := decoder(wire, strings.Join(resp.Header.Values("Content-Encoding"), ","))
 	if err != nil {
 		c.m.observe(string(OutcomeOther), 0, time.Since(h.start))

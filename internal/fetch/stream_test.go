@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -91,5 +92,35 @@ func TestStream(t *testing.T) {
 	var fe *Error
 	if err := c.Stream(context.Background(), &Request{URL: u}, func(*Response, io.Reader) error { return nil }); !errors.As(err, &fe) || fe.Outcome != OutcomeRefused {
 		t.Errorf("closed port: %v", err)
+	}
+}
+
+// TestStreamReusesConnection: an answer whose body fn leaves unread but
+// which has little left (a 404 sitemap's error page, a short document) is
+// drained, so the next request to the host reuses the connection; the crawl
+// of a host whose /sitemap.xml is missing opened a second connection.
+func TestStreamReusesConnection(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/short", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("<url/>", 100))
+	})
+	srv := httptest.NewUnstartedServer(mux) // unknown paths: 404 with a short page
+	var conns atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := newClient(t, Config{AllowPrivate: true})
+	for _, path := range []string{"/sitemap.xml", "/sitemap.xml", "/short", "/robots-sitemap.xml"} {
+		u, _ := url.Parse(srv.URL + path)
+		if err := c.Stream(context.Background(), &Request{URL: u}, func(*Response, io.Reader) error { return nil }); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for 4 requests whose short bodies were left unread, want 1", n)
 	}
 }
