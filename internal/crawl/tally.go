@@ -57,7 +57,7 @@ func (t *Tally) Counts() Counts {
 // URL's last record only (as Stats counts them).
 func CountsOf(dataDir string) (Counts, error) {
 	c := Counts{Rows: map[string]int64{}, Outcomes: map[string]int64{}}
-	_, _, err := latestRecords(dataDir, func(r store.Record) error {
+	_, _, err := latestRecords(dataDir, false, func(r store.Record) error {
 		c.Pages++
 		c.Bytes += int64(r.Size)
 		c.Rows[Row(r.Outcome)]++
