@@ -277,16 +277,16 @@ type (
 // Store is an open crawl state. Its methods are safe for concurrent use;
 // concurrent writes are grouped into shared transactions.
 type Store struct {
-	dir     string
-	db      *bolt.DB
-	opt     Options
-	log     *slog.Logger
-	bloom   *dedup.Bloom
+	dir   string
+	db    *bolt.DB
+	opt   Options
+	log   *slog.Logger
+	bloom *dedup.Bloom
 	// bloomCap is the number of URLs bloom was sized for (see growBloom).
 	// Both change only in Open and inside write transactions.
 	bloomCap uint64
-	exact   bool
-	created time.Time
+	exact    bool
+	created  time.Time
 
 	pending  atomic.Int64
 	seen     atomic.Int64
