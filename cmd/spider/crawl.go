@@ -55,7 +55,7 @@ func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.BoolVar(&c.Canonical, "canonical", c.Canonical, "respect rel=canonical (<link> or HTTP Link header) naming another URL of the same host in scope: record it, queue it, fold the page into it in search")
 	fs.BoolVar(&c.Sitemaps, "sitemaps", c.Sitemaps, "read each host's sitemaps (robots.txt Sitemap: lines and /sitemap.xml; index files, gzip, at most 50,000 URLs or 50 MiB each) and crawl the pages they list at depth 1, through the same filters as links; not with --mode layered or --dedup protocol")
 	fs.StringVar(&c.Seen, "seen", c.Seen, "URL-seen test: exact or bloom")
-	fs.Uint64Var(&c.ExpectedURLs, "expected-urls", c.ExpectedURLs, "URLs the Bloom filter is sized for (at least 1; the filter, about 3.6 bytes per URL at --fp-rate 1e-6, must fit in 4 GiB)")
+	fs.Uint64Var(&c.ExpectedURLs, "expected-urls", c.ExpectedURLs, "URLs the Bloom filter is sized for (at least 1; the filter, about 3.6 bytes per URL at --fp-rate 1e-6, must fit in 4 GiB; on the embedded back-end it starts small and grows to this size as URLs are seen)")
 	fs.Float64Var(&c.FPRate, "fp-rate", c.FPRate, fmt.Sprintf("Bloom filter false-positive rate (range %g to %g)", crawl.MinFPRate, crawl.MaxFPRate))
 	fs.BoolVar(&c.WARC, "warc", c.WARC, "also write WARC 1.1 files under DATA/warc")
 	fs.BoolVar(&c.SortQuery, "sort-query", c.SortQuery, "sort query parameters when normalising URLs")
