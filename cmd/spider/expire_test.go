@@ -29,7 +29,11 @@ func crawlTTLs(t *testing.T, rdb redis.UniversalClient, name string) map[string]
 			}
 			for _, k := range keys {
 				if n, _, ok := crawls.Parse(k); ok && n == name {
-					out[k] = rdb.PTTL(ctx, k).Val()
+					// −2: the key expired between SCAN and PTTL (a reply-cache
+					// key lives seconds); −1, no time to live, stays a failure.
+					if d := rdb.PTTL(ctx, k).Val(); d != -2 {
+						out[k] = d
+					}
 				}
 			}
 			if cursor = next; cursor == 0 {
