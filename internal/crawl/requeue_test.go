@@ -22,20 +22,7 @@ import (
 func TestRequeueAfterTurn(t *testing.T) {
 	const delay = 200 * time.Millisecond
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := state.Open(filepath.Join(dir, "state"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := crawl.NewConfig()
-	cfg.Data = dir
-	cfg.Seeds = []string{"http://a.test/1"}
-	cfg.Delay = crawl.Duration(delay)
-	s, err := crawl.NewScheduler(cfg, st, nil, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := newScheduler(t, "http://a.test/1", delay)
 	if err := s.Start(ctx, []frontier.Request{{URL: "http://a.test/1", Key: "a.test"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,20 +64,7 @@ func TestRequeueAfterTurn(t *testing.T) {
 // have been dropped. The kill test of `spider worker` lost URLs this way.
 func TestCopyLoweredWhileOut(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := state.Open(filepath.Join(dir, "state"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := crawl.NewConfig()
-	cfg.Data = dir
-	cfg.Seeds = []string{"http://a.test/x"}
-	cfg.Delay = 0 // the new copy is handed out at once
-	s, err := crawl.NewScheduler(cfg, st, nil, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, st := newScheduler(t, "http://a.test/x", 0) // no delay: the new copy is handed out at once
 	const u = "http://a.test/x"
 	if err := s.Start(ctx, []frontier.Request{{URL: u, Key: "a.test", Depth: 3}}); err != nil {
 		t.Fatal(err)
@@ -135,4 +109,25 @@ func TestCopyLoweredWhileOut(t *testing.T) {
 	if l, err := s.Next(nctx); !errors.Is(err, frontier.ErrDrained) {
 		t.Errorf("Next after the last Finish = %v (%v), want ErrDrained", err, l)
 	}
+}
+
+// newScheduler returns a scheduler on a new embedded state (closed with the
+// test) with seed and the host delay given, and the state.
+func newScheduler(t *testing.T, seed string, delay time.Duration) (*crawl.Scheduler, *state.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := state.Open(filepath.Join(dir, "state"), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawl.NewConfig()
+	cfg.Data = dir
+	cfg.Seeds = []string{seed}
+	cfg.Delay = crawl.Duration(delay)
+	s, err := crawl.NewScheduler(cfg, st, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, st
 }
