@@ -169,7 +169,9 @@ func runLayered(ctx context.Context, cfg crawl.Config, lo *layeredOptions, rf re
 	}
 	fmt.Fprintf(stdout, "layered crawl: %d rounds, %d URLs fetched into %s\n", len(reps), fetched, cfg.Data)
 	layered.Print(stdout, reps)
-	c.ScheduleStatus().Print(stdout, time.Now(), int64(fetched))
+	// The schedule's lines are about this run: a finished crawl run again
+	// before anything was due says so, as a plain crawl does.
+	c.ScheduleStatus().Print(stdout, time.Now(), c.RunRecords())
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(cfg.Data, layered.DirName, layered.ReportFile))
 	return nil
 }

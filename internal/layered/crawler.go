@@ -144,6 +144,9 @@ type Crawler struct {
 	runStart time.Time
 	rvMu     sync.Mutex
 	rv       crawl.ScheduleStatus
+	// runRecords is how many records this run's coordinator merged into
+	// the page store (RunRecords), set when coordinate ends (under repMu).
+	runRecords int64
 }
 
 // New validates the settings, locks the data directory (store.LockDir: a
@@ -240,6 +243,17 @@ func (c *Crawler) Close() error {
 
 // Reports returns the reports of the rounds completed so far.
 func (c *Crawler) Reports() []RoundReport { return slices.Clone(c.man.Reports) }
+
+// RunRecords returns how many records (one per URL fetched, revisits and
+// retries included) this process merged into the page store while it
+// coordinated in its last Run: 0 for a run that found nothing to do, and
+// for a process that only worked on another coordinator's tasks. Call it
+// after Run.
+func (c *Crawler) RunRecords() int64 {
+	c.repMu.Lock()
+	defer c.repMu.Unlock()
+	return c.runRecords
+}
 
 // Options returns the options with defaults applied.
 func (c *Crawler) Options() Options { return c.opt }
@@ -368,10 +382,12 @@ func (c *Crawler) coordinate(ctx context.Context, mp mapper) error {
 	c.repMu.Lock()
 	c.main = main
 	c.repMu.Unlock()
+	before := main.recordsAdded()
 	defer func() {
 		c.repMu.Lock()
 		c.repCounts.Add(cluster.Counts(main.tally.Counts()))
 		c.main = nil
+		c.runRecords = main.recordsAdded() - before
 		c.repMu.Unlock()
 	}()
 	if err := c.openSchedule(); err != nil {

@@ -32,7 +32,8 @@ import (
 //
 //	{spider:NAME}:layered:meta      hash: layout (layoutVersion, set by the crawl's first
 //	                                coordinator), seq (counter of worker ids), finished
-//	                                (set when the crawl is done)
+//	                                (set when the crawl is done; cleared when the process
+//	                                holding its data directory runs it again)
 //
 // Every other key is under one of Shards hash tags (ShardTag): a task's by
 // a hash of its ID, a worker's heart-beat by its number, and the crawl's coordination
@@ -196,13 +197,17 @@ func (c *Crawler) runDistributed(ctx context.Context) error {
 		return err
 	}
 	// A finished crawl whose data directory is here runs again for its
-	// revisit rounds (--continuous, --retry-failed, --revisit): it is not
-	// finished any more, so workers stay for its tasks.
-	if c.wantsRevisits() {
-		if _, err := os.Stat(filepath.Join(c.root, ManifestFile)); err == nil {
-			if err := rdb.HDel(ctx, k.meta(), metaFinished).Err(); err != nil {
-				return fmt.Errorf("cannot reopen the finished crawl %q for its revisits: %w", c.opt.Crawl, err)
-			}
+	// revisit rounds, as without Redis: every run takes the URLs due when
+	// it starts (failures whose back-off passed, with or without revisit
+	// flags; with --revisit the pages due; with --retry-failed every
+	// failure), and --continuous goes on. It is not finished any more, so
+	// workers stay for its tasks; the coordinator marks it finished again
+	// once its revisit rounds end (at once when nothing is due). Only the
+	// coordinator's schedule knows what is due, so the mark is not kept
+	// for a run that would find nothing.
+	if _, err := os.Stat(filepath.Join(c.root, ManifestFile)); err == nil {
+		if err := rdb.HDel(ctx, k.meta(), metaFinished).Err(); err != nil {
+			return fmt.Errorf("cannot reopen the finished crawl %q for its revisits: %w", c.opt.Crawl, err)
 		}
 	}
 	finished := false // the crawl is done (this process saw or set finished)

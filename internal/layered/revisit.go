@@ -12,7 +12,6 @@ import (
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/frontier"
-	"github.com/spider-crawler/spider/internal/revisit"
 	"github.com/spider-crawler/spider/internal/state"
 	"github.com/spider-crawler/spider/internal/store"
 )
@@ -103,12 +102,6 @@ func (c *Crawler) ScheduleStatus() crawl.ScheduleStatus {
 	c.rvMu.Lock()
 	defer c.rvMu.Unlock()
 	return c.rv
-}
-
-// wantsRevisits reports whether a run wants the revisit rounds of a
-// finished crawl (a run without finds nothing due beyond failures).
-func (c *Crawler) wantsRevisits() bool {
-	return c.cfg.Continuous || c.cfg.RetryFailed || c.policy.Mode != revisit.ModeOff
 }
 
 // count adds one completed fetch to this run's revisit counts.
