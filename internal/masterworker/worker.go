@@ -507,9 +507,16 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		down.ok(w.log, "taking tasks")
 		if raw == doneSentinel {
-			// Pass it on to the next blocked loop, then stop.
-			if err := w.putBack(ctx, proc, queue, raw); err != nil && ctx.Err() == nil {
-				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
+			// Pass it on to the next blocked loop, then stop. Not under
+			// ctx: the first loop's errDone cancels it (the errgroup), and
+			// a pass-on that failed so broke the chain: every other loop of
+			// the worker waited out its pop (popWait, 1 s) before it saw the
+			// crawl done (issue 23: the workers' exit).
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), popWait)
+			err := w.putBack(pctx, proc, queue, raw)
+			cancel()
+			if err != nil {
+				w.log.Warn("cannot pass the end-of-crawl sentinel on; the worker's other fetch loops see the crawl done within a second", "err", err)
 			}
 			return errDone
 		}
