@@ -188,6 +188,7 @@ type Node struct {
 	// acquiring counts Acquired events read and not yet applied (their
 	// buckets' pending URLs not yet queued): the node is not idle.
 	acquiring atomic.Int64
+	evq       *eventQueue // ownership events not yet applied (events)
 	wake      chan struct{}
 }
 
@@ -213,7 +214,7 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 		return nil, err
 	}
 	n := &Node{opt: opt, cfg: cfg, rdb: rdb, log: logger.With("node", opt.NodeID), k: newQKeys(opt.Crawl), keys: keys,
-		fetcher: fetcher, wake: make(chan struct{}, 1)}
+		fetcher: fetcher, wake: make(chan struct{}, 1), evq: newEventQueue()}
 	// Depth levels overlap across nodes: under a depth limit the buckets'
 	// states relink (buckets.Relinks), which needs the links the limit cut.
 	fetcher.KeepBeyond()
@@ -502,27 +503,123 @@ func (n *Node) watch(ctx context.Context) error {
 
 // eventWorkers is how many buckets' ownership changes a node applies at
 // once. Opening a bucket's state and loading its pending and due URLs
-// costs several Redis round trips, and a node starting alone or with a
-// few others acquires thousands of buckets: one at a time, that held
-// back the crawl's first requests (the seeds' buckets wait their turn)
-// by about half a second with 4096 buckets.
+// costs a few Redis round trips, and a node starting alone or with a few
+// others acquires thousands of buckets: one at a time, that held back the
+// crawl's first requests (the seeds' buckets waited their turn) by a
+// second or more on a loaded machine.
 const eventWorkers = 8
 
+// eventQueue holds the ownership events read from the coordinator and not
+// yet applied. A worker takes the first event of a bucket no other worker
+// is applying, so each bucket's events are applied one at a time in the
+// coordinator's order; among those, a bucket that URLs wait for (urgent:
+// the receiver parked URLs of it, the seeds' at the start) goes first.
+type eventQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  []cluster.Event
+	busy   map[int]bool // buckets whose event a worker is applying
+	urgent map[int]bool // buckets URLs wait for (urge)
+	closed bool
+
+	earlier map[int]bool // take's scratch: buckets seen earlier in the scan
+}
+
+func newEventQueue() *eventQueue {
+	q := &eventQueue{busy: map[int]bool{}, urgent: map[int]bool{}, earlier: map[int]bool{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *eventQueue) push(ev cluster.Event) {
+	q.mu.Lock()
+	q.items = append(q.items, ev)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// urge moves bucket's pending events ahead of the others.
+func (q *eventQueue) urge(bucket int) {
+	q.mu.Lock()
+	q.urgent[bucket] = true
+	q.mu.Unlock()
+}
+
+// take returns the next event to apply and marks its bucket busy until
+// done; ok is false once the queue is closed.
+func (q *eventQueue) take() (ev cluster.Event, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.closed {
+			return ev, false
+		}
+		first, pick := -1, -1
+		clear(q.earlier)
+		for i, e := range q.items {
+			if q.busy[e.Bucket] || q.earlier[e.Bucket] {
+				continue // its bucket's earlier event goes first
+			}
+			q.earlier[e.Bucket] = true
+			if first < 0 {
+				first = i
+				if len(q.urgent) == 0 {
+					break
+				}
+			}
+			if q.urgent[e.Bucket] {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			pick = first
+		}
+		if pick >= 0 {
+			ev = q.items[pick]
+			q.items = append(q.items[:pick], q.items[pick+1:]...)
+			q.busy[ev.Bucket] = true
+			delete(q.urgent, ev.Bucket)
+			return ev, true
+		}
+		q.cond.Wait()
+	}
+}
+
+// done ends the application of an event of bucket.
+func (q *eventQueue) done(bucket int) {
+	q.mu.Lock()
+	delete(q.busy, bucket)
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
 // events applies the coordinator's ownership changes, eventWorkers at a
-// time; the events of one bucket go to one worker (bucket mod
-// eventWorkers), so they are applied in the coordinator's order.
+// time (eventQueue: each bucket's in order, urgent buckets first).
 func (n *Node) events(ctx context.Context) error {
+	q := n.evq
 	g, gctx := errgroup.WithContext(ctx)
-	queues := make([]chan cluster.Event, eventWorkers)
-	for i := range queues {
-		q := make(chan cluster.Event, 64)
-		queues[i] = q
+	stop := context.AfterFunc(gctx, q.close)
+	defer stop()
+	for range eventWorkers {
 		g.Go(func() error {
-			for ev := range q {
+			for {
+				ev, ok := q.take()
+				if !ok {
+					return gctx.Err()
+				}
 				err := gctx.Err()
 				if err == nil {
 					err = n.applyEvent(gctx, ev)
 				}
+				q.done(ev.Bucket)
 				if ev.Kind == cluster.Acquired {
 					n.acquiring.Add(-1)
 				}
@@ -530,15 +627,10 @@ func (n *Node) events(ctx context.Context) error {
 					return err
 				}
 			}
-			return nil
 		})
 	}
 	g.Go(func() error {
-		defer func() {
-			for _, q := range queues {
-				close(q)
-			}
-		}()
+		defer q.close()
 		for {
 			select {
 			case <-gctx.Done():
@@ -550,14 +642,7 @@ func (n *Node) events(ctx context.Context) error {
 				if ev.Kind == cluster.Acquired {
 					n.acquiring.Add(1) // not idle until its pending URLs are queued
 				}
-				select {
-				case queues[ev.Bucket%eventWorkers] <- ev:
-				case <-gctx.Done():
-					if ev.Kind == cluster.Acquired {
-						n.acquiring.Add(-1)
-					}
-					return gctx.Err()
-				}
+				q.push(ev)
 			}
 		}
 	})
@@ -677,6 +762,7 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 			}
 			if n.route(bucket) == me {
 				parked = append(parked, rs...)
+				n.evq.urge(bucket) // opened next, before buckets nothing waits for
 			} else {
 				forward = append(forward, rs...)
 			}

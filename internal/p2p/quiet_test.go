@@ -1,6 +1,10 @@
 package p2p
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/spider-crawler/spider/internal/cluster"
+)
 
 // TestQuietConfirms: the crawl is over only when a second quiet check
 // sees the same epoch, members and counters and a newer report of every
@@ -29,5 +33,34 @@ func TestQuietConfirms(t *testing.T) {
 	}
 	if first.confirms(nil) {
 		t.Fatal("a first check confirmed itself")
+	}
+}
+
+// TestEventQueueOrder: a bucket's events are taken one at a time in the
+// coordinator's order; a bucket URLs wait for (urge) is taken first.
+func TestEventQueueOrder(t *testing.T) {
+	q := newEventQueue()
+	for _, ev := range []cluster.Event{{Kind: cluster.Acquired, Bucket: 1}, {Kind: cluster.Acquired, Bucket: 2},
+		{Kind: cluster.Released, Bucket: 1}, {Kind: cluster.Acquired, Bucket: 3}, {Kind: cluster.Released, Bucket: 3}} {
+		q.push(ev)
+	}
+	q.urge(3)
+	take := func(want cluster.Event) {
+		t.Helper()
+		got, ok := q.take()
+		if !ok || got != want {
+			t.Fatalf("take = %+v %v, want %+v", got, ok, want)
+		}
+	}
+	take(cluster.Event{Kind: cluster.Acquired, Bucket: 3}) // urgent
+	take(cluster.Event{Kind: cluster.Acquired, Bucket: 1})
+	take(cluster.Event{Kind: cluster.Acquired, Bucket: 2}) // 1 and 3 are being applied
+	q.done(1)
+	take(cluster.Event{Kind: cluster.Released, Bucket: 1})
+	q.done(3)
+	take(cluster.Event{Kind: cluster.Released, Bucket: 3})
+	q.close()
+	if _, ok := q.take(); ok {
+		t.Fatal("take after close returned an event")
 	}
 }
