@@ -336,6 +336,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	n.evq = newEventQueue() // this run's (events closes it at its end)
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return n.coord.Run(gctx) })
 	g.Go(func() error { return n.events(gctx) })
