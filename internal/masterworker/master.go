@@ -125,7 +125,8 @@ var errDone = errors.New("crawl done")
 // no task beyond the limit is handed out), then marks it done so the
 // workers exit. A master started again
 // on the same state resumes: a new epoch makes workers drop tasks of the
-// previous run, and whatever that run had out is pending again.
+// previous run, and whatever that run had out is pending again (a new
+// Master: Run is called once per Master, which marks its crawl done once).
 func (m *Master) Run(ctx context.Context) (err error) {
 	if err := m.prepare(ctx); err != nil {
 		return err
