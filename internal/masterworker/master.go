@@ -62,6 +62,9 @@ type Master struct {
 	rv crawlstate.Revisits // the state's revisit schedule (nil: none; revisit.go)
 
 	tp *topicRoute // the topics coordinator's routing (nil: plain master–worker; topics.go)
+
+	finishOnce sync.Once // finished marks the crawl done once
+	finishErr  error
 }
 
 // UseSchedule gives the master the revisit schedule its scheduler's State
@@ -122,7 +125,8 @@ var errDone = errors.New("crawl done")
 // no task beyond the limit is handed out), then marks it done so the
 // workers exit. A master started again
 // on the same state resumes: a new epoch makes workers drop tasks of the
-// previous run, and whatever that run had out is pending again.
+// previous run, and whatever that run had out is pending again (a new
+// Master: Run is called once per Master, which marks its crawl done once).
 func (m *Master) Run(ctx context.Context) (err error) {
 	if err := m.prepare(ctx); err != nil {
 		return err
@@ -147,7 +151,9 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	if m.rv != nil && m.cfg.Continuous {
 		g.Go(func() error { return m.sched.FeedRevisits(gctx, m.rv) })
 	}
-	g.Go(func() error { return m.dispatch(gctx) })
+	for range m.dispatchers() {
+		g.Go(func() error { return m.dispatch(gctx) })
+	}
 	results := make(chan string, 2*m.opt.Collectors)
 	g.Go(func() error { return m.collect(gctx, results) })
 	g.Go(func() error { return m.collectAnswers(gctx) })
@@ -160,7 +166,18 @@ func (m *Master) Run(ctx context.Context) (err error) {
 	}
 	ctl := cluster.NewControl(m.rdb, m.ctlKeys)
 	g.Go(func() error { return m.follow(gctx, ctl) })
+	// The loops end (done, stopped, failed): the blocked pops of nrq and
+	// ans would otherwise hold the master's exit for up to popWait.
+	woken := make(chan struct{})
+	stopWake := context.AfterFunc(gctx, func() {
+		defer close(woken)
+		m.wakePops(ctx)
+	})
 	err = g.Wait()
+	if !stopWake() {
+		<-woken // pushed: remove what no pop took
+	}
+	m.unwake(ctx)
 	if errors.Is(err, ErrStopped) {
 		if serr := m.sched.Sync(); serr != nil {
 			return serr
@@ -195,6 +212,21 @@ func (m *Master) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// trq first: a worker that finds the configuration takes its work
+	// number at once, instead of polling an empty trq.
+	first, err := m.rdb.SetNX(ctx, m.k.trqInit(), "1", 0).Result()
+	if err != nil {
+		return fmt.Errorf("cannot prepare trq: %w", err)
+	}
+	if first {
+		tags := make([]any, m.opt.MaxWorkers)
+		for i := range tags {
+			tags[i] = i + 1
+		}
+		if err := m.rdb.RPush(ctx, m.k.trq(), tags...).Err(); err != nil {
+			return fmt.Errorf("cannot fill trq: %w", err)
+		}
+	}
 	pipe := m.rdb.TxPipeline()
 	pipe.Del(ctx, m.k.srq(), m.k.nrq(), m.k.ans(), m.k.done())
 	pipe.Set(ctx, m.k.ansEpoch(), epoch, 0) // this master reads ans
@@ -213,19 +245,6 @@ func (m *Master) prepare(ctx context.Context) error {
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("cannot prepare the crawl's queues: %w", err)
-	}
-	first, err := m.rdb.SetNX(ctx, m.k.trqInit(), "1", 0).Result()
-	if err != nil {
-		return fmt.Errorf("cannot prepare trq: %w", err)
-	}
-	if first {
-		tags := make([]any, m.opt.MaxWorkers)
-		for i := range tags {
-			tags[i] = i + 1
-		}
-		if err := m.rdb.RPush(ctx, m.k.trq(), tags...).Err(); err != nil {
-			return fmt.Errorf("cannot fill trq: %w", err)
-		}
 	}
 	return nil
 }
@@ -303,6 +322,23 @@ func (m *Master) dispatch(ctx context.Context) error {
 	}
 }
 
+// dispatchLoops is how many dispatch loops a plain master runs. Each
+// hand-out costs two Redis round trips (the state's Current, the push on
+// srq), under load a few ms; with one loop a host that became ready
+// while another host's task was being handed out waited for it, and the
+// wait added to the host's gap at the server.
+const dispatchLoops = 4
+
+// dispatchers is the number of dispatch loops: dispatchLoops, or one for
+// a topics coordinator (its routing to the crawl nodes' queues is one
+// loop's).
+func (m *Master) dispatchers() int {
+	if m.tp != nil {
+		return 1
+	}
+	return dispatchLoops
+}
+
 // drainedPoll is how often a continuous master with nothing queued looks
 // at its frontier again.
 const drainedPoll = 50 * time.Millisecond
@@ -365,6 +401,13 @@ func (m *Master) drainThenDone(ctx context.Context) error {
 // finished marks the crawl done at once, so that the workers stop without
 // waiting for the master's other loops to wind down, and ends the loops.
 func (m *Master) finished(ctx context.Context) error {
+	m.finishOnce.Do(func() { m.finishErr = m.finish(ctx) })
+	return m.finishErr
+}
+
+// finish is finished's work, done once (several dispatch loops may find
+// the frontier drained).
+func (m *Master) finish(ctx context.Context) error {
 	// The final counters first: the reaper publishes only every heartbeat,
 	// so without this `spider status` on a done crawl showed the counters of
 	// up to one heartbeat before the end (issue #24: 256 done, 19 queued
@@ -465,17 +508,66 @@ func (m *Master) drain(ctx context.Context, key, what string, use func(string) e
 			return fmt.Errorf("cannot read the %s (%s): %w", what, key, err)
 		}
 		down.ok(m.log, reading)
-		batch := vals[1:]
+		// The popped value is used before more are asked for: an answered
+		// packet ends its host's turn without waiting for a second round
+		// trip (the host's gap at the server grows by every delay here).
+		for _, raw := range vals[1:] {
+			if err := m.use(ctx, raw, use); err != nil {
+				return err
+			}
+		}
 		more, err := m.rdb.LPopCount(ctx, key, resultBatch-1).Result()
 		if err != nil && !errors.Is(err, redis.Nil) && ctx.Err() == nil {
 			m.log.Warn("cannot read more "+what, "key", key, "err", err)
 		}
-		for _, raw := range append(batch, more...) {
-			if err := use(raw); err != nil {
+		for _, raw := range more {
+			if err := m.use(ctx, raw, use); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// use hands raw, popped by drain, to fn, unless it is popWake: then the
+// drain ends with ctx's error if ctx has ended, and the value is dropped
+// if not (a wake-up left by an earlier run).
+func (m *Master) use(ctx context.Context, raw string, fn func(string) error) error {
+	if raw == popWake {
+		return ctx.Err()
+	}
+	return fn(raw)
+}
+
+// popWake is the value wakePops pushes at the head of nrq and ans when
+// the master's loops end, so that the blocked pops (drain) return at once
+// instead of after popWait. It cannot be a result or an answered packet
+// (those are JSON objects); a master's prepare deletes both lists, so one
+// left behind by a master that exited is never read by the next run.
+const popWake = "wake"
+
+// wakePops pushes popWake at the head of nrq and of ans (best effort: if
+// Redis is away, the pops end after popWait as before).
+func (m *Master) wakePops(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), popWait)
+	defer cancel()
+	pipe := m.rdb.Pipeline()
+	pipe.LPush(ctx, m.k.nrq(), popWake)
+	pipe.LPush(ctx, m.k.ans(), popWake)
+	if _, err := pipe.Exec(ctx); err != nil {
+		m.log.Debug("cannot wake the master's blocked pops; they end within their time-out", "err", err)
+	}
+}
+
+// unwake removes a popWake that no pop took (its loop had ended
+// already), so that spider status counts no result waiting on a finished
+// crawl.
+func (m *Master) unwake(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), popWait)
+	defer cancel()
+	pipe := m.rdb.Pipeline()
+	pipe.LRem(ctx, m.k.nrq(), 0, popWake)
+	pipe.LRem(ctx, m.k.ans(), 0, popWake)
+	_, _ = pipe.Exec(ctx) // best effort: a master's prepare deletes both lists
 }
 
 // popWait bounds a blocking pop (go-redis does not interrupt a blocked

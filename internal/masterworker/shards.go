@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/slots"
@@ -125,17 +126,25 @@ func OpenState(ctx context.Context, rdb redis.UniversalClient, crawlName string,
 		expected = rstate.DefaultExpectedURLs
 	}
 	per := max(expected/Shards, 10_000)
-	for _, tag := range shardTags {
-		st, err := rstate.Open(ctx, rdb, rstate.Options{
-			Crawl: crawlName, Bucket: tag, SeenMode: opt.SeenMode, ExpectedURLs: per, FPRate: opt.FPRate,
-			Logger: opt.Logger, Relink: opt.Relink, MaxDepth: opt.MaxDepth,
-			DupTags: shardTags, // duplicates across the parts' hosts too
+	// The parts are opened at once: each open is a few round trips and,
+	// in Bloom mode, a filter of a few MB that Redis allocates; one after
+	// another they were a third of a second of the master's start-up on a
+	// loaded machine (issue 23), before any task could go out.
+	s.parts = make([]*rstate.Store, len(shardTags))
+	var g errgroup.Group
+	for i, tag := range shardTags {
+		g.Go(func() (err error) {
+			s.parts[i], err = rstate.Open(ctx, rdb, rstate.Options{
+				Crawl: crawlName, Bucket: tag, SeenMode: opt.SeenMode, ExpectedURLs: per, FPRate: opt.FPRate,
+				Logger: opt.Logger, Relink: opt.Relink, MaxDepth: opt.MaxDepth,
+				DupTags: shardTags, // duplicates across the parts' hosts too
+			})
+			return err
 		})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.parts = append(s.parts, st)
+	}
+	if err := g.Wait(); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -449,6 +458,9 @@ func (s *shards) Sync() error { return nil }
 func (s *shards) Close() error {
 	var first error
 	for _, st := range s.parts {
+		if st == nil {
+			continue // not opened (OpenState failed)
+		}
 		if err := st.Close(); err != nil && first == nil {
 			first = err
 		}

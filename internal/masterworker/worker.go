@@ -39,6 +39,7 @@ func LoadConfig(ctx context.Context, rdb redis.UniversalClient, crawlName string
 	}
 	k := newKeys(crawlName)
 	warned := false
+	var wait startPoll
 	for {
 		b, err := rdb.Get(ctx, k.config()).Bytes()
 		if err == nil {
@@ -62,9 +63,22 @@ func LoadConfig(ctx context.Context, rdb redis.UniversalClient, crawlName string
 		select {
 		case <-ctx.Done():
 			return crawl.Config{}, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(wait.next()):
 		}
 	}
+}
+
+// startPoll is the interval of a worker's polls while it waits for the
+// master to start (LoadConfig, takeNumber): 10 ms at first, doubling to
+// 200 ms. Master and workers are often started together; a worker that
+// asked a moment before the master published its configuration then
+// starts a few ms after it instead of up to 200 ms later, and one left
+// waiting for a master still asks only five times a second.
+type startPoll struct{ d time.Duration }
+
+func (p *startPoll) next() time.Duration {
+	p.d = min(max(2*p.d, 10*time.Millisecond), 200*time.Millisecond)
+	return p.d
 }
 
 // Worker is a fetching node of a master–worker crawl.
@@ -334,6 +348,7 @@ func (w *Worker) runOnce(ctx context.Context) error {
 // takeNumber pops a unique work number from trq, waiting for one (or for
 // the crawl to end: then it returns 0).
 func (w *Worker) takeNumber(ctx context.Context) (int, error) {
+	var wait startPoll
 	for {
 		v, err := w.rdb.LPop(ctx, w.k.trq()).Result()
 		if err == nil {
@@ -354,7 +369,7 @@ func (w *Worker) takeNumber(ctx context.Context) (int, error) {
 			return 0, ctx.Err()
 		case <-w.leaveCh:
 			return 0, nil
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(wait.next()):
 		}
 	}
 }
@@ -492,9 +507,16 @@ func (w *Worker) loop(ctx context.Context) error {
 		}
 		down.ok(w.log, "taking tasks")
 		if raw == doneSentinel {
-			// Pass it on to the next blocked loop, then stop.
-			if err := w.putBack(ctx, proc, queue, raw); err != nil && ctx.Err() == nil {
-				w.log.Warn("cannot pass the end-of-crawl sentinel on", "err", err)
+			// Pass it on to the next blocked loop, then stop. Not under
+			// ctx: the first loop's errDone cancels it (the errgroup), and
+			// a pass-on that failed so broke the chain: every other loop of
+			// the worker waited out its pop (popWait, 1 s) before it saw the
+			// crawl done (issue 23: the workers' exit).
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), popWait)
+			err := w.putBack(pctx, proc, queue, raw)
+			cancel()
+			if err != nil {
+				w.log.Warn("cannot pass the end-of-crawl sentinel on; the worker's other fetch loops see the crawl done within a second", "err", err)
 			}
 			return errDone
 		}

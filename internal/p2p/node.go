@@ -24,7 +24,8 @@
 // The crawl ends by itself: every node publishes whether it is idle (nothing
 // queued, leased, buffered or in its inbox, and all its buckets held); when
 // every live member is idle and the URLs sent equal the URLs received, on
-// two checks in a row, the crawl is marked done and every node exits.
+// two checks in a row between which every member published a newer report,
+// the crawl is marked done and every node exits.
 package p2p
 
 import (
@@ -184,7 +185,11 @@ type Node struct {
 	fetched  atomic.Int64
 	received atomic.Int64
 	paused   atomic.Bool // spider control paused (or is stopping) the crawl
-	wake     chan struct{}
+	// acquiring counts Acquired events read and not yet applied (their
+	// buckets' pending URLs not yet queued): the node is not idle.
+	acquiring atomic.Int64
+	evq       *eventQueue // ownership events not yet applied (events)
+	wake      chan struct{}
 }
 
 // NewNode prepares a node that fetches with fetcher (which it owns from
@@ -209,7 +214,7 @@ func NewNode(cfg crawl.Config, fetcher *crawl.Fetcher, rdb redis.UniversalClient
 		return nil, err
 	}
 	n := &Node{opt: opt, cfg: cfg, rdb: rdb, log: logger.With("node", opt.NodeID), k: newQKeys(opt.Crawl), keys: keys,
-		fetcher: fetcher, wake: make(chan struct{}, 1)}
+		fetcher: fetcher, wake: make(chan struct{}, 1), evq: newEventQueue()}
 	// Depth levels overlap across nodes: under a depth limit the buckets'
 	// states relink (buckets.Relinks), which needs the links the limit cut.
 	fetcher.KeepBeyond()
@@ -331,6 +336,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	n.evq = newEventQueue() // this run's (events closes it at its end)
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return n.coord.Run(gctx) })
 	g.Go(func() error { return n.events(gctx) })
@@ -345,6 +351,14 @@ func (n *Node) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { n.disp.run(gctx); return nil })
 	g.Go(func() error { return n.receive(gctx) })
+	// The node's loops end (done, stopped, failed): the receiver's
+	// blocked pop would otherwise hold the exit for up to its time-out
+	// (a second).
+	woken := make(chan struct{})
+	stopWake := context.AfterFunc(gctx, func() {
+		defer close(woken)
+		n.wakeReceive(ctx)
+	})
 	ctl := cluster.NewControl(n.rdb, n.keys)
 	if err := ctl.Fresh(ctx); err != nil {
 		return err
@@ -371,8 +385,12 @@ func (n *Node) Run(ctx context.Context) error {
 		return doneErr
 	})
 	err = g.Wait()
+	if !stopWake() {
+		<-woken
+	}
 	leaveCtx, lc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer lc()
+	n.unwakeReceive(leaveCtx)
 	// The member list forgets a node that leaves; its count stays here for
 	// `spider status` and `spider crawls` after the end (issue #24). A node
 	// killed with -9 never adds its run.
@@ -484,60 +502,199 @@ func (n *Node) watch(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// events applies the coordinator's ownership changes.
-func (n *Node) events(ctx context.Context) error {
+// eventWorkers is how many buckets' ownership changes a node applies at
+// once. Opening a bucket's state and loading its pending and due URLs
+// costs a few Redis round trips, and a node starting alone or with a few
+// others acquires thousands of buckets: one at a time, that held back the
+// crawl's first requests (the seeds' buckets waited their turn) by a
+// second or more on a loaded machine.
+const eventWorkers = 8
+
+// eventQueue holds the ownership events read from the coordinator and not
+// yet applied. A worker takes the first event of a bucket no other worker
+// is applying, so each bucket's events are applied one at a time in the
+// coordinator's order; among those, a bucket that URLs wait for (urgent:
+// the receiver parked URLs of it, the seeds' at the start) goes first.
+type eventQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  []cluster.Event
+	busy   map[int]bool // buckets whose event a worker is applying
+	urgent map[int]bool // buckets URLs wait for (urge)
+	closed bool
+
+	earlier map[int]bool // take's scratch: buckets seen earlier in the scan
+}
+
+func newEventQueue() *eventQueue {
+	q := &eventQueue{busy: map[int]bool{}, urgent: map[int]bool{}, earlier: map[int]bool{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *eventQueue) push(ev cluster.Event) {
+	q.mu.Lock()
+	q.items = append(q.items, ev)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+func (q *eventQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// urge moves bucket's pending events ahead of the others.
+func (q *eventQueue) urge(bucket int) {
+	q.mu.Lock()
+	q.urgent[bucket] = true
+	q.mu.Unlock()
+}
+
+// take returns the next event to apply and marks its bucket busy until
+// done; ok is false once the queue is closed.
+func (q *eventQueue) take() (ev cluster.Event, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev, ok := <-n.coord.Events():
-			if !ok {
-				return ctx.Err()
+		if q.closed {
+			return ev, false
+		}
+		first, pick := -1, -1
+		clear(q.earlier)
+		for i, e := range q.items {
+			if q.busy[e.Bucket] || q.earlier[e.Bucket] {
+				continue // its bucket's earlier event goes first
 			}
-			switch ev.Kind {
-			case cluster.Acquired:
-				// Events queue up (a node alone at the start acquires every
-				// bucket); one read late may be for a bucket released since.
-				if !n.coord.Current(ev) {
-					continue
+			q.earlier[e.Bucket] = true
+			if first < 0 {
+				first = i
+				if len(q.urgent) == 0 {
+					break
 				}
-				var st *rstate.Store
-				err := cluster.Retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
-				if lostBucket(err) {
-					continue // it moved on already; its new owner has it
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					return fmt.Errorf("cannot open acquired bucket %d: %w", ev.Bucket, err)
-				}
-				var reqs []frontier.Request
-				err = cluster.Retry(ctx, func() error {
-					reqs = reqs[:0]
-					return st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil })
-				})
-				if lostBucket(err) {
-					n.bs.drop(ev.Bucket, 0)
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("cannot load the pending URLs of bucket %d: %w", ev.Bucket, err)
-				}
-				if err := n.sched.Enqueue(reqs); err != nil {
-					return err
-				}
-				if err := n.acquiredSchedule(ctx, st); err != nil {
-					return fmt.Errorf("cannot take the due URLs of bucket %d: %w", ev.Bucket, err)
-				}
-			case cluster.Lost, cluster.Released:
-				// Released: drain already stopped the work; this also undoes
-				// a late Acquired that reopened the bucket meanwhile.
-				n.bs.drop(ev.Bucket, 0)
-				n.sched.Drop(func(key string) bool { return n.keyBucket(key) == ev.Bucket })
+			}
+			if q.urgent[e.Bucket] {
+				pick = i
+				break
 			}
 		}
+		if pick < 0 {
+			pick = first
+		}
+		if pick >= 0 {
+			ev = q.items[pick]
+			q.items = append(q.items[:pick], q.items[pick+1:]...)
+			q.busy[ev.Bucket] = true
+			delete(q.urgent, ev.Bucket)
+			return ev, true
+		}
+		q.cond.Wait()
 	}
+}
+
+// done ends the application of an event of bucket.
+func (q *eventQueue) done(bucket int) {
+	q.mu.Lock()
+	delete(q.busy, bucket)
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// events applies the coordinator's ownership changes, eventWorkers at a
+// time (eventQueue: each bucket's in order, urgent buckets first).
+func (n *Node) events(ctx context.Context) error {
+	q := n.evq
+	g, gctx := errgroup.WithContext(ctx)
+	stop := context.AfterFunc(gctx, q.close)
+	defer stop()
+	for range eventWorkers {
+		g.Go(func() error {
+			for {
+				ev, ok := q.take()
+				if !ok {
+					return gctx.Err()
+				}
+				err := gctx.Err()
+				if err == nil {
+					err = n.applyEvent(gctx, ev)
+				}
+				q.done(ev.Bucket)
+				if ev.Kind == cluster.Acquired {
+					n.acquiring.Add(-1)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		})
+	}
+	g.Go(func() error {
+		defer q.close()
+		for {
+			select {
+			case <-gctx.Done():
+				return gctx.Err()
+			case ev, ok := <-n.coord.Events():
+				if !ok {
+					return ctx.Err()
+				}
+				if ev.Kind == cluster.Acquired {
+					n.acquiring.Add(1) // not idle until its pending URLs are queued
+				}
+				q.push(ev)
+			}
+		}
+	})
+	return g.Wait()
+}
+
+// applyEvent applies one ownership change.
+func (n *Node) applyEvent(ctx context.Context, ev cluster.Event) error {
+	switch ev.Kind {
+	case cluster.Acquired:
+		// Events queue up (a node alone at the start acquires every
+		// bucket); one read late may be for a bucket released since.
+		if !n.coord.Current(ev) {
+			return nil
+		}
+		var st *rstate.Store
+		err := cluster.Retry(ctx, func() (err error) { st, err = n.bs.acquire(ctx, ev.Bucket, ev.Token); return err })
+		if lostBucket(err) {
+			return nil // it moved on already; its new owner has it
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("cannot open acquired bucket %d: %w", ev.Bucket, err)
+		}
+		var reqs []frontier.Request
+		err = cluster.Retry(ctx, func() error {
+			reqs = reqs[:0]
+			return st.LoadPending(ctx, func(r frontier.Request) error { reqs = append(reqs, r); return nil })
+		})
+		if lostBucket(err) {
+			n.bs.drop(ev.Bucket, 0)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cannot load the pending URLs of bucket %d: %w", ev.Bucket, err)
+		}
+		if err := n.sched.Enqueue(reqs); err != nil {
+			return err
+		}
+		if err := n.acquiredSchedule(ctx, st); err != nil {
+			return fmt.Errorf("cannot take the due URLs of bucket %d: %w", ev.Bucket, err)
+		}
+	case cluster.Lost, cluster.Released:
+		// Released: drain already stopped the work; this also undoes
+		// a late Acquired that reopened the bucket meanwhile.
+		n.bs.drop(ev.Bucket, 0)
+		n.sched.Drop(func(key string) bool { return n.keyBucket(key) == ev.Bucket })
+	}
+	return nil
 }
 
 // receive is the URL receiver: batches from the inbox are moved to a
@@ -554,6 +711,15 @@ func (n *Node) receive(ctx context.Context) error {
 		}
 		raw, err := n.rdb.BLMove(ctx, n.k.inbox(me), n.k.proc(me), "LEFT", "RIGHT", time.Second).Result()
 		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err == nil && raw == inboxWake {
+			// wakeReceive's: this node is leaving (or one of an earlier
+			// run, or of a departed node's adopted inbox: dropped).
+			n.rdb.LRem(ctx, n.k.proc(me), 1, raw)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			continue
 		}
 		if err != nil {
@@ -597,6 +763,7 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 			}
 			if n.route(bucket) == me {
 				parked = append(parked, rs...)
+				n.evq.urge(bucket) // opened next, before buckets nothing waits for
 			} else {
 				forward = append(forward, rs...)
 			}
@@ -618,8 +785,9 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 			return err
 		}
 		if len(parked) > 0 {
-			// The bucket is ours by the table but not acquired yet.
-			time.Sleep(100 * time.Millisecond)
+			// The bucket is ours by the table but not acquired yet (at
+			// the start: the seeds wait for their buckets so).
+			time.Sleep(parkedWait)
 			forward = append(forward, parked...)
 		}
 		if len(forward) > 0 {
@@ -637,6 +805,38 @@ func (n *Node) apply(ctx context.Context, raw string) error {
 	}
 	n.received.Add(count)
 	return nil
+}
+
+// parkedWait is how long the receiver waits before it sends URLs of a
+// bucket the table gives this node, and that it has not acquired yet, to
+// its own inbox again. It was 100 ms: at the start every seed waited for
+// its bucket so, up to that much after the bucket was acquired.
+const parkedWait = 25 * time.Millisecond
+
+// inboxWake is the value wakeReceive pushes at the head of the node's
+// own inbox; it is never a batch (those are JSON objects) and never
+// counted as received.
+const inboxWake = "wake"
+
+// wakeReceive pushes inboxWake at the head of the node's inbox so that
+// the receiver's blocked pop returns at once when the node's loops have
+// ended (best effort: without it the pop ends within its time-out).
+func (n *Node) wakeReceive(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := n.rdb.LPush(ctx, n.k.inbox(n.opt.NodeID), inboxWake).Err(); err != nil {
+		n.log.Debug("cannot wake the receiver; it ends within its pop's time-out", "err", err)
+	}
+}
+
+// unwakeReceive removes an inboxWake the receiver did not take (it had
+// ended already), so that spider status counts no batch waiting for a
+// node that left.
+func (n *Node) unwakeReceive(ctx context.Context) {
+	pipe := n.rdb.Pipeline()
+	pipe.LRem(ctx, n.k.inbox(n.opt.NodeID), 0, inboxWake)
+	pipe.LRem(ctx, n.k.proc(n.opt.NodeID), 0, inboxWake)
+	_, _ = pipe.Exec(ctx) // best effort: the next run's receiver drops one
 }
 
 // ackScript removes a processed batch from the processing list and counts
@@ -665,7 +865,18 @@ func (n *Node) work(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		v, err := n.fetcher.Visit(ctx, lease.Request, lease.Start)
+		// The host's turn ends when the answer has been read, as on one
+		// node (crawl/pipeline.go): its next request may start after the
+		// delay while this page is parsed, stored and completed (the
+		// completion waits for its links to other nodes' buckets to
+		// reach their inboxes). The lease, and with it the URL in
+		// flight, its bucket's hand-over wait and idleness, lasts until
+		// Finish. A retry keeps the turn (Finish re-queues it under it).
+		fd := n.fetcher.Fetch(ctx, lease.Request, lease.Start)
+		if ctx.Err() == nil {
+			n.sched.EndTurn(lease, fd.Turn())
+		}
+		v, err := n.fetcher.Process(ctx, fd)
 		if err != nil || ctx.Err() != nil {
 			n.sched.Release(lease, false)
 			if err == nil {
@@ -684,20 +895,37 @@ func (n *Node) work(ctx context.Context) error {
 type idleReport struct {
 	Idle  bool  `json:"idle"`
 	Epoch int64 `json:"epoch"`
+	// Seq numbers the node's reports (the start's clock in ns, then one
+	// more each), so that a check can tell a report published after an
+	// earlier check from one it has seen already (quiet).
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // terminate publishes this node's idleness and decides, with the others'
 // reports, when the crawl is over (see the package documentation).
 func (n *Node) terminate(ctx context.Context) error {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTimer(busyCheck)
 	defer t.Stop()
-	var last string
+	var last *quiet
+	// Counted from the clock, so that the reports of a node restarted
+	// under the same id (the member list unchanged) follow its earlier
+	// run's.
+	seq := time.Now().UnixNano()
+	idle := false
 	rateAt, rateFetched, rate := time.Now(), int64(0), 0.0
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		}
+		// An idle node looks again soon: the crawl ends two equal idle
+		// checks after its last completion, and the other nodes see the
+		// done mark at their next check.
+		if idle {
+			t.Reset(idleCheck)
+		} else {
+			t.Reset(busyCheck)
 		}
 		if done, _ := n.rdb.Exists(ctx, n.k.done()).Result(); done > 0 {
 			return nil
@@ -719,8 +947,9 @@ func (n *Node) terminate(ctx context.Context) error {
 		n.tableMu.RUnlock()
 		inbox, _ := n.rdb.LLen(ctx, n.k.inbox(n.opt.NodeID)).Result()
 		proc, _ := n.rdb.LLen(ctx, n.k.proc(n.opt.NodeID)).Result()
-		idle := epoch > 0 && n.sched.Idle() && n.disp.pending() == 0 && inbox == 0 && proc == 0 && n.bs.ownedCount() == want
-		rep, _ := json.Marshal(idleReport{Idle: idle, Epoch: epoch})
+		idle = epoch > 0 && n.acquiring.Load() == 0 && n.sched.Idle() && n.disp.pending() == 0 && inbox == 0 && proc == 0 && n.bs.ownedCount() == want
+		seq++
+		rep, _ := json.Marshal(idleReport{Idle: idle, Epoch: epoch, Seq: seq})
 		n.rdb.HSet(ctx, n.k.idle(), n.opt.NodeID, rep)
 		if el := time.Since(rateAt); el >= time.Second {
 			f := n.fetched.Load()
@@ -729,21 +958,74 @@ func (n *Node) terminate(ctx context.Context) error {
 		}
 		n.mem.SetLoad(cluster.Load{PagesPerSec: rate, Queue: int64(n.sched.Progress().Queued), Fetched: n.Fetched()})
 		if !idle || n.cfg.Continuous { // a continuous crawl runs until stopped
-			last = ""
+			last = nil
 			continue
 		}
 		snap, ok := n.snapshot(ctx, epoch)
 		if !ok {
-			last = ""
+			last = nil
 			continue
 		}
-		if snap == last {
+		if snap.confirms(last) {
 			n.log.Info("every node is idle and every URL sent was received: the crawl is done")
 			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
 		}
-		last = snap
+		if last == nil || !snap.same(last) {
+			last = snap
+		}
 	}
 }
+
+// quiet is a check that found every live member idle at one epoch and
+// the URLs sent equal to those received: the counters and each member's
+// report number (idleReport.Seq).
+type quiet struct {
+	epoch, sent, received int64
+	seqs                  map[string]int64
+}
+
+// same reports whether q and p saw the same epoch, members and counters.
+func (q *quiet) same(p *quiet) bool {
+	if p == nil || q.epoch != p.epoch || q.sent != p.sent || q.received != p.received || len(q.seqs) != len(p.seqs) {
+		return false
+	}
+	for id := range q.seqs {
+		if _, ok := p.seqs[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// confirms reports whether q, a later check, proves the crawl over after
+// the earlier check p: same epoch, members and counters, and every
+// member's report published after p read it. A member busy between the
+// checks either sent URLs (the counters moved) or was idle again when it
+// published; no URL was in flight at p (all sent were received), so none
+// can make a member busy after q. A report p had already seen proves
+// nothing: its member may have received a batch since, whatever the time
+// between the checks.
+func (q *quiet) confirms(p *quiet) bool {
+	if !q.same(p) {
+		return false
+	}
+	for id, s := range q.seqs {
+		if s <= p.seqs[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// busyCheck is how often a node that is not idle publishes its
+// idleness, load and rate and looks for the done mark; idleCheck how
+// often an idle one does (it also compares the crawl-wide counters: a few
+// round trips, for the nodes at the end of a crawl or between its
+// phases).
+const (
+	busyCheck = 100 * time.Millisecond
+	idleCheck = 25 * time.Millisecond
+)
 
 // adoptOrphans moves the inboxes (and processing lists) of nodes that are
 // no longer members into this node's inbox, if this node is the live member
@@ -780,39 +1062,42 @@ func (n *Node) adoptOrphans(ctx context.Context) {
 
 // snapshot returns a fingerprint of the global counters if every live
 // member reports idle at this epoch and sent == received.
-func (n *Node) snapshot(ctx context.Context, epoch int64) (string, bool) {
+func (n *Node) snapshot(ctx context.Context, epoch int64) (*quiet, bool) {
 	view, err := n.mem.Members(ctx)
 	if err != nil || view.Epoch != epoch {
-		return "", false
+		return nil, false
 	}
-	reports, err := n.rdb.HGetAll(ctx, n.k.idle()).Result()
-	if err != nil {
-		return "", false
+	// The reports and both counters in one transaction (one hash tag):
+	// read apart, a batch sent after the first read and received before
+	// the second could balance one still in flight.
+	pipe := n.rdb.TxPipeline()
+	repCmd := pipe.HGetAll(ctx, n.k.idle())
+	sentCmd := pipe.HGetAll(ctx, n.k.sent())
+	recvCmd := pipe.HGetAll(ctx, n.k.received())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, false
 	}
+	reports := repCmd.Val()
+	q := &quiet{epoch: epoch, seqs: make(map[string]int64, len(view.Members))}
 	for _, m := range view.Members {
 		var r idleReport
 		if json.Unmarshal([]byte(reports[m.ID]), &r) != nil || !r.Idle || r.Epoch != epoch {
-			return "", false
+			return nil, false
 		}
+		q.seqs[m.ID] = r.Seq
 	}
-	sent, err1 := n.rdb.HGetAll(ctx, n.k.sent()).Result()
-	recv, err2 := n.rdb.HGetAll(ctx, n.k.received()).Result()
-	if err1 != nil || err2 != nil {
-		return "", false
-	}
-	var s, r int64
-	for _, v := range sent {
+	for _, v := range sentCmd.Val() {
 		x, _ := strconv.ParseInt(v, 10, 64)
-		s += x
+		q.sent += x
 	}
-	for _, v := range recv {
+	for _, v := range recvCmd.Val() {
 		x, _ := strconv.ParseInt(v, 10, 64)
-		r += x
+		q.received += x
 	}
-	if s != r {
-		return "", false
+	if q.sent != q.received {
+		return nil, false
 	}
-	return fmt.Sprintf("%d/%d/%d", epoch, s, r), true
+	return q, true
 }
 
 // Close closes the scheduler, the bucket stores and the fetcher.

@@ -253,11 +253,14 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Stor
 	if opt.Fence != nil {
 		s.keys[kFence], s.fence = opt.Fence.Key, opt.Fence.Value
 	}
-	if err := client.Ping(ctx).Err(); err != nil {
-		return nil, s.fail("cannot open crawl state on Redis", err)
-	}
-	if err := s.checkVersion(ctx); err != nil {
-		return nil, err
+	if _, ok := serversChecked.Load(s.addr); !ok || s.addr == unknownAddr {
+		if err := client.Ping(ctx).Err(); err != nil {
+			return nil, s.fail("cannot open crawl state on Redis", err)
+		}
+		if err := s.checkVersion(ctx); err != nil {
+			return nil, err
+		}
+		serversChecked.Store(s.addr, true)
 	}
 	var m uint64
 	var k int
@@ -286,6 +289,13 @@ func Open(ctx context.Context, client redis.UniversalClient, opt Options) (*Stor
 	}
 	return s, nil
 }
+
+// serversChecked holds the addresses (addrOf) whose server this process
+// has already reached and found recent enough: a p2p node opens a store
+// for each of thousands of buckets, and the PING and INFO of each were two
+// of its round trips (the init script fails as clearly on a server gone
+// since).
+var serversChecked sync.Map
 
 // checkVersion fails unless the server is Redis 7 or later.
 func (s *Store) checkVersion(ctx context.Context) error {
@@ -352,8 +362,11 @@ func addrOf(c redis.UniversalClient) string {
 		slices.Sort(addrs)
 		return strings.Join(addrs, ",")
 	}
-	return "the configured address"
+	return unknownAddr
 }
+
+// unknownAddr is addrOf's answer for a client type it does not know.
+const unknownAddr = "the configured address"
 
 // isConnErr reports whether err means the server could not be reached.
 func isConnErr(err error) bool {
