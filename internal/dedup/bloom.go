@@ -12,7 +12,9 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -271,14 +273,17 @@ func (b *Bloom) WriteTo(w io.Writer) (int64, error) {
 	if err := put(hdr); err != nil {
 		return written, fmt.Errorf("cannot write bloom filter header: %w", err)
 	}
-	buf := make([]byte, 0, 8*1024)
-	for i := range b.words {
-		buf = binary.LittleEndian.AppendUint64(buf, atomic.LoadUint64(&b.words[i]))
-		if len(buf) == cap(buf) || i == len(b.words)-1 {
-			if err := put(buf); err != nil {
-				return written, fmt.Errorf("cannot write bloom filter bits: %w", err)
-			}
-			buf = buf[:0]
+	// Each word is loaded atomically (Adds may run meanwhile) into a block
+	// that is then written as a whole: on a little-endian machine the block's
+	// memory is already the file's byte order.
+	block := make([]uint64, min(len(b.words), ioWords))
+	for i := 0; i < len(b.words); i += len(block) {
+		blk := block[:min(len(block), len(b.words)-i)]
+		for j := range blk {
+			blk[j] = atomic.LoadUint64(&b.words[i+j])
+		}
+		if err := put(wordBytes(blk)); err != nil {
+			return written, fmt.Errorf("cannot write bloom filter bits: %w", err)
 		}
 	}
 	sum := binary.LittleEndian.AppendUint64(nil, d.Sum64())
@@ -323,22 +328,26 @@ func (b *Bloom) ReadFrom(r io.Reader) (int64, error) {
 	if k == 0 || k > maxK {
 		return read, fmt.Errorf("cannot read bloom filter: invalid hash count %d: %w", k, ErrCorrupt)
 	}
-	// Read the bit array in chunks and grow the slice as data arrives, so a
-	// header that lies about m fails on short input before allocating m bits.
+	// Read the bit array in blocks straight into the words. Up to
+	// readAtOnceWords words are allocated at once (the default filter, 36 MB,
+	// in one allocation); beyond that the slice grows as data arrives, so a
+	// header that lies about a larger m fails on short input before
+	// allocating m bits.
 	nw := m / 64
-	words := make([]uint64, 0, min(nw, 1<<17))
-	chunk := make([]byte, 64<<10)
+	words := make([]uint64, 0, min(nw, readAtOnceWords))
 	for uint64(len(words)) < nw {
-		want := min(uint64(len(chunk)), (nw-uint64(len(words)))*8)
-		n, err := io.ReadFull(r, chunk[:want])
+		nb := int(min(nw-uint64(len(words)), ioWords))
+		words = slices.Grow(words, nb)
+		blk := words[len(words) : len(words)+nb]
+		p := wordBytes(blk)
+		n, err := io.ReadFull(r, p)
 		read += int64(n)
 		if err != nil {
 			return read, fmt.Errorf("cannot read bloom filter bits: input ends after %d of %d words (%v): %w", len(words)+n/8, nw, err, ErrCorrupt)
 		}
-		_, _ = d.Write(chunk[:want])
-		for i := uint64(0); i < want; i += 8 {
-			words = append(words, binary.LittleEndian.Uint64(chunk[i:]))
-		}
+		_, _ = d.Write(p)
+		fromLittleEndian(blk)
+		words = words[:len(words)+nb]
 	}
 	sum := make([]byte, 8)
 	n, err = io.ReadFull(r, sum)
@@ -354,4 +363,45 @@ func (b *Bloom) ReadFrom(r io.Reader) (int64, error) {
 	b.k = k
 	b.n.Store(cnt)
 	return read, nil
+}
+
+const (
+	// ioWords is the block of words WriteTo and ReadFrom move at once (1 MiB).
+	ioWords = 1 << 17
+	// readAtOnceWords is the most ReadFrom allocates before the data proves
+	// the header's size (64 MiB).
+	readAtOnceWords = 1 << 23
+)
+
+// littleEndian reports whether this machine stores a uint64's low byte
+// first, the byte order of the serialised filter.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// wordBytes returns the memory of w as bytes (aliasing w). On a
+// little-endian machine that is w in the serialised byte order; on a
+// big-endian one it holds w's words with their bytes in native order, which
+// toLittleEndian and fromLittleEndian convert in place.
+func wordBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return nil
+	}
+	p := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
+	if !littleEndian {
+		for i := range w {
+			binary.LittleEndian.PutUint64(p[i*8:], w[i])
+		}
+	}
+	return p
+}
+
+// fromLittleEndian turns words whose memory was filled with little-endian
+// bytes into native words (nothing to do on a little-endian machine).
+func fromLittleEndian(w []uint64) {
+	if littleEndian || len(w) == 0 {
+		return
+	}
+	p := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64(p[i*8:])
+	}
 }

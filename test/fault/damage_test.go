@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,11 @@ func clearFailure(out, rel string) bool {
 // `spider fsck`. `spider fsck --repair` must then succeed, a second fsck find nothing, and
 // the resumed crawl finish with every ground-truth URL and every stored body the one the
 // web serves for its record's URL.
+//
+// The crawls and every damage are drawn first, in order, from the scenario's random
+// source (a seed reproduces the same kill points and damages); the damaged copies are
+// then checked as parallel subtests, each on its own copy, as many at a time as -parallel
+// allows alongside the suite's other tests.
 func TestDamagedFiles(t *testing.T) {
 	t.Parallel()
 	const concurrency = 4
@@ -100,109 +106,148 @@ func TestDamagedFiles(t *testing.T) {
 	}
 	en, _ := websim.TopicWords(websim.Topics()[0])
 	row := Row{Fault: "damaged file (truncation or bit flips), each file of the data directory", URLs: len(w.truth.MustFetch)}
-	var detected, cmdFailed, unclear, repairFailed int
-	perFile := map[string][2]int{} // file (numbers stripped) → damaged, detected by fsck
-	for run := range runs(2, 20) {
-		pristine := filepath.Join(t.TempDir(), "data")
-		p := start(t, "crawl", crawlArgs(pristine)...)
-		if run%2 == 1 {
-			at := len(w.truth.MustFetch) * (20 + rng.IntN(60)) / 100
-			reachProgress(t, run, []string{pristine}, at, []*node{{name: "crawl", p: p}}, 2*time.Minute)
-			p.Kill()
-		} else if err := p.Wait(3 * time.Minute); err != nil {
-			t.Fatalf("run %d: %v", run, err)
-		}
-		spider(t, "index", "--data", pristine)
-		spider(t, "rank", "--data", pristine, "--top", "0", "--log-level", "warn")
-		files, err := dataFiles(pristine)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rel := range files {
-			data := filepath.Join(t.TempDir(), "data")
-			if err := copyTree(pristine, data); err != nil {
-				t.Fatal(err)
-			}
-			how, ok, err := damageFile(rng, filepath.Join(data, rel))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				continue // empty: nothing to damage
-			}
-			row.Faults++
-			key := fileKind(rel)
+	var (
+		mu                                         sync.Mutex // guards the counts below and row's Failed, Lost and body counts
+		detected, cmdFailed, unclear, repairFailed int
+		perFile                                    = map[string][2]int{} // file (numbers stripped) → damaged, detected by fsck
+	)
+	// check runs the commands over one damaged copy: data, whose file rel was damaged
+	// (where names the case in messages).
+	check := func(t *testing.T, data, rel, where string) {
+		key := fileKind(rel)
+		// fsck first: it only reads, and index, rank and crawl below rebuild some files.
+		if out, code := runCmd(2*time.Minute, "fsck", "--data", data); code != 0 {
+			noPanic(t, where+": spider fsck", out)
+			mu.Lock()
+			detected++
 			pf := perFile[key]
-			pf[0]++
-			where := fmt.Sprintf("run %d, %s %s", run, rel, how)
-			// fsck first: it only reads, and index, rank and crawl below rebuild some files.
-			if out, code := runCmd(2*time.Minute, "fsck", "--data", data); code != 0 {
-				noPanic(t, where+": spider fsck", out)
-				detected++
-				pf[1]++
-			}
+			pf[1]++
 			perFile[key] = pf
-			scratch := t.TempDir()
-			cmds := [][]string{
-				{"stats", "--data", data},
-				{"export", "--data", data, "--format", "jsonl", "--out", filepath.Join(scratch, "out.jsonl")},
-				{"export", "--data", data, "--format", "warc", "--out", filepath.Join(scratch, "out.warc.gz")},
-				{"search", "--data", data, en[0]},
-				{"index", "--data", data},
-				{"rank", "--data", data, "--top", "0", "--log-level", "warn"},
-				crawlArgs(data),
-			}
-			for _, c := range cmds {
-				out, code := runCmd(2*time.Minute, c...)
-				if !noPanic(t, where+": spider "+c[0], out) {
-					continue
-				}
-				if code != 0 {
-					cmdFailed++
-					if !clearFailure(out, rel) {
-						unclear++
-						t.Errorf("%s: spider %s failed without a short message naming the file and spider fsck (%d bytes):\n%s", where,
-							strings.Join(c[:min(len(c), 4)], " "), len(out), brief(out))
-					}
-				}
-			}
-			out, code := runCmd(2*time.Minute, "fsck", "--data", data, "--repair")
-			noPanic(t, where+": spider fsck --repair", out)
-			if code != 0 {
-				repairFailed++
-				row.Failed++
-				t.Errorf("%s: spider fsck --repair failed (exit %d):\n%s", where, code, tail(out, 1500))
+			mu.Unlock()
+		}
+		scratch := t.TempDir()
+		cmds := [][]string{
+			{"stats", "--data", data},
+			{"export", "--data", data, "--format", "jsonl", "--out", filepath.Join(scratch, "out.jsonl")},
+			{"export", "--data", data, "--format", "warc", "--out", filepath.Join(scratch, "out.warc.gz")},
+			{"search", "--data", data, en[0]},
+			{"index", "--data", data},
+			{"rank", "--data", data, "--top", "0", "--log-level", "warn"},
+			crawlArgs(data),
+		}
+		for _, c := range cmds {
+			out, code := runCmd(2*time.Minute, c...)
+			if !noPanic(t, where+": spider "+c[0], out) {
 				continue
 			}
-			if out, code := runCmd(2*time.Minute, "fsck", "--data", data); code != 0 {
-				t.Errorf("%s: spider fsck after --repair still finds damage (exit %d):\n%s", where, code, tail(out, 1500))
-			}
-			out, code = runCmd(3*time.Minute, crawlArgs(data)...)
-			noPanic(t, where+": resumed crawl", out)
 			if code != 0 {
-				row.Failed++
-				t.Errorf("%s: the crawl resumed after repair failed (exit %d):\n%s", where, code, tail(out, 1500))
-				continue
-			}
-			if n := checkCrawl(t, w, data); n > 0 {
-				row.Lost += n
-				t.Errorf("%s: %d URLs lost after repair and resume", where, n)
-			}
-			bodies, err := BodyCheck(data, ref)
-			if err != nil {
-				t.Errorf("%s: %v", where, err)
-			}
-			row.BodiesChecked += bodies.Checked
-			row.WrongBodies += len(bodies.Wrong)
-			for i, wb := range bodies.Wrong {
-				if i == 3 {
-					t.Errorf("%s: … and %d more wrong bodies", where, len(bodies.Wrong)-3)
-					break
+				named := clearFailure(out, rel)
+				mu.Lock()
+				cmdFailed++
+				if !named {
+					unclear++
 				}
-				t.Errorf("%s: wrong body after repair and resume: %s", where, wb)
+				mu.Unlock()
+				if !named {
+					t.Errorf("%s: spider %s failed without a short message naming the file and spider fsck (%d bytes):\n%s", where,
+						strings.Join(c[:min(len(c), 4)], " "), len(out), brief(out))
+				}
 			}
 		}
-		row.Runs++
+		out, code := runCmd(2*time.Minute, "fsck", "--data", data, "--repair")
+		noPanic(t, where+": spider fsck --repair", out)
+		if code != 0 {
+			mu.Lock()
+			repairFailed++
+			row.Failed++
+			mu.Unlock()
+			t.Errorf("%s: spider fsck --repair failed (exit %d):\n%s", where, code, tail(out, 1500))
+			return
+		}
+		if out, code := runCmd(2*time.Minute, "fsck", "--data", data); code != 0 {
+			t.Errorf("%s: spider fsck after --repair still finds damage (exit %d):\n%s", where, code, tail(out, 1500))
+		}
+		out, code = runCmd(3*time.Minute, crawlArgs(data)...)
+		noPanic(t, where+": resumed crawl", out)
+		if code != 0 {
+			mu.Lock()
+			row.Failed++
+			mu.Unlock()
+			t.Errorf("%s: the crawl resumed after repair failed (exit %d):\n%s", where, code, tail(out, 1500))
+			return
+		}
+		if n := checkCrawl(t, w, data); n > 0 {
+			mu.Lock()
+			row.Lost += n
+			mu.Unlock()
+			t.Errorf("%s: %d URLs lost after repair and resume", where, n)
+		}
+		bodies, err := BodyCheck(data, ref)
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+		}
+		mu.Lock()
+		row.BodiesChecked += bodies.Checked
+		row.WrongBodies += len(bodies.Wrong)
+		mu.Unlock()
+		for i, wb := range bodies.Wrong {
+			if i == 3 {
+				t.Errorf("%s: … and %d more wrong bodies", where, len(bodies.Wrong)-3)
+				break
+			}
+			t.Errorf("%s: wrong body after repair and resume: %s", where, wb)
+		}
+	}
+	// The group returns once every damaged copy is checked: its parallel subtests start
+	// when its function (the crawls and the damage draws) has returned. A failed crawl
+	// ends the test without a row, as before the cases ran in parallel.
+	drawn := false
+	t.Run("damage", func(t *testing.T) {
+		for run := range runs(2, 20) {
+			pristine := filepath.Join(t.TempDir(), "data")
+			p := start(t, "crawl", crawlArgs(pristine)...)
+			if run%2 == 1 {
+				at := len(w.truth.MustFetch) * (20 + rng.IntN(60)) / 100
+				reachProgress(t, run, []string{pristine}, at, []*node{{name: "crawl", p: p}}, 2*time.Minute)
+				p.Kill()
+			} else if err := p.Wait(3 * time.Minute); err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+			spider(t, "index", "--data", pristine)
+			spider(t, "rank", "--data", pristine, "--top", "0", "--log-level", "warn")
+			files, err := dataFiles(pristine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rel := range files {
+				data := filepath.Join(t.TempDir(), "data")
+				if err := copyTree(pristine, data); err != nil {
+					t.Fatal(err)
+				}
+				how, ok, err := damageFile(rng, filepath.Join(data, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					continue // empty: nothing to damage
+				}
+				row.Faults++
+				key := fileKind(rel)
+				pf := perFile[key]
+				pf[0]++
+				perFile[key] = pf
+				where := fmt.Sprintf("run %d, %s %s", run, rel, how)
+				t.Run(fmt.Sprintf("run%d/%s", run, rel), func(t *testing.T) {
+					t.Parallel() // its own copy; the web is only read
+					check(t, data, rel, where)
+				})
+			}
+			row.Runs++
+		}
+		drawn = true
+	})
+	if !drawn {
+		return
 	}
 	var kinds []string
 	for k, v := range perFile {
