@@ -12,7 +12,6 @@ import (
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/layered"
-	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // TestKillContinuousLayered kills a process of a continuous layered crawl (`spider crawl
@@ -36,9 +35,7 @@ func TestKillContinuousLayered(t *testing.T) {
 		window      = 7 * time.Second
 	)
 	rs := redistest.Start(t, redistest.AppendOnly())
-	w := startWeb(t, websim.Config{Seed: 28, Hosts: 4, PagesPerHost: 30, ChangeDay: 500 * time.Millisecond, DisappearShare: -1, ChineseShare: -1},
-		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny}, 4)
-	pages := changingPages(t, w, 4)
+	w, pages := changingWeb(t, 28)
 	rounds := 1
 	for _, d := range w.truth.Depth {
 		rounds = max(rounds, d+1)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
-	"github.com/spider-crawler/spider/internal/websim"
 )
 
 // TestKillContinuousProtocol kills a host of a continuous design §0 crawl (`spider crawl
@@ -31,9 +30,7 @@ func TestKillContinuousProtocol(t *testing.T) {
 		interval    = time.Second
 		window      = 7 * time.Second
 	)
-	w := startWeb(t, websim.Config{Seed: 29, Hosts: 4, PagesPerHost: 30, ChangeDay: 500 * time.Millisecond, DisappearShare: -1, ChineseShare: -1},
-		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny}, 4)
-	pages := changingPages(t, w, 4)
+	w, pages := changingWeb(t, 29)
 	rng := rngFor(t)
 	row := Row{Fault: "kill -9 continuous §0 host (2 networks × 1 host)", URLs: len(w.truth.MustFetch)}
 	var recovery []time.Duration

@@ -28,10 +28,8 @@ func TestKillContinuous(t *testing.T) {
 		interval    = time.Second
 		window      = 7 * time.Second
 	)
-	w := startWeb(t, websim.Config{Seed: 26, Hosts: 4, PagesPerHost: 30, ChangeDay: 500 * time.Millisecond, DisappearShare: -1, ChineseShare: -1},
-		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny}, 4)
+	w, pages := changingWeb(t, 26)
 	rng := rngFor(t)
-	pages := changingPages(t, w, 4)
 	args := func(data string) []string {
 		a := append(append([]string{"crawl", "--data", data, "--quiet"}, revisitFlags(interval)...), w.crawlFlags(concurrency)...)
 		return append(a, w.rules.Seeds...)
@@ -99,6 +97,16 @@ func TestKillContinuous(t *testing.T) {
 }
 
 // changingPages returns host + path of every changing page of the web's first hosts.
+// changingWeb starts the web of the continuous-crawl rows (websim seed
+// seed: 4 hosts × 30 pages changing every half model day, none disappearing,
+// no Chinese text) and returns it with its changing pages.
+func changingWeb(t *testing.T, seed int64) (*web, []string) {
+	t.Helper()
+	w := startWeb(t, websim.Config{Seed: seed, Hosts: 4, PagesPerHost: 30, ChangeDay: 500 * time.Millisecond, DisappearShare: -1, ChineseShare: -1},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny}, 4)
+	return w, changingPages(t, w, 4)
+}
+
 func changingPages(t *testing.T, w *web, hosts int) []string {
 	t.Helper()
 	var pages []string
@@ -169,9 +177,7 @@ func TestKillContinuousDistributed(t *testing.T) {
 		window      = 7 * time.Second
 	)
 	rs := redistest.Start(t, redistest.AppendOnly())
-	w := startWeb(t, websim.Config{Seed: 27, Hosts: 4, PagesPerHost: 30, ChangeDay: 500 * time.Millisecond, DisappearShare: -1, ChineseShare: -1},
-		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny}, 4)
-	pages := changingPages(t, w, 4)
+	w, pages := changingWeb(t, 27)
 	rng := rngFor(t)
 	for _, topo := range []string{"master-worker", "p2p"} {
 		row := Row{Fault: "kill -9 continuous " + topo + " node (revisits on Redis)", URLs: len(w.truth.MustFetch)}
