@@ -2,13 +2,9 @@ package fault
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/spider-crawler/spider/internal/cluster/redistest"
 )
 
 // TestKillContinuousProtocol kills a host of a continuous design §0 crawl (`spider crawl
@@ -37,24 +33,7 @@ func TestKillContinuousProtocol(t *testing.T) {
 	for run := range runs(1, 6) {
 		w.srv.Log().Reset()
 		dir := t.TempDir()
-		var conf strings.Builder
-		fmt.Fprintf(&conf, "crawl: cont%d\nbatch: 32\nflush: 50ms\nanswer_timeout: 1s\nremote_timeout: 2s\nheartbeat: 200ms\nmember_ttl: 1s\nstable: 300ms\nnetworks:\n", run)
-		for _, n := range []string{"n1", "n2"} {
-			c, r := redistest.Start(t, redistest.AppendOnlyEverySec()), redistest.Start(t, redistest.AppendOnlyEverySec())
-			fmt.Fprintf(&conf, "  - name: %s\n    center_redis: %s\n    hosts:\n      - id: h1\n        redis: %s\n", n, c.URL(), r.URL())
-		}
-		cfgFile := filepath.Join(dir, "protocol.yaml")
-		if err := os.WriteFile(cfgFile, []byte(conf.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var centers, hosts []*node
-		for _, n := range []string{"n1", "n2"} {
-			centers = append(centers, &node{name: "center " + n, args: []string{"center", "--protocol-config", cfgFile, "--network", n}})
-			data := filepath.Join(dir, n+"-h1")
-			args := append([]string{"crawl", "--dedup", "protocol", "--protocol-config", cfgFile, "--network", n, "--host-id", "h1", "--data", data, "--quiet"},
-				revisitFlags(interval)...)
-			hosts = append(hosts, &node{name: "host " + n + "/h1", data: data, args: append(append(args, w.crawlFlags(concurrency)...), w.rules.Seeds...)})
-		}
+		centers, hosts := protocolNodes(t, w, dir, fmt.Sprintf("cont%d", run), append(revisitFlags(interval), w.crawlFlags(concurrency)...))
 		all := append(append([]*node{}, centers...), hosts...)
 		for _, n := range all {
 			n.start(t)

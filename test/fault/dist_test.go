@@ -410,30 +410,7 @@ func TestKillCenter(t *testing.T) {
 	for run := range runs(2, 20) {
 		w.srv.Log().Reset()
 		dir := t.TempDir()
-		var conf strings.Builder
-		fmt.Fprintf(&conf, "crawl: fault%d\nbatch: 32\nflush: 50ms\nanswer_timeout: 1s\nremote_timeout: 2s\nheartbeat: 200ms\nmember_ttl: 1s\nstable: 300ms\nnetworks:\n", run)
-		type host struct{ net, id string }
-		var hosts []host
-		for _, n := range []string{"n1", "n2"} {
-			c := redistest.Start(t, redistest.AppendOnlyEverySec())
-			fmt.Fprintf(&conf, "  - name: %s\n    center_redis: %s\n    hosts:\n", n, c.URL())
-			r := redistest.Start(t, redistest.AppendOnlyEverySec())
-			fmt.Fprintf(&conf, "      - id: h1\n        redis: %s\n", r.URL())
-			hosts = append(hosts, host{n, "h1"})
-		}
-		cfgFile := filepath.Join(dir, "protocol.yaml")
-		if err := os.WriteFile(cfgFile, []byte(conf.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var centers, crawlers []*node
-		for _, n := range []string{"n1", "n2"} {
-			centers = append(centers, &node{name: "center " + n, args: []string{"center", "--protocol-config", cfgFile, "--network", n}})
-		}
-		for _, h := range hosts {
-			data := filepath.Join(dir, h.net+"-"+h.id)
-			crawlers = append(crawlers, &node{name: "host " + h.net + "/" + h.id, data: data, args: append(append([]string{"crawl", "--dedup", "protocol",
-				"--protocol-config", cfgFile, "--network", h.net, "--host-id", h.id, "--data", data, "--quiet"}, w.crawlFlags(concurrency)...), w.rules.Seeds...)})
-		}
+		centers, crawlers := protocolNodes(t, w, dir, "fault"+strconv.Itoa(run), w.crawlFlags(concurrency))
 		all := append(append([]*node{}, centers...), crawlers...)
 		for _, n := range all {
 			n.start(t)
@@ -458,4 +435,29 @@ func TestKillCenter(t *testing.T) {
 	row.Recovery(recovery)
 	row.Note = "restart after 0–2 s; bound 0: a URL is handed to one host only; recovery = restart → next request"
 	report(t, row)
+}
+
+// protocolNodes writes a §0 configuration of two networks, n1 and n2, each a
+// center and one host h1 with a redis-server of their own (AOF every second),
+// for crawl name into dir, and returns the two centers and the two hosts
+// (`spider crawl --dedup protocol`, data in dir/NET-h1, flags before the seeds).
+func protocolNodes(t *testing.T, w *web, dir, name string, flags []string) (centers, hosts []*node) {
+	t.Helper()
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "crawl: %s\nbatch: 32\nflush: 50ms\nanswer_timeout: 1s\nremote_timeout: 2s\nheartbeat: 200ms\nmember_ttl: 1s\nstable: 300ms\nnetworks:\n", name)
+	for _, n := range []string{"n1", "n2"} {
+		c, r := redistest.Start(t, redistest.AppendOnlyEverySec()), redistest.Start(t, redistest.AppendOnlyEverySec())
+		fmt.Fprintf(&conf, "  - name: %s\n    center_redis: %s\n    hosts:\n      - id: h1\n        redis: %s\n", n, c.URL(), r.URL())
+	}
+	cfgFile := filepath.Join(dir, "protocol.yaml")
+	if err := os.WriteFile(cfgFile, []byte(conf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		centers = append(centers, &node{name: "center " + n, args: []string{"center", "--protocol-config", cfgFile, "--network", n}})
+		data := filepath.Join(dir, n+"-h1")
+		args := append([]string{"crawl", "--dedup", "protocol", "--protocol-config", cfgFile, "--network", n, "--host-id", "h1", "--data", data, "--quiet"}, flags...)
+		hosts = append(hosts, &node{name: "host " + n + "/h1", data: data, args: append(args, w.rules.Seeds...)})
+	}
+	return centers, hosts
 }
