@@ -128,6 +128,25 @@ func appending(rel string) bool {
 		strings.HasPrefix(rel, "state"+string(filepath.Separator)) || strings.HasPrefix(rel, "warc"+string(filepath.Separator))
 }
 
+// settled returns the part of an appended file's bytes b that a concurrent append
+// cannot have made unreliable. Read through a FUSE mount (the slow lazyfs disk), a
+// file's tail may read as NUL bytes while the crawl's write to it is in flight: the
+// reader's open drops the cached page, the reader's read fetches it before the file
+// system has applied the write, and the kernel then extends the file over that
+// zero-filled page. A later open reads the written bytes. So a run of NULs at the end
+// is not yet content and is left out; in the text files (page index, records), which
+// never hold a NUL, the prefix ends at the first one. A reader that changed bytes
+// before that point is still caught.
+func settled(rel string, b []byte) []byte {
+	if base := filepath.Base(rel); base == store.IndexFileName || base == store.RecordsFileName {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			return b[:i]
+		}
+		return b
+	}
+	return bytes.TrimRight(b, "\x00")
+}
+
 // TakeFileState reads every file under dir.
 func TakeFileState(dir string) (FileState, error) {
 	st := FileState{Hash: map[string][32]byte{}, Prefix: map[string][]byte{}, Dirs: map[string]bool{}}
@@ -145,7 +164,7 @@ func TakeFileState(dir string) (FileState, error) {
 			return err
 		}
 		if appending(rel) {
-			st.Prefix[rel] = b
+			st.Prefix[rel] = settled(rel, b)
 		} else {
 			st.Hash[rel] = sha256.Sum256(b)
 		}
@@ -194,7 +213,8 @@ func (before FileState) Changed(dir string) ([]string, error) {
 			for i < len(b) && g[i] == b[i] {
 				i++
 			}
-			diffs = append(diffs, fmt.Sprintf("%s: the first %d bytes changed at offset %d", rel, len(b), i))
+			diffs = append(diffs, fmt.Sprintf("%s: the first %d bytes changed at offset %d: %q was %q", rel, len(b), i,
+				g[i:min(len(g), i+160)], b[i:min(len(b), i+160)]))
 		}
 	}
 	for rel := range now.Dirs {

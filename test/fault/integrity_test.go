@@ -25,21 +25,30 @@ func TestFileStateChanged(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
+		setup  func(t *testing.T, dir string) // after the common files; nil for none
 		change func(t *testing.T, dir string)
 		want   string // substring of the one difference expected; "" for none
 	}{
-		{"nothing", func(*testing.T, string) {}, ""},
-		{"crawl appends a page", func(t *testing.T, d string) { write(t, d, "pages/PageData000000", "bodyA bodyB") }, ""},
-		{"crawl rolls to a new data file", func(t *testing.T, d string) { write(t, d, "pages/PageData000001", "bodyC") }, ""},
-		{"crawl appends a record", func(t *testing.T, d string) { write(t, d, "records.jsonl", "{\"a\":1}\n{\"b\":2}\n") }, ""},
-		{"crawl rewrites its state", func(t *testing.T, d string) { write(t, d, "state/state.db", "other") }, ""},
-		{"page data cut", func(t *testing.T, d string) { write(t, d, "pages/PageData000000", "body") }, "pages/PageData000000: shrank"},
-		{"page index rewritten", func(t *testing.T, d string) { write(t, d, "pages/PageIndex", "0 9 …\n") }, "pages/PageIndex: the first"},
-		{"records cut", func(t *testing.T, d string) { write(t, d, "records.jsonl", "") }, "records.jsonl: shrank"},
-		{"state removed", func(t *testing.T, d string) { os.Remove(filepath.Join(d, "state/state.db")) }, "state/state.db: removed"},
-		{"lock file changed", func(t *testing.T, d string) { write(t, d, "LOCK", "999") }, "LOCK: content changed"},
-		{"file created", func(t *testing.T, d string) { write(t, d, "stray.txt", "x") }, "stray.txt: created"},
-		{"directory created", func(t *testing.T, d string) { os.Mkdir(filepath.Join(d, "typo"), 0o700) }, "typo/: directory created"},
+		{"nothing", nil, func(*testing.T, string) {}, ""},
+		{"crawl appends a page", nil, func(t *testing.T, d string) { write(t, d, "pages/PageData000000", "bodyA bodyB") }, ""},
+		{"crawl rolls to a new data file", nil, func(t *testing.T, d string) { write(t, d, "pages/PageData000001", "bodyC") }, ""},
+		{"crawl appends a record", nil, func(t *testing.T, d string) { write(t, d, "records.jsonl", "{\"a\":1}\n{\"b\":2}\n") }, ""},
+		{"crawl rewrites its state", nil, func(t *testing.T, d string) { write(t, d, "state/state.db", "other") }, ""},
+		{"page data cut", nil, func(t *testing.T, d string) { write(t, d, "pages/PageData000000", "body") }, "pages/PageData000000: shrank"},
+		{"page index rewritten", nil, func(t *testing.T, d string) { write(t, d, "pages/PageIndex", "0 9 …\n") }, "pages/PageIndex: the first"},
+		{"records cut", nil, func(t *testing.T, d string) { write(t, d, "records.jsonl", "") }, "records.jsonl: shrank"},
+		{"state removed", nil, func(t *testing.T, d string) { os.Remove(filepath.Join(d, "state/state.db")) }, "state/state.db: removed"},
+		{"lock file changed", nil, func(t *testing.T, d string) { write(t, d, "LOCK", "999") }, "LOCK: content changed"},
+		{"file created", nil, func(t *testing.T, d string) { write(t, d, "stray.txt", "x") }, "stray.txt: created"},
+		{"directory created", nil, func(t *testing.T, d string) { os.Mkdir(filepath.Join(d, "typo"), 0o700) }, "typo/: directory created"},
+		// A tail read through FUSE while the crawl's write to it was in flight reads as
+		// NULs (see settled): not content yet, so its real bytes later are no change.
+		{"index tail read as NULs, then written", func(t *testing.T, d string) { write(t, d, "pages/PageIndex", "0 5 …\n\x00\x00\x00") },
+			func(t *testing.T, d string) { write(t, d, "pages/PageIndex", "0 5 …\n1 3 …\n") }, ""},
+		{"data tail read as NULs, then written", func(t *testing.T, d string) { write(t, d, "pages/PageData000000", "bodyA\x00\x00") },
+			func(t *testing.T, d string) { write(t, d, "pages/PageData000000", "bodyAbodyB") }, ""},
+		{"reader zeroes the index", nil, func(t *testing.T, d string) { write(t, d, "pages/PageIndex", "\x00\x00\x00\x00\x00\x00\x00\x00") }, "pages/PageIndex: shrank"},
+		{"reader zeroes a record", nil, func(t *testing.T, d string) { write(t, d, "records.jsonl", "{\"a\"\x00}\n") }, "records.jsonl: shrank"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +58,9 @@ func TestFileStateChanged(t *testing.T) {
 			write(t, dir, "records.jsonl", "{\"a\":1}\n")
 			write(t, dir, "state/state.db", "state")
 			write(t, dir, "LOCK", "123")
+			if tc.setup != nil {
+				tc.setup(t, dir)
+			}
 			before, err := TakeFileState(dir)
 			if err != nil {
 				t.Fatal(err)
