@@ -22,6 +22,7 @@ import (
 	"github.com/spider-crawler/spider/internal/index"
 	"github.com/spider-crawler/spider/internal/index/analysis"
 	"github.com/spider-crawler/spider/internal/server"
+	"github.com/spider-crawler/spider/internal/server/redisview"
 )
 
 const serveSynopsis = `serve (--data DIR | --redis URL) [--addr HOST:PORT] [flags]
@@ -138,7 +139,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := checkCrawl(ctx, rdb, &rf); err != nil {
 			return err
 		}
-		view := server.NewRedisView(rdb, rf.crawl, *buckets, dir, nil)
+		view := redisview.New(rdb, rf.crawl, *buckets, dir, nil)
 		// The control endpoints write the crawl's control word: every node
 		// applies it within a second (spider control, docs/distributed.md).
 		opt.Crawl, opt.Control = view, view

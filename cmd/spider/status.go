@@ -18,6 +18,7 @@ import (
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/server"
+	"github.com/spider-crawler/spider/internal/server/redisview"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -53,7 +54,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if src := server.ReportSource(rep); src == server.SourceLayered || src == server.SourceProtocol {
+	if src := redisview.ReportSource(rep); src == server.SourceLayered || src == server.SourceProtocol {
 		return printReportStatus(rep, src, *asJSON, stdout)
 	}
 	if st.Master["epoch"] == 0 && len(st.Workers) == 0 {
@@ -74,7 +75,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sched = server.NewSchedule(sc, now)
 	}
 	if *asJSON {
-		out := server.MasterWorkerStatus(st)
+		out := redisview.MasterWorkerStatus(st)
 		out.Report = reportOut(rep)
 		if isTopics {
 			out.Topics = &ts
@@ -131,7 +132,7 @@ func printPeerStatus(ctx context.Context, rdb redis.UniversalClient, crawlName s
 		sched = server.NewSchedule(sc, now)
 	}
 	if asJSON {
-		out := server.PeerStatus(st)
+		out := redisview.PeerStatus(st)
 		out.Report = reportOut(rep)
 		out.Schedule = sched
 		return writeJSON(stdout, out)
@@ -290,7 +291,7 @@ func reportOut(rep *cluster.Report) *server.CrawlReport {
 	if len(rep.Nodes) == 0 {
 		return nil
 	}
-	return server.NewCrawlReport(rep)
+	return redisview.NewCrawlReport(rep)
 }
 
 // printReportStatus prints a crawl whose topology keeps no status of its
@@ -307,7 +308,7 @@ func printReportStatus(rep *cluster.Report, source string, asJSON bool, stdout i
 			if n.Stale {
 				state = "lost"
 			}
-			node := server.Node{ID: n.Node, Role: n.Role, State: state, Fetched: server.NodeFetched(n), Queue: n.Detail["queued"], InFlight: n.Detail["in_flight"], Idle: n.Final}
+			node := server.Node{ID: n.Node, Role: n.Role, State: state, Fetched: redisview.NodeFetched(n), Queue: n.Detail["queued"], InFlight: n.Detail["in_flight"], Idle: n.Final}
 			if !n.Final && !n.Stale {
 				node.PagesPerSec = n.PagesPerSec
 			}

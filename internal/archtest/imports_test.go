@@ -94,6 +94,18 @@ func TestImportRules(t *testing.T) {
 			}
 		})
 	}
+	// The HTTP front reads every crawl through its interfaces (CrawlView,
+	// Controller, Searcher): it links no Redis client, no Redis back-end
+	// and no distributed topology; their view lives in server/redisview.
+	t.Run("http front", func(t *testing.T) {
+		for _, d := range deps(t, "internal/server") {
+			if strings.HasPrefix(d, "github.com/redis/") || slices.Contains([]string{"spider/internal/rstate", "spider/internal/cluster",
+				"spider/internal/masterworker", "spider/internal/p2p", "spider/internal/layered", "spider/internal/protocol",
+				"spider/internal/mixed", "spider/internal/server/redisview"}, d) {
+				t.Errorf("internal/server links %s: the HTTP front reads crawls through interfaces (Redis views: internal/server/redisview)", d)
+			}
+		}
+	})
 	// Test support (redistest, statetest, limittest, revisittest, …) is
 	// for tests only: the binaries link none of it.
 	for _, p := range []string{"cmd/spider", "cmd/websim"} {

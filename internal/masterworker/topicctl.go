@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,29 +29,13 @@ import (
 // crawl, or one whose coordinator has not started yet.
 var ErrNotTopics = errors.New("not a topics crawl")
 
-// NodeLoad is one crawl node's load as the coordinator last saw it: what it
-// hands out tasks by, besides the topics' priorities.
-type NodeLoad struct {
-	Worker      int       `json:"worker"`        // worker number (its srq:N)
-	Node        string    `json:"node"`          // node id or host
-	InFlight    int       `json:"in_flight"`     // tasks taken, not yet answered
-	Queued      int       `json:"queued"`        // tasks waiting in its own queue
-	PagesPerSec float64   `json:"pages_per_sec"` // over the coordinator's last window
-	Errors      int64     `json:"errors"`        // failed fetches, all runs
-	Fetched     int64     `json:"fetched"`       // pages fetched, all runs
-	Buckets     int       `json:"buckets"`       // logical nodes it owns on the ring
-	Alive       bool      `json:"alive"`         // heart-beating; false: its tasks go back out
-	LastBeat    time.Time `json:"last_beat"`     // its last heartbeat (Redis server time)
-}
+// NodeLoad is one crawl node's load as the coordinator last saw it
+// (topics.NodeLoad: the HTTP front shows it without linking this package).
+type NodeLoad = topics.NodeLoad
 
-// TopicStatus is the coordinator's status of a topics crawl: the PQ-MCSA
-// scheduler's (topics.Status, its fields inlined in the JSON) and each
-// crawl node's load, as of At.
-type TopicStatus struct {
-	topics.Status
-	Nodes []NodeLoad `json:"nodes"`
-	At    time.Time  `json:"at"`
-}
+// TopicStatus is the coordinator's status of a topics crawl
+// (topics.ClusterStatus).
+type TopicStatus = topics.ClusterStatus
 
 // PublishTopicStatus writes st as the crawl's topics status (key
 // topics:status, replacing the previous one). The coordinator calls it every

@@ -29,15 +29,10 @@ type NodeStatus struct {
 	Left bool `json:"left,omitempty"`
 }
 
-// LoadSpread says how evenly the two-level mapping (host → bucket → node,
-// SPEC §4) spreads the work: for each node, its share of the crawl's
-// fetched pages (and of its queued URLs) against its share of the weights;
-// MaxDev is the largest relative deviation over the nodes (0.05 = one node
-// is 5% off its weight's share).
-type LoadSpread struct {
-	FetchedMaxDev float64 `json:"fetched_max_dev"`
-	QueueMaxDev   float64 `json:"queue_max_dev"`
-}
+// LoadSpread says how evenly the two-level mapping spreads the work
+// (partition.LoadSpread: the HTTP front shows it without linking this
+// package).
+type LoadSpread = partition.LoadSpread
 
 // Status is a peer-to-peer crawl as seen in Redis.
 type Status struct {

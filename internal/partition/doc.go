@@ -27,3 +27,13 @@
 // loads), at the price of moving a few more buckets than the minimum on a change; the
 // tests measure both tables.
 package partition
+
+// LoadSpread says how evenly the two-level mapping (host → bucket → node)
+// spreads the work of a peer-to-peer crawl: for each node, its share of the
+// crawl's fetched pages (and of its queued URLs) against its share of the
+// weights; MaxDev is the largest relative deviation over the nodes (0.05 =
+// one node is 5% off its weight's share).
+type LoadSpread struct {
+	FetchedMaxDev float64 `json:"fetched_max_dev"`
+	QueueMaxDev   float64 `json:"queue_max_dev"`
+}

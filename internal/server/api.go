@@ -17,7 +17,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -322,7 +321,7 @@ func (s *Server) apiCrawl(w http.ResponseWriter, r *http.Request) {
 		st.Topics = []Topic{}
 	}
 	if st.TopicNodes == nil {
-		st.TopicNodes = []masterworker.NodeLoad{}
+		st.TopicNodes = []topics.NodeLoad{}
 	}
 	writeJSON(w, http.StatusOK, st)
 }

@@ -19,8 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/store"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 // Defaults of DirView.
@@ -231,7 +231,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	}
 	st := &CrawlStatus{
 		Source: "data-dir", State: "unknown", Pages: int64(len(v.last)), Bytes: v.bytes,
-		Updated: now.UTC(), Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, TopicNodes: []masterworker.NodeLoad{}, Errors: []RecentError{},
+		Updated: now.UTC(), Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, TopicNodes: []topics.NodeLoad{}, Errors: []RecentError{},
 		Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
 	}
 	if Locked(v.dir) {
@@ -255,7 +255,7 @@ func (v *DirView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	for _, row := range crawl.TableRows {
 		st.Rows = append(st.Rows, Count{row, v.rows[row]})
 	}
-	st.Outcomes = sortedCounts(v.outs, 0)
+	st.Outcomes = SortedCounts(v.outs, 0)
 	st.Hosts, st.HostsTotal = v.topHosts(MaxHostRows)
 	st.TopHosts = []Count{}
 	for _, h := range st.Hosts[:min(len(st.Hosts), 10)] {
@@ -297,7 +297,7 @@ func (v *DirView) series(nowSec int64) []RatePoint {
 
 // sortedCounts lists m by count descending, ties by name; n > 0 keeps
 // the first n. Zero counts are left out.
-func sortedCounts(m map[string]int64, n int) []Count {
+func SortedCounts(m map[string]int64, n int) []Count {
 	out := make([]Count, 0, len(m))
 	for k, c := range m {
 		if c > 0 {

@@ -8,7 +8,8 @@
 // # What it reads
 //
 // The server depends on three small interfaces, declared here, not on the
-// packages behind them:
+// packages behind them; it links no Redis client and no distributed
+// topology (internal/archtest enforces it):
 //
 //   - Searcher (internal/index behind an adapter in cmd/spider): Search
 //     and Stats.
@@ -20,14 +21,14 @@
 //     classes and hints); EngineView adds the queue depths, run state and
 //     configuration of a crawl in this process (spider crawl --addr) and
 //     each listed host's politeness clock (crawl.Scheduler.HostStates:
-//     next allowed fetch, in flight, queued); RedisView reads a distributed
-//     crawl's nodes, buckets and queues from Redis (masterworker.ReadStatus,
-//     p2p.ReadStatus) and a master's published rules. Both show a
-//     topic-focused crawl's topics (topics.go): EngineView from an engine
-//     that is a TopicEngine, RedisView from the coordinator's
-//     masterworker.TopicStatus, with each crawl node's load.
+//     next allowed fetch, in flight, queued). The view of a distributed
+//     crawl, read from Redis (its nodes, buckets, queues, crawl-wide report
+//     and a master's published rules), is package redisview's View. Both
+//     show a topic-focused crawl's topics (topics.go): EngineView from an
+//     engine that is a TopicEngine, redisview.View from the coordinator's
+//     topics.ClusterStatus, with each crawl node's load.
 //   - Controller: pause, resume, stop, add seeds, topic priority.
-//     EngineView implements it over crawl.Engine, RedisView over the
+//     EngineView implements it over crawl.Engine, redisview.View over the
 //     crawl's control word and (topic priority) masterworker's overrides;
 //     without one the control endpoints answer 501.
 //

@@ -191,7 +191,7 @@ func (v *EngineView) AddSeeds(ctx context.Context, urls []string) (int, error) {
 		return 0, err
 	}
 	for _, s := range urls {
-		if err := checkSeed(s); err != nil {
+		if err := CheckSeed(s); err != nil {
 			return 0, err
 		}
 	}
@@ -200,7 +200,7 @@ func (v *EngineView) AddSeeds(ctx context.Context, urls []string) (int, error) {
 }
 
 // checkSeed accepts absolute http and https URLs with a host.
-func checkSeed(s string) error {
+func CheckSeed(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: seed %q is not an absolute http(s) URL: give URLs like https://example.org/", ErrInvalid, s)

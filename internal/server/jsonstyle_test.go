@@ -9,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawlstate"
-	"github.com/spider-crawler/spider/internal/masterworker"
-	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/server/openapitest"
 	"github.com/spider-crawler/spider/internal/topics"
 )
@@ -110,11 +107,6 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 	sum := &crawl.Summary{URLs: 3, Rows: map[string]int64{"200": 2, "too many redirects": 1}, Outcomes: map[string]int64{"200": 2, "redirects": 1},
 		TopHosts: []crawl.HostCount{{Host: "a.test", Pages: 3}}, Bytes: 10, Duplicates: 1, Corrupt: 1, Rerecorded: 1,
 		Failures: []crawl.FailureClass{{Class: "dns", URLs: 1, Examples: []crawl.FailedURL{{URL: "http://x.invalid/", Error: "no such host"}}, Hint: "h"}}}
-	mw := &masterworker.Status{Crawl: "c", Done: true, SRQ: 1, NRQ: 2, FreeTRQ: 3,
-		Workers: []masterworker.WorkerStatus{{ID: 1, LastBeat: 1500 * time.Millisecond, InFlight: 2}},
-		Master:  map[string]int64{"epoch": 1, "fetched": 10, "elapsed_ms": 2000}}
-	ps := &p2p.Status{Crawl: "c", Epoch: 4, Nodes: []p2p.NodeStatus{{ID: "n1", Weight: 100, Buckets: 64, PagesPerSec: 2.5, Queue: 3, Fetched: 9, Inbox: 1}},
-		Sent: map[string]map[string]int64{"n1": {"n2": 4}}, Spread: p2p.LoadSpread{FetchedMaxDev: 0.1, QueueMaxDev: 0.2}}
 	res := &SearchResult{Total: 1, Took: 1234 * time.Microsecond, Terms: []string{"a"},
 		Hits: []Hit{{URL: "http://a.test/", Title: "A", Snippet: []Fragment{{Text: "a", Match: true}}, Score: 1, BM25: 1, PageRank: 0.1, Explain: "x"}}}
 	tests := []struct {
@@ -125,29 +117,22 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 		{"CrawlStats", NewCrawlStats(sum, ts)},
 		{"CrawlStats", NewCrawlStats(&crawl.Summary{}, nil)},
 		{"TopicsStatus", ts},
-		{"ClusterStatus", MasterWorkerStatus(mw)},
-		{"ClusterStatus", PeerStatus(ps)},
 		{"CrawlStatus", testStatus()},
-		{"ClusterStatus", withReport(PeerStatus(ps), at)},
-		{"CrawlStatus", func() CrawlStatus { st := testStatus(); st.Report = withReport(ClusterStatus{}, at).Report; return st }()},
+		{"CrawlStatus", func() CrawlStatus { st := testStatus(); st.Report = testReport(at); return st }()},
 		{"CrawlStatus", func() CrawlStatus {
 			st := testStatus()
 			st.Topics, st.TopicNodes, st.TopicsAt = TopicRows(*ts), testNodeLoads(at), at
 			return st
 		}()},
-		{"ClusterStatus", func() ClusterStatus {
-			cs := MasterWorkerStatus(mw)
-			cs.Topics = &masterworker.TopicStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}
-			return cs
-		}()},
-		{"ClusterTopicsStatus", masterworker.TopicStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}},
+		{"ClusterStatus", ClusterStatus{Crawl: "c", Source: SourceMasterWorker, Queue: &Queue{}, Nodes: []Node{},
+			Topics: &topics.ClusterStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}}},
+		{"ClusterTopicsStatus", topics.ClusterStatus{Status: *ts, Nodes: testNodeLoads(at), At: at}},
 		{"CrawlStatus", func() CrawlStatus {
 			st := testStatus()
 			st.Schedule = testSchedule(at)
 			st.Schedule.Run = NewScheduleRun(crawl.RevisitCounts{Revisits: 5, NotModified: 3, Changed: 1, Unchanged: 4, Hinted: 1, Taken: 6})
 			return st
 		}()},
-		{"ClusterStatus", func() ClusterStatus { cs := PeerStatus(ps); cs.Schedule = testSchedule(at); return cs }()},
 		{"Schedule", NewSchedule(crawlstate.ScheduleCounts{Records: 2, Failed: 2}, at)}, // nothing due: no next_due
 		{"DataStatus", DataStatus{Status: ts, Schedule: testSchedule(at)}},
 		{"DataStatus", DataStatus{Schedule: testSchedule(at)}},
@@ -161,11 +146,6 @@ func TestOutputTypesMatchSchemas(t *testing.T) {
 		if err := doc.Check(tc.schema, b); err != nil {
 			t.Errorf("%s does not match its schema:\n%v\n%s", tc.schema, err, b)
 		}
-	}
-	// The worker's last heartbeat is in milliseconds, as in /api/crawl.
-	b, _ := json.Marshal(MasterWorkerStatus(mw))
-	if !strings.Contains(string(b), `"last_beat_ms":1500`) {
-		t.Errorf("master-worker status: want last_beat_ms 1500: %s", b)
 	}
 }
 
@@ -200,22 +180,19 @@ func TestCheckerCatchesStyle(t *testing.T) {
 }
 
 // testNodeLoads are two crawl nodes of a topics crawl, every field filled.
-func testNodeLoads(at time.Time) []masterworker.NodeLoad {
-	return []masterworker.NodeLoad{
+func testNodeLoads(at time.Time) []topics.NodeLoad {
+	return []topics.NodeLoad{
 		{Worker: 0, Node: "h1-aaaaaa", InFlight: 2, Queued: 5, PagesPerSec: 3.5, Errors: 1, Fetched: 40, Buckets: 2048, Alive: true, LastBeat: at},
 		{Worker: 1, Node: "h2-bbbbbb", Buckets: 2048, LastBeat: at.Add(-time.Minute)},
 	}
 }
 
-// withReport is cs with a crawl-wide report of every field filled.
-func withReport(cs ClusterStatus, at time.Time) ClusterStatus {
-	rep := &cluster.Report{Crawl: "c", State: cluster.ReportRunning, NowMS: at.UnixMilli(), PagesPerSec: 3.5,
-		Totals: cluster.Counts{Pages: 3, Bytes: 30, Rows: map[string]int64{"200": 3}, Outcomes: map[string]int64{"200": 3}},
-		Nodes: []cluster.NodeReport{{Node: "n1", Role: cluster.RolePeer, State: cluster.ReportRunning,
-			Counts:      cluster.Counts{Pages: 3, Bytes: 30, Rows: map[string]int64{"200": 3}, Outcomes: map[string]int64{"200": 3}},
-			PagesPerSec: 3.5, StartedMS: at.UnixMilli(), UpdatedMS: at.UnixMilli(), Stale: true, Detail: map[string]int64{"queued": 4}}}}
-	cs.Report = NewCrawlReport(rep)
-	return cs
+// testReport is a crawl-wide report with every field filled.
+func testReport(at time.Time) *CrawlReport {
+	counts := func() map[string]int64 { return map[string]int64{"200": 3} }
+	return &CrawlReport{State: "running", Pages: 3, Bytes: 30, PagesPerSec: 3.5, Rows: counts(), Outcomes: counts(), Updated: at,
+		Nodes: []ReportNode{{ID: "n1", Role: "peer", State: "running", Stale: true, Pages: 3, Bytes: 30, PagesPerSec: 3.5,
+			Rows: counts(), Outcomes: counts(), Detail: map[string]int64{"queued": 4}, Started: at, Updated: at}}}
 }
 
 // testSchedule is a revisit schedule with every field set.

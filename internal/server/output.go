@@ -1,13 +1,11 @@
 package server
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawlstate"
-	"github.com/spider-crawler/spider/internal/masterworker"
-	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/partition"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -91,7 +89,8 @@ func NewCrawlStats(s *crawl.Summary, ts *topics.Status) CrawlStats {
 
 // ClusterStatus is what spider status --redis URL --json prints: a
 // distributed crawl as read from Redis. Its queue and nodes are built by
-// the functions that build /api/crawl's for the same crawl (RedisView).
+// the functions that build /api/crawl's for the same crawl (package
+// redisview: MasterWorkerStatus, PeerStatus).
 type ClusterStatus struct {
 	Crawl string `json:"crawl"`
 	// Source is "master-worker", "peer-to-peer", "layered" or "protocol",
@@ -110,69 +109,17 @@ type ClusterStatus struct {
 	Sent map[string]map[string]int64 `json:"sent,omitempty"`
 	// Spread is how far the peers' loads are from their weights' shares
 	// (peer-to-peer).
-	Spread *p2p.LoadSpread `json:"spread,omitempty"`
+	Spread *partition.LoadSpread `json:"spread,omitempty"`
 	// Report is the crawl-wide report every topology keeps (state, totals
 	// by result row and outcome, one row per node); nil before a node
 	// reported.
 	Report *CrawlReport `json:"report,omitempty"`
 	// Topics is a topics crawl's coordinator status (its PQ-MCSA
 	// scheduler and each crawl node's load); nil for other crawls.
-	Topics *masterworker.TopicStatus `json:"topics,omitempty"`
+	Topics *topics.ClusterStatus `json:"topics,omitempty"`
 	// Schedule is the crawl's revisit schedule over all its buckets or
 	// parts; nil when it has none.
 	Schedule *Schedule `json:"schedule,omitempty"`
-}
-
-// MasterWorkerStatus is the ClusterStatus of a master–worker crawl.
-func MasterWorkerStatus(mw *masterworker.Status) ClusterStatus {
-	return ClusterStatus{Crawl: mw.Crawl, Source: "master-worker", Done: mw.Done, Epoch: mw.Master["epoch"],
-		Queue: masterWorkerQueue(mw), Nodes: workerNodes(mw), Master: mw.Master}
-}
-
-// PeerStatus is the ClusterStatus of a peer-to-peer crawl.
-func PeerStatus(ps *p2p.Status) ClusterStatus {
-	spread := ps.Spread
-	sent := ps.Sent
-	if sent == nil {
-		sent = map[string]map[string]int64{}
-	}
-	return ClusterStatus{Crawl: ps.Crawl, Source: "peer-to-peer", Done: ps.Done, Epoch: ps.Epoch,
-		Queue: peerQueue(ps), Nodes: peerNodes(ps), Sent: sent, Spread: &spread}
-}
-
-// masterWorkerQueue is the queue depths a master publishes, with the
-// lists' lengths.
-func masterWorkerQueue(mw *masterworker.Status) *Queue {
-	m := mw.Master
-	return &Queue{Queued: m["queued"], InFlight: m["in_flight"], Hosts: m["hosts"], SRQ: mw.SRQ, NRQ: mw.NRQ, TRQ: mw.FreeTRQ}
-}
-
-// workerNodes is one Node per worker of a master–worker crawl.
-func workerNodes(mw *masterworker.Status) []Node {
-	nodes := make([]Node, 0, len(mw.Workers))
-	for _, w := range mw.Workers {
-		nodes = append(nodes, Node{ID: "worker-" + strconv.Itoa(w.ID), Role: "worker", Queue: w.Queued, InFlight: w.InFlight, LastBeatMS: w.LastBeat.Milliseconds()})
-	}
-	return nodes
-}
-
-// peerQueue sums the peers' queues.
-func peerQueue(ps *p2p.Status) *Queue {
-	q := &Queue{}
-	for _, n := range ps.Nodes {
-		q.Queued += n.Queue
-	}
-	return q
-}
-
-// peerNodes is one Node per live peer.
-func peerNodes(ps *p2p.Status) []Node {
-	nodes := make([]Node, 0, len(ps.Nodes))
-	for _, n := range ps.Nodes {
-		nodes = append(nodes, Node{ID: n.ID, Role: "peer", Weight: n.Weight, Buckets: n.Buckets,
-			PagesPerSec: n.PagesPerSec, Queue: n.Queue, Fetched: n.Fetched, Inbox: n.Inbox, Idle: n.Idle})
-	}
-	return nodes
 }
 
 // OpenAPIDocument returns openapi.json: the API's description, and under

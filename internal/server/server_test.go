@@ -23,7 +23,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -106,7 +106,7 @@ func testStatus() CrawlStatus {
 		Queue:      &Queue{Queued: 500, InFlight: 8, Hosts: 12},
 		Nodes:      []Node{{ID: "n1", Role: "peer", Weight: 100, Buckets: 2048, PagesPerSec: 28.1, Queue: 250}},
 		Topics:     []Topic{},
-		TopicNodes: []masterworker.NodeLoad{},
+		TopicNodes: []topics.NodeLoad{},
 		Errors:     []RecentError{{At: at, URL: "http://www.d0.test/<script>alert(1)</script>", Outcome: "404", Status: 404}},
 		Hosts: []HostRow{{Host: "www.d0.test", Pages: 700, Errors: 34, MeanLatencyMS: 12.5, NextFetchMS: 400, InFlight: 1, Queued: 20},
 			{Host: "d1.test", Pages: 534, MeanLatencyMS: 8}},

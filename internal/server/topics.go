@@ -6,15 +6,14 @@ import (
 	"fmt"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
 // The topics of a topic-focused crawl (design §4) in the dashboard and the
 // control API: in this process (spider crawl --topics --addr, an Engine
 // that is also a TopicEngine) or on a cluster (spider master --topics: the
-// coordinator's masterworker.TopicStatus in Redis, priorities changed
-// through masterworker.SetTopicPriority).
+// coordinator's topics.ClusterStatus in Redis, read and changed by the
+// CrawlView and Controller of package redisview).
 
 // TopicEngine is what the server uses of an Engine that runs with
 // --topics; crawl.Engine is one. An Engine that is not one shows no topics
@@ -45,15 +44,15 @@ func TopicRows(st topics.Status) []Topic {
 	return rows
 }
 
-// topicErr maps the errors of a priority change to the server's: bad
+// TopicErr maps the errors of a priority change to the server's: bad
 // input is ErrInvalid (400), a crawl without topics ErrUnsupported (501).
-func topicErr(err error) error {
+func TopicErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, topics.ErrUnknownTopic), errors.Is(err, topics.ErrPriorityRange):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	case errors.Is(err, crawl.ErrNoTopics), errors.Is(err, masterworker.ErrNotTopics):
+	case errors.Is(err, crawl.ErrNoTopics):
 		return fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
 	return err
@@ -90,29 +89,5 @@ func (v *EngineView) SetTopicPriority(_ context.Context, topic string, p int) er
 	if !ok {
 		return fmt.Errorf("%w: topics are not enabled in this crawl", ErrUnsupported)
 	}
-	return topicErr(te.SetTopicPriority(topic, p))
-}
-
-// redisTopics fills st's topics and crawl nodes from the coordinator's
-// status of a topics crawl, when there is one. A status that cannot be
-// read leaves them out: the rest of the dashboard still shows.
-func (v *RedisView) redisTopics(ctx context.Context, st *CrawlStatus) {
-	ts, ok, err := masterworker.ReadTopicStatus(ctx, v.rdb, v.crawl)
-	if err != nil || !ok {
-		return
-	}
-	st.Topics, st.TopicsAt = TopicRows(ts.Status), ts.At.UTC()
-	st.TopicNodes = append([]masterworker.NodeLoad{}, ts.Nodes...)
-}
-
-// SetTopicPriority implements Controller for a topics crawl on a cluster:
-// the override is written to Redis (masterworker.SetTopicPriority) and the
-// coordinator applies it at its next daemon tick. Other distributed crawls
-// answer ErrUnsupported.
-func (v *RedisView) SetTopicPriority(ctx context.Context, topic string, p int) error {
-	err := topicErr(masterworker.SetTopicPriority(ctx, v.rdb, v.crawl, topic, p))
-	if err != nil && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrUnsupported) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return err
+	return TopicErr(te.SetTopicPriority(topic, p))
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/masterworker"
+	"github.com/spider-crawler/spider/internal/topics"
 )
 
 // Errors a Searcher or Controller returns to choose the HTTP answer; wrap
@@ -142,9 +142,9 @@ type CrawlStatus struct {
 	// crawl on a cluster last published it (masterworker.TopicStatus);
 	// empty for other crawls. TopicsAt is when the topics' figures were
 	// taken (zero, absent, when there are none).
-	TopicNodes []masterworker.NodeLoad `json:"topic_nodes"`
-	TopicsAt   time.Time               `json:"topics_at,omitzero"`
-	Errors     []RecentError           `json:"recent_errors"`
+	TopicNodes []topics.NodeLoad `json:"topic_nodes"`
+	TopicsAt   time.Time         `json:"topics_at,omitzero"`
+	Errors     []RecentError     `json:"recent_errors"`
 	// Hosts are the MaxHostRows hosts with the most pages (ties by name)
 	// out of HostsTotal hosts with records. Their politeness fields
 	// (HostRow.NextFetchMS, InFlight, Queued) are known only when

@@ -138,3 +138,29 @@ func (s *Scheduler) Refused(r frontier.Request, elapsed time.Duration) {
 		th.Blocked++
 	}
 }
+
+// NodeLoad is one crawl node's load as a topics crawl's coordinator last
+// saw it (spider master --topics): what it hands out tasks by, besides the
+// topics' priorities.
+type NodeLoad struct {
+	Worker      int       `json:"worker"`        // worker number (its srq:N)
+	Node        string    `json:"node"`          // node id or host
+	InFlight    int       `json:"in_flight"`     // tasks taken, not yet answered
+	Queued      int       `json:"queued"`        // tasks waiting in its own queue
+	PagesPerSec float64   `json:"pages_per_sec"` // over the coordinator's last window
+	Errors      int64     `json:"errors"`        // failed fetches, all runs
+	Fetched     int64     `json:"fetched"`       // pages fetched, all runs
+	Buckets     int       `json:"buckets"`       // logical nodes it owns on the ring
+	Alive       bool      `json:"alive"`         // heart-beating; false: its tasks go back out
+	LastBeat    time.Time `json:"last_beat"`     // its last heartbeat (Redis server time)
+}
+
+// ClusterStatus is the coordinator's status of a topics crawl on a cluster:
+// the PQ-MCSA scheduler's (Status, its fields inlined in the JSON) and each
+// crawl node's load, as of At. The coordinator publishes it in Redis
+// (masterworker.PublishTopicStatus); spider status and the dashboard show it.
+type ClusterStatus struct {
+	Status
+	Nodes []NodeLoad `json:"nodes"`
+	At    time.Time  `json:"at"`
+}

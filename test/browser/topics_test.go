@@ -19,6 +19,7 @@ import (
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/server"
+	"github.com/spider-crawler/spider/internal/server/redisview"
 	"github.com/spider-crawler/spider/internal/topics"
 	"github.com/spider-crawler/spider/internal/websim"
 )
@@ -291,7 +292,7 @@ topics:
 	}
 	publish()
 
-	v := server.NewRedisView(rdb, crawlName, 64, nil, nil)
+	v := redisview.New(rdb, crawlName, 64, nil, nil)
 	srv, err := server.New(server.Options{Crawl: v, Control: v, Token: token})
 	if err != nil {
 		t.Fatal(err)

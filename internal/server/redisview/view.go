@@ -1,4 +1,4 @@
-package server
+package redisview
 
 import (
 	"context"
@@ -11,9 +11,10 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/masterworker"
 	"github.com/spider-crawler/spider/internal/p2p"
+	"github.com/spider-crawler/spider/internal/server"
 )
 
-// RedisView is the CrawlView of a distributed crawl, read from Redis: the
+// View is the server.CrawlView of a distributed crawl, read from Redis: the
 // crawl-wide report every topology publishes (cluster.ReadReports: pages,
 // result rows, outcomes, bytes and one row per node, for the whole crawl),
 // then the topology's own figures: master–worker (masterworker.ReadStatus)
@@ -23,43 +24,43 @@ import (
 // from the snapshots taken. With a data directory (Dir), the record
 // counts, hosts and errors of this machine's part are shown too. Safe for
 // concurrent use.
-type RedisView struct {
+type View struct {
 	rdb     redis.UniversalClient
 	crawl   string
 	buckets int
-	dir     *DirView
+	dir     *server.DirView
 	now     func() time.Time
 
 	mu      sync.Mutex
-	samples []RatePoint // sampled rates, oldest first
+	samples []server.RatePoint // sampled rates, oldest first
 	lastT   time.Time
-	cfg     *CrawlConfig // the master's published rules; nil: not read yet
-	cfgOf   int64        // the master's epoch cfg was read in
+	cfg     *server.CrawlConfig // the master's published rules; nil: not read yet
+	cfgOf   int64               // the master's epoch cfg was read in
 }
 
-var _ CrawlView = (*RedisView)(nil)
+var _ server.CrawlView = (*View)(nil)
 
-// NewRedisView views the crawl named crawlName; buckets is the peers'
+// New views the crawl named crawlName; buckets is the peers'
 // --buckets (for the bucket shares of a peer-to-peer crawl); dir may be
 // nil; now may be nil (time.Now).
-func NewRedisView(rdb redis.UniversalClient, crawlName string, buckets int, dir *DirView, now func() time.Time) *RedisView {
+func New(rdb redis.UniversalClient, crawlName string, buckets int, dir *server.DirView, now func() time.Time) *View {
 	if now == nil {
 		now = time.Now
 	}
-	return &RedisView{rdb: rdb, crawl: crawlName, buckets: buckets, dir: dir, now: now}
+	return &View{rdb: rdb, crawl: crawlName, buckets: buckets, dir: dir, now: now}
 }
 
-// Snapshot implements CrawlView.
-func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
-	var st *CrawlStatus
+// Snapshot implements server.CrawlView.
+func (v *View) Snapshot(ctx context.Context) (*server.CrawlStatus, error) {
+	var st *server.CrawlStatus
 	if v.dir != nil {
 		var err error
 		if st, err = v.dir.Snapshot(ctx); err != nil {
 			return nil, err
 		}
 	} else {
-		st = &CrawlStatus{Series: []RatePoint{}, Nodes: []Node{}, Topics: []Topic{}, TopicNodes: []masterworker.NodeLoad{}, Errors: []RecentError{},
-			Rows: []Count{}, Outcomes: []Count{}, TopHosts: []Count{}, Hosts: []HostRow{}, Failures: []crawl.FailureClass{},
+		st = &server.CrawlStatus{Series: []server.RatePoint{}, Nodes: []server.Node{}, Topics: []server.Topic{}, TopicNodes: []masterworker.NodeLoad{}, Errors: []server.RecentError{},
+			Rows: []server.Count{}, Outcomes: []server.Count{}, TopHosts: []server.Count{}, Hosts: []server.HostRow{}, Failures: []crawl.FailureClass{},
 			Updated: v.now().UTC()}
 	}
 	rep, err := cluster.ReadReports(ctx, v.rdb, v.crawl)
@@ -70,11 +71,11 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src := ReportSource(rep); src == SourceLayered || src == SourceProtocol {
+	if src := ReportSource(rep); src == server.SourceLayered || src == server.SourceProtocol {
 		st.Source = src
 		st.State = reportDashState(rep.State)
 		st.PagesPerSec = rep.PagesPerSec
-		st.Queue = &Queue{}
+		st.Queue = &server.Queue{}
 		for _, n := range rep.Nodes {
 			st.Queue.Queued += n.Detail["queued"]
 			st.Queue.InFlight += n.Detail["in_flight"]
@@ -100,7 +101,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		}
 		st.Schedule = nil
 		if ok {
-			st.Schedule = NewSchedule(c, v.now())
+			st.Schedule = server.NewSchedule(c, v.now())
 		}
 	} else {
 		ps, err := p2p.ReadStatus(ctx, v.rdb, v.crawl, v.buckets)
@@ -123,7 +124,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 		}
 		st.Schedule = nil
 		if ok {
-			st.Schedule = NewSchedule(c, v.now())
+			st.Schedule = server.NewSchedule(c, v.now())
 		}
 		st.PagesPerSec = 0
 		for _, n := range ps.Nodes {
@@ -143,7 +144,7 @@ func (v *RedisView) Snapshot(ctx context.Context) (*CrawlStatus, error) {
 // its workers (masterworker.LoadConfig), read once per epoch; nil while
 // they cannot be read. The rules leave out each node's local settings
 // (crawl.LocalFields): concurrency and time-out are then 0.
-func (v *RedisView) masterConfig(ctx context.Context, epoch int64) *CrawlConfig {
+func (v *View) masterConfig(ctx context.Context, epoch int64) *server.CrawlConfig {
 	v.mu.Lock()
 	if v.cfg != nil && v.cfgOf == epoch {
 		c := *v.cfg
@@ -158,7 +159,7 @@ func (v *RedisView) masterConfig(ctx context.Context, epoch int64) *CrawlConfig 
 	if err != nil {
 		return nil
 	}
-	c := NewCrawlConfig(rules)
+	c := server.NewCrawlConfig(rules)
 	v.mu.Lock()
 	v.cfg, v.cfgOf = c, epoch
 	v.mu.Unlock()
@@ -167,27 +168,19 @@ func (v *RedisView) masterConfig(ctx context.Context, epoch int64) *CrawlConfig 
 }
 
 // sample records the rate (once a second at most) and returns the series.
-func (v *RedisView) sample(rate float64) []RatePoint {
+func (v *View) sample(rate float64) []server.RatePoint {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.now()
 	if v.lastT.IsZero() || now.Sub(v.lastT) >= time.Second {
-		v.samples = append(v.samples, RatePoint{T: now.Unix(), Step: 1, PagesPerSec: rate})
-		if len(v.samples) > SeriesPoints {
-			v.samples = append(v.samples[:0], v.samples[len(v.samples)-SeriesPoints:]...)
+		v.samples = append(v.samples, server.RatePoint{T: now.Unix(), Step: 1, PagesPerSec: rate})
+		if len(v.samples) > server.SeriesPoints {
+			v.samples = append(v.samples[:0], v.samples[len(v.samples)-server.SeriesPoints:]...)
 		}
 		v.lastT = now
 	}
-	return append([]RatePoint(nil), v.samples...)
+	return append([]server.RatePoint(nil), v.samples...)
 }
-
-// Sources of a CrawlStatus or ClusterStatus read from Redis.
-const (
-	SourceMasterWorker = "master-worker"
-	SourcePeer         = "peer-to-peer"
-	SourceLayered      = "layered"
-	SourceProtocol     = "protocol" // design §0: hosts and centers
-)
 
 // ReportSource is the topology the nodes of rep say the crawl has (from
 // their roles), "" when no node reported.
@@ -196,13 +189,13 @@ func ReportSource(rep *cluster.Report) string {
 	for _, n := range rep.Nodes {
 		switch n.Role {
 		case cluster.RoleLayered:
-			return SourceLayered
+			return server.SourceLayered
 		case cluster.RoleHost, cluster.RoleCenter:
-			return SourceProtocol
+			return server.SourceProtocol
 		case cluster.RoleMaster:
-			return SourceMasterWorker
+			return server.SourceMasterWorker
 		case cluster.RolePeer:
-			src = SourcePeer
+			src = server.SourcePeer
 		}
 	}
 	return src
@@ -219,54 +212,13 @@ func reportDashState(s string) string {
 	return s // running, paused, stopped, failed
 }
 
-// CrawlReport is the crawl-wide report every topology keeps in Redis
-// (cluster.ReadReports): the crawl's state, its totals by result row and
-// outcome, and one row per node that ever reported (final once the node
-// published its last figures). "report" in GET /api/crawl and in spider
-// status --redis --json.
-type CrawlReport struct {
-	// State is running, paused, done, failed or stopped; "" when no node
-	// reported.
-	State string `json:"state"`
-	// Final is true when every node published its last figures: the
-	// totals are then the union of the nodes' records.
-	Final       bool             `json:"final"`
-	Pages       int64            `json:"pages"` // URLs completed, all nodes
-	Bytes       int64            `json:"bytes"` // body bytes stored, all nodes
-	PagesPerSec float64          `json:"pages_per_s"`
-	Rows        map[string]int64 `json:"rows"`     // SPEC §3 result row → URLs
-	Outcomes    map[string]int64 `json:"outcomes"` // outcome class → URLs
-	Nodes       []ReportNode     `json:"nodes"`
-	// Updated is the Redis server time of the read.
-	Updated time.Time `json:"updated"`
-}
-
-// ReportNode is one node's row of a CrawlReport.
-type ReportNode struct {
-	ID          string           `json:"id"`
-	Role        string           `json:"role"`  // peer, master, worker, host, center, layered
-	State       string           `json:"state"` // running, paused, done, failed, stopped
-	Final       bool             `json:"final"` // its last figures
-	Stale       bool             `json:"stale"` // not final and silent for cluster.ReportStale: the node is gone
-	Pages       int64            `json:"pages"`
-	Bytes       int64            `json:"bytes"`
-	PagesPerSec float64          `json:"pages_per_s"`
-	Rows        map[string]int64 `json:"rows"`
-	Outcomes    map[string]int64 `json:"outcomes"`
-	// Detail is the topology's own figures of the node (queued, in_flight,
-	// round, ...); a key ending in _ms holds milliseconds.
-	Detail  map[string]int64 `json:"detail"`
-	Started time.Time        `json:"started"` // this run's start
-	Updated time.Time        `json:"updated"` // its last publish (Redis server time)
-}
-
-// NewCrawlReport is the CrawlReport of rep (maps and lists never nil).
-func NewCrawlReport(rep *cluster.Report) *CrawlReport {
-	out := &CrawlReport{State: rep.State, Final: rep.Final(), Pages: rep.Totals.Pages, Bytes: rep.Totals.Bytes,
+// NewCrawlReport is the server.CrawlReport of rep (maps and lists never nil).
+func NewCrawlReport(rep *cluster.Report) *server.CrawlReport {
+	out := &server.CrawlReport{State: rep.State, Final: rep.Final(), Pages: rep.Totals.Pages, Bytes: rep.Totals.Bytes,
 		PagesPerSec: rep.PagesPerSec, Rows: nonNil(rep.Totals.Rows), Outcomes: nonNil(rep.Totals.Outcomes),
-		Nodes: make([]ReportNode, 0, len(rep.Nodes)), Updated: time.UnixMilli(rep.NowMS).UTC()}
+		Nodes: make([]server.ReportNode, 0, len(rep.Nodes)), Updated: time.UnixMilli(rep.NowMS).UTC()}
 	for _, n := range rep.Nodes {
-		out.Nodes = append(out.Nodes, ReportNode{ID: n.Node, Role: n.Role, State: n.State, Final: n.Final, Stale: n.Stale,
+		out.Nodes = append(out.Nodes, server.ReportNode{ID: n.Node, Role: n.Role, State: n.State, Final: n.Final, Stale: n.Stale,
 			Pages: n.Pages, Bytes: n.Bytes, PagesPerSec: n.PagesPerSec, Rows: nonNil(n.Rows), Outcomes: nonNil(n.Outcomes),
 			Detail: nonNil(n.Detail), Started: time.UnixMilli(n.StartedMS).UTC(), Updated: time.UnixMilli(n.UpdatedMS).UTC()})
 	}
@@ -284,7 +236,7 @@ func nonNil(m map[string]int64) map[string]int64 {
 // reported: pages, rows, outcomes and bytes of the whole crawl (not only
 // of this machine's data directory), each node's pages and state on its
 // row (a row added for a node the topology's own status does not list).
-func applyReport(st *CrawlStatus, rep *cluster.Report) {
+func applyReport(st *server.CrawlStatus, rep *cluster.Report) {
 	if len(rep.Nodes) == 0 {
 		return
 	}
@@ -292,9 +244,9 @@ func applyReport(st *CrawlStatus, rep *cluster.Report) {
 	st.Pages, st.Bytes = rep.Totals.Pages, rep.Totals.Bytes
 	st.Rows = st.Rows[:0]
 	for _, row := range crawl.TableRows {
-		st.Rows = append(st.Rows, Count{row, rep.Totals.Rows[row]})
+		st.Rows = append(st.Rows, server.Count{Name: row, Count: rep.Totals.Rows[row]})
 	}
-	st.Outcomes = sortedCounts(rep.Totals.Outcomes, 0)
+	st.Outcomes = server.SortedCounts(rep.Totals.Outcomes, 0)
 	if st.PagesPerSec == 0 {
 		st.PagesPerSec = rep.PagesPerSec
 	}
@@ -303,7 +255,7 @@ func applyReport(st *CrawlStatus, rep *cluster.Report) {
 
 // reportNodes adds the report's figures to nodes (by ID) and a row for
 // every node of rep that nodes lacks.
-func reportNodes(nodes []Node, rep *cluster.Report) []Node {
+func reportNodes(nodes []server.Node, rep *cluster.Report) []server.Node {
 	at := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		at[n.ID] = i
@@ -317,7 +269,7 @@ func reportNodes(nodes []Node, rep *cluster.Report) []Node {
 			nodes[i].Fetched, nodes[i].State = NodeFetched(r), state
 			continue
 		}
-		n := Node{ID: r.Node, Role: r.Role, Fetched: NodeFetched(r), State: state, Queue: r.Detail["queued"], InFlight: r.Detail["in_flight"],
+		n := server.Node{ID: r.Node, Role: r.Role, Fetched: NodeFetched(r), State: state, Queue: r.Detail["queued"], InFlight: r.Detail["in_flight"],
 			Idle: r.Final || r.State == cluster.ReportPaused}
 		if !r.Final && !r.Stale {
 			n.PagesPerSec = r.PagesPerSec

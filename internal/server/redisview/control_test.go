@@ -1,4 +1,4 @@
-package server
+package redisview
 
 import (
 	"context"
@@ -9,18 +9,19 @@ import (
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
+	"github.com/spider-crawler/spider/internal/server"
 )
 
-// TestRedisViewControl: the control endpoints of serve --redis write the
+// TestViewControl: the control endpoints of serve --redis write the
 // crawl's control word (what every node follows), the dashboard shows the
 // state, seeds are queued for the nodes, and a bad seed queues nothing.
-func TestRedisViewControl(t *testing.T) {
+func TestViewControl(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	v := NewRedisView(rdb, "web", 64, nil, nil)
-	s := newTestServer(t, Options{Crawl: v, Control: v, Token: testToken}).Handler()
+	v := New(rdb, "web", 64, nil, nil)
+	s := newTestServer(t, server.Options{Crawl: v, Control: v, Token: testToken}).Handler()
 	keys, err := cluster.NewKeys("web")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestRedisViewControl(t *testing.T) {
 	auth := map[string]string{"Authorization": "Bearer " + testToken}
 	state := func() string {
 		w := do(t, s, "GET", "/api/crawl", "", nil)
-		var st CrawlStatus
+		var st server.CrawlStatus
 		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
 			t.Fatalf("%v: %s", err, w.Body)
 		}

@@ -1,4 +1,4 @@
-package server
+package redisview
 
 import (
 	"context"
@@ -9,17 +9,18 @@ import (
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/redistest"
 	"github.com/spider-crawler/spider/internal/crawl"
+	"github.com/spider-crawler/spider/internal/server"
 )
 
-// TestRedisView reads a peer-to-peer crawl's members from a real Redis:
+// TestView reads a peer-to-peer crawl's members from a real Redis:
 // none at first (idle), then two nodes with their weights, bucket shares
 // and published load.
-func TestRedisView(t *testing.T) {
+func TestView(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
 	clk := &clock{time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)}
-	v := NewRedisView(rdb, "web", 64, nil, clk.now)
+	v := New(rdb, "web", 64, nil, clk.now)
 
 	st, err := v.Snapshot(ctx)
 	if err != nil {
@@ -60,15 +61,15 @@ func TestRedisView(t *testing.T) {
 	}
 }
 
-// TestRedisViewMasterConfig: a master–worker crawl's dashboard shows the
+// TestViewMasterConfig: a master–worker crawl's dashboard shows the
 // rules its master published for the workers (never the master's local
 // settings), read once per master epoch. The keys are written here as
 // masterworker lays them out (its Master publishes them in prepare).
-func TestRedisViewMasterConfig(t *testing.T) {
+func TestViewMasterConfig(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	v := NewRedisView(rdb, "mw", 64, nil, nil)
+	v := New(rdb, "mw", 64, nil, nil)
 	publish := func(epoch int64, cfg crawl.Config) {
 		t.Helper()
 		b, err := cfg.RulesJSON()
@@ -107,17 +108,17 @@ func TestRedisViewMasterConfig(t *testing.T) {
 	}
 }
 
-// TestRedisViewReport: the dashboard of a crawl read from Redis shows the
+// TestViewReport: the dashboard of a crawl read from Redis shows the
 // crawl-wide report its nodes publish (cluster.Publish): the pages, rows,
 // outcomes and bytes of all nodes, a row per node with its pages and
 // state, the topology from the nodes' roles (layered here, which has no
 // status of its own in Redis), and the crawl's state, finished once every
 // node published its last figures as done.
-func TestRedisViewReport(t *testing.T) {
+func TestViewReport(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	ctx := context.Background()
-	v := NewRedisView(rdb, "lay", 64, nil, nil)
+	v := New(rdb, "lay", 64, nil, nil)
 	keys, err := cluster.NewKeys("lay")
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestRedisViewReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Source != SourceLayered || st.State != "running" || st.Pages != 7 || st.Bytes != 520 || st.PagesPerSec != 5 {
+	if st.Source != server.SourceLayered || st.State != "running" || st.Pages != 7 || st.Bytes != 520 || st.PagesPerSec != 5 {
 		t.Fatalf("live layered crawl: source %q state %q pages %d bytes %d rate %v", st.Source, st.State, st.Pages, st.Bytes, st.PagesPerSec)
 	}
 	rows := map[string]int64{}

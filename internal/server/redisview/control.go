@@ -1,4 +1,4 @@
-package server
+package redisview
 
 import (
 	"context"
@@ -6,15 +6,16 @@ import (
 	"fmt"
 
 	"github.com/spider-crawler/spider/internal/cluster"
+	"github.com/spider-crawler/spider/internal/server"
 )
 
-var _ Controller = (*RedisView)(nil)
+var _ server.Controller = (*View)(nil)
 
 // control returns the crawl's control word (cluster.Control).
-func (v *RedisView) control() (*cluster.Control, error) {
+func (v *View) control() (*cluster.Control, error) {
 	k, err := cluster.NewKeys(v.crawl)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", server.ErrInvalid, err)
 	}
 	return cluster.NewControl(v.rdb, k), nil
 }
@@ -22,36 +23,36 @@ func (v *RedisView) control() (*cluster.Control, error) {
 // set writes state as the crawl's control word; every live node applies
 // it within a second (spider control waits for their acks; the API does
 // not: the dashboard shows the state the nodes report).
-func (v *RedisView) set(ctx context.Context, state string) error {
+func (v *View) set(ctx context.Context, state string) error {
 	c, err := v.control()
 	if err != nil {
 		return err
 	}
 	if _, err := c.Set(ctx, state); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", server.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// Pause implements Controller for a distributed crawl: no node starts a
+// Pause implements server.Controller for a distributed crawl: no node starts a
 // new fetch (a master hands out nothing); fetches in flight finish.
-func (v *RedisView) Pause(ctx context.Context) error { return v.set(ctx, cluster.ControlPaused) }
+func (v *View) Pause(ctx context.Context) error { return v.set(ctx, cluster.ControlPaused) }
 
-// Resume implements Controller.
-func (v *RedisView) Resume(ctx context.Context) error { return v.set(ctx, cluster.ControlRunning) }
+// Resume implements server.Controller.
+func (v *View) Resume(ctx context.Context) error { return v.set(ctx, cluster.ControlRunning) }
 
-// Stop implements Controller: every node finishes its fetches in flight
+// Stop implements server.Controller: every node finishes its fetches in flight
 // and exits; what is pending stays pending, the next run resumes it.
-func (v *RedisView) Stop(ctx context.Context) error { return v.set(ctx, cluster.ControlStopping) }
+func (v *View) Stop(ctx context.Context) error { return v.set(ctx, cluster.ControlStopping) }
 
-// AddSeeds implements Controller: the URLs are queued for the crawl's
+// AddSeeds implements server.Controller: the URLs are queued for the crawl's
 // nodes, which record them as discovered under the crawl's rules. It
 // returns how many were queued (whether each is new is known only to the
 // node that owns it). Every URL must be an absolute http(s) URL; otherwise
-// nothing is queued and the error wraps ErrInvalid.
-func (v *RedisView) AddSeeds(ctx context.Context, urls []string) (int, error) {
+// nothing is queued and the error wraps server.ErrInvalid.
+func (v *View) AddSeeds(ctx context.Context, urls []string) (int, error) {
 	for _, s := range urls {
-		if err := checkSeed(s); err != nil {
+		if err := server.CheckSeed(s); err != nil {
 			return 0, err
 		}
 	}
@@ -60,14 +61,14 @@ func (v *RedisView) AddSeeds(ctx context.Context, urls []string) (int, error) {
 		return 0, err
 	}
 	if _, err := c.AddSeeds(ctx, urls); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %w", server.ErrUnavailable, err)
 	}
 	return len(urls), nil
 }
 
 // controlState maps a running crawl's state to the control word's
 // (paused, stopping); other states and an unreadable word are kept.
-func (v *RedisView) controlState(ctx context.Context, state string) string {
+func (v *View) controlState(ctx context.Context, state string) string {
 	if state != "running" {
 		return state
 	}
