@@ -42,7 +42,7 @@ for _ in $(seq "$rounds"); do
 	for v in before after; do
 		"$work/$v.test" -test.run '^$' -test.bench 'Crawl/levels' -test.benchtime 2x | grep '^Benchmark' | sed "s/^/$v crawl /"
 		go run ./bench/distbench scaling --root "${tree[$v]}" --workers 2 --peers 2 2>/dev/null |
-			grep -E '^\| *(master|peer)' | awk -F'|' -v v="$v" '{printf "%s dist %s ×%s: pages %s, wall %s s, pages/s %s, Redis cmds/page %s, spider CPU ms/page %s, coverage %s\n", v, $2, $3, $4, $5, $6, $14, $16, $17}' || true
+			grep -E '^\| *(master|peer)' | awk -F'|' -v v="$v" '{printf "%s dist %s ×%s: pages %s, wall %s s, pages/s %s, Redis cmds/page %s, spider CPU ms/page %s, coverage %s\n", v, $2, $3, $4, $5, $6, $13, $15, $16}' || true
 		rm -rf "$work/crawl/index"
 		/usr/bin/time -f "$v index wall %e s cpu %U+%S s maxrss %M KB" "$work/$v.spider" index --data "$work/crawl" >/dev/null 2>"$work/time.err" || true
 		tail -1 "$work/time.err"
