@@ -27,7 +27,7 @@ const flagModeKey = "spider_mode"
 
 // The modes whose flags help prints as blocks, in the order of modeOrder.
 const (
-	modeRedis    = "redis"         // every distributed mode: the connection, the crawl's name, --expire-done
+	modeRedis    = "redis"         // the connection, the crawl's name, --expire-done: peer-to-peer, master–worker, layered with --redis
 	modePeer     = "p2p"           // spider crawl --redis: a peer-to-peer node
 	modeMaster   = "master–worker" // spider master: the scheduling node
 	modeProtocol = "protocol"      // spider crawl --dedup protocol: a host of the design §0 protocol
@@ -83,7 +83,8 @@ type crawlOptions struct {
 	logLevel string
 	quiet    bool
 	pprof    string
-	// redis is the connection of every distributed mode; with --redis
+	// redis is the connection of the peer-to-peer and the layered crawl
+	// (a §0 host takes its Redis from --protocol-config); with --redis
 	// alone the process is a peer-to-peer node (peer).
 	redis redisFlags
 	peer  peerOptions
