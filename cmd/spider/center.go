@@ -36,6 +36,8 @@ With --status it prints the network's pools, hosts and counters and exits.`
 // mixedOptions are the flags of a host in the mixed topology (spider crawl --dedup
 // protocol).
 type mixedOptions struct {
+	// dedup is --dedup: bucket, or protocol for these options to apply.
+	dedup       string
 	configFile  string
 	network     string
 	hostID      string
@@ -44,15 +46,15 @@ type mixedOptions struct {
 	leave       bool
 }
 
-func mixedFlags(fs *pflag.FlagSet) *mixedOptions {
-	mo := &mixedOptions{}
+// bind registers --dedup and the flags of a host of the protocol.
+func (mo *mixedOptions) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&mo.dedup, "dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (the mixed topology's two-tier protocol, docs/design.md §0)")
 	fs.StringVar(&mo.configFile, "protocol-config", "", "with --dedup protocol: YAML file naming the networks, their centers' Redis and their hosts")
 	fs.StringVar(&mo.network, "network", "", "with --dedup protocol: this host's network")
 	fs.StringVar(&mo.hostID, "host-id", "", "with --dedup protocol: this host's name in its network")
 	fs.StringVar(&mo.localRedis, "local-redis", "", "with --dedup protocol: this host's own Redis URL, a Redis Cluster with addr= or cluster=true parameters (default: its entry in --protocol-config)")
 	fs.StringVar(&mo.centerRedis, "center-redis", "", "with --dedup protocol: the network center's Redis URL, a Redis Cluster with addr= or cluster=true parameters (default: from --protocol-config)")
 	fs.BoolVar(&mo.leave, "leave", false, "with --dedup protocol: at the end hand unfinished tasks back to the center and leave the network (default: keep them for a restart)")
-	return mo
 }
 
 // loadProtocolConfig reads --protocol-config and checks the network name.

@@ -63,7 +63,9 @@ func crawlFlags(fs *pflag.FlagSet, c *crawl.Config) {
 	fs.Var(listFlag{&c.DenySuffixes}, "deny-suffix", "path suffix not to fetch, replaces the default list (repeatable)")
 	fs.Var(listFlag{&c.AllowHosts}, "allow-host", "only crawl these hosts, *.suffix allowed (repeatable)")
 	fs.Var(listFlag{&c.DenyHosts}, "deny-host", "never crawl these hosts (repeatable)")
-	fs.StringVar(&c.Topics, "topics", c.Topics, "YAML file of crawl topics: multi-topic priority scheduling (PQ-MCSA, docs/design.md §4)")
+	bindMode(fs, modeTopics, "modes", func(fs *pflag.FlagSet) {
+		fs.StringVar(&c.Topics, "topics", c.Topics, "YAML file of crawl topics: multi-topic priority scheduling (PQ-MCSA, docs/design.md §4)")
+	})
 	fs.Float64Var(&c.MaxRate, "max-rate", c.MaxRate, fmt.Sprintf("requests/s over the whole crawl; 0 = per-host limits only; at most %d", crawl.HardMaxRate))
 	revisitFlags(fs, c)
 }
@@ -104,36 +106,21 @@ func crawlConfigFlags(name, synopsis string, args []string, stderr io.Writer) (*
 }
 
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfgp, fs, err := crawlConfigFlags("crawl", crawlSynopsis, args, stderr)
+	o, fs, err := newCrawlOptions(args, stderr)
 	if err != nil {
 		return err
 	}
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	quiet := fs.Bool("quiet", false, "no progress line and no summary")
-	var rf redisFlags
-	rf.register(fs)
-	expireDoneFlag(fs, &rf.expireDone)
-	nodeID := fs.String("node-id", "", "with --redis: this node's name, unique in the crawl; default: the id kept in the data directory (DATA/NODE_ID, generated once as HOST-xxxxxx), so restarts keep it; a live node's id is refused")
-	weight := fs.Int("weight", 100, fmt.Sprintf("with --redis: this node's virtual nodes on the ring, its share of the hosts (range 1 to %d)", p2p.MaxWeight))
-	buckets := fs.Int("buckets", 4096, fmt.Sprintf("with --redis: logical buckets of hosts, the same on every node (range 1 to %d)", p2p.MaxBuckets))
-	mode := fs.String("mode", "normal", "crawl mode: normal, or layered (rounds with noise-URL removal, docs/design.md §2)")
-	lo := layeredFlags(fs)
-	dedupMode := fs.String("dedup", "bucket", "distributed de-dup: bucket (each bucket's owner), or protocol (the mixed topology's two-tier protocol, docs/design.md §0)")
-	mo := mixedFlags(fs)
-	addr := fs.String("addr", "", "serve the dashboard, search page, JSON API and /metrics on HOST:PORT while crawling (embedded crawls); control needs SPIDER_TOKEN")
-	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this separate address while crawling, e.g. 127.0.0.1:6060; keep it private")
-	var allowedHosts []string
-	fs.Var(listFlag{&allowedHosts}, "allowed-hosts", "with --addr: host names the server answers to besides its listening address (see spider serve -h)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	cfg := *cfgp
+	rf, lo, mo := o.redis, &o.layered, &o.mixed
+	cfg := *o.cfg
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
 	if len(cfg.Seeds) == 0 && cfg.Topics == "" {
 		fs.Usage()
 		return fmt.Errorf("%w: give at least one seed URL (or --topics FILE with seeds)", errUsage)
 	}
-	if cfg.Topics != "" && (rf.url != "" || *mode != "normal" || *dedupMode != "bucket") {
+	if cfg.Topics != "" && (rf.url != "" || lo.mode != "normal" || mo.dedup != "bucket") {
 		return fmt.Errorf("%w: spider crawl --topics schedules the embedded single-node crawl only: drop --redis, --mode or --dedup; for topics on a cluster run spider master --redis URL --crawl NAME --topics FILE and spider worker --redis URL --crawl NAME --topics FILE (docs/distributed.md)", errUsage)
 	}
 	if err := checkConfig(&cfg); err != nil {
@@ -142,45 +129,45 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkSeeds(cfg); err != nil {
 		return err
 	}
-	if err := checkPeerFlags(*weight, *buckets); err != nil {
+	if err := o.peer.check(); err != nil {
 		return err
 	}
 	if err := checkExpireDone(rf.expireDone); err != nil {
 		return err
 	}
-	if allowedHosts, err = splitHosts(allowedHosts); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := o.serve.check(); err != nil {
+		return err
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	logger, err := newLogger(stderr, o.logLevel)
 	if err != nil {
 		return err
 	}
-	if *pprofAddr != "" {
-		stopProf, err := startPprof(ctx, *pprofAddr, stderr, logger)
+	if o.pprof != "" {
+		stopProf, err := startPprof(ctx, o.pprof, stderr, logger)
 		if err != nil {
 			return err
 		}
 		defer stopProf()
 	}
-	switch *mode {
+	switch lo.mode {
 	case "normal":
 	case "layered":
-		return runLayered(ctx, cfg, lo, rf, *quiet, logger, stdout)
+		return runLayered(ctx, cfg, lo, rf, o.quiet, logger, stdout)
 	default:
-		return fmt.Errorf("%w: unknown --mode %q: use normal or layered", errUsage, *mode)
+		return fmt.Errorf("%w: unknown --mode %q: use normal or layered", errUsage, lo.mode)
 	}
-	switch *dedupMode {
+	switch mo.dedup {
 	case "bucket":
 	case "protocol":
-		return runMixed(ctx, cfg, mo, *quiet, logger, stdout)
+		return runMixed(ctx, cfg, mo, o.quiet, logger, stdout)
 	default:
-		return fmt.Errorf("%w: unknown --dedup %q: use bucket or protocol", errUsage, *dedupMode)
+		return fmt.Errorf("%w: unknown --dedup %q: use bucket or protocol", errUsage, mo.dedup)
 	}
-	if *addr != "" && (*mode != "normal" || *dedupMode != "bucket" || rf.url != "") {
+	if o.serve.addr != "" && (lo.mode != "normal" || mo.dedup != "bucket" || rf.url != "") {
 		return usageError(stderr, "--addr serves an embedded crawl only; for a distributed crawl run spider serve --redis URL")
 	}
 	if rf.url != "" {
-		return runPeer(ctx, cfg, rf, p2p.Options{Crawl: rf.crawl, NodeID: *nodeID, Weight: *weight, Buckets: *buckets}, *quiet, logger, stdout)
+		return runPeer(ctx, cfg, rf, o.peer.options(rf.crawl), o.quiet, logger, stdout)
 	}
 	reg := prometheus.NewRegistry()
 	eng, err := crawl.New(cfg, logger, reg)
@@ -194,14 +181,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		warnOtherSeeds(stderr, cfg.Data, old)
 	}
 	stopServe := func() {}
-	if *addr != "" {
-		if stopServe, err = serveCrawl(ctx, *addr, allowedHosts, eng, cfg.Data, reg, logger, stderr); err != nil {
+	if o.serve.addr != "" {
+		if stopServe, err = serveCrawl(ctx, o.serve.addr, o.serve.allowedHosts, eng, cfg.Data, reg, logger, stderr); err != nil {
 			return err
 		}
 		defer stopServe()
 	}
 
-	showProgress := !*quiet && isTerminal(stderr)
+	showProgress := !o.quiet && isTerminal(stderr)
 	done := make(chan struct{})
 	if showProgress {
 		go progressLoop(eng, stderr, done)
@@ -236,7 +223,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
-	if !*quiet {
+	if !o.quiet {
 		verb := "crawled"
 		if interrupted {
 			verb = "interrupted after"

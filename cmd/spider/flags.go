@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/p2p"
 )
 
 // listFlag is a repeatable string flag: each --name VALUE appends.
@@ -316,15 +315,4 @@ func splitHosts(vals []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// checkPeerFlags range-checks a peer-to-peer node's --weight and --buckets.
-func checkPeerFlags(weight, buckets int) error {
-	if weight < 1 || weight > p2p.MaxWeight {
-		return fmt.Errorf("%w: --weight %d is out of range: use 1 to %d virtual nodes", errUsage, weight, p2p.MaxWeight)
-	}
-	if buckets < 1 || buckets > p2p.MaxBuckets {
-		return fmt.Errorf("%w: --buckets %d is out of range: use 1 to %d (the same on every node)", errUsage, buckets, p2p.MaxBuckets)
-	}
-	return nil
 }

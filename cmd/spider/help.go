@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/pflag"
 )
@@ -24,9 +26,11 @@ var flagGroups = []struct{ key, heading string }{
 	{"revisits", "Revisit flags (keeping a crawl fresh, retries of failures)"},
 }
 
-// flagGroupOf is the group of every flag of the commands that take the
-// crawl settings (groupedCommands). A flag of those commands missing here
-// is printed under "Other flags" and fails TestHelpGroups.
+// flagGroupOf is the help group of every flag of the commands that take
+// the crawl settings (groupedCommands) that every mode takes. A mode's own
+// flags get their group where they are bound (bindMode, options.go). A
+// flag of those commands in neither is printed under "Other flags" and
+// fails TestHelpGroups.
 var flagGroupOf = map[string]string{
 	"config": "general", "log-level": "general", "quiet": "general",
 
@@ -43,21 +47,10 @@ var flagGroupOf = map[string]string{
 	"max-redirects": "limits", "max-retries": "limits", "retry-delay": "limits", "seen": "limits",
 	"expected-urls": "limits", "fp-rate": "limits",
 
-	"data": "output", "warc": "output", "addr": "output", "allowed-hosts": "output", "pprof": "output",
+	"data": "output", "warc": "output", "pprof": "output",
 
 	"resolve": "network", "resolve-file": "network", "allow-private": "network",
 	"connect-timeout": "network", "first-byte-timeout": "network", "timeout": "network",
-
-	"redis": "distributed", "redis-cluster": "distributed", "redis-ca": "distributed", "crawl": "distributed",
-	"node-id": "distributed", "weight": "distributed", "buckets": "distributed", "dedup": "distributed",
-	"protocol-config": "distributed", "network": "distributed", "host-id": "distributed",
-	"local-redis": "distributed", "center-redis": "distributed", "leave": "distributed",
-	"max-inflight": "distributed", "worker-ttl": "distributed", "wait-nodes": "distributed", "expire-done": "distributed",
-
-	"mode": "modes", "topics": "modes", "rounds": "modes", "groups": "modes", "workers": "modes",
-	"noise-threshold": "modes", "noise-rule": "modes", "noise-samples": "modes", "cluster-threshold": "modes",
-	"noise-similarity": "modes", "noise-deviation": "modes", "cache-size": "modes",
-	"dom-pass": "modes", "cluster-pass": "modes", "lease-ttl": "modes",
 
 	"revisit": "revisits", "revisit-min": "revisits", "revisit-max": "revisits", "revisit-initial": "revisits",
 	"revisit-share": "revisits", "continuous": "revisits", "retry-failed": "revisits",
@@ -157,6 +150,9 @@ func writeHelp(w io.Writer, name, synopsis string, fs *pflag.FlagSet) {
 		if len(flags) == 0 {
 			continue
 		}
+		if groupedCommands[name] {
+			byMode(fs, flags)
+		}
 		heading := "Flags"
 		switch {
 		case g != "":
@@ -172,6 +168,24 @@ func writeHelp(w io.Writer, name, synopsis string, fs *pflag.FlagSet) {
 	if ex := commandExamples[name]; ex != "" {
 		fmt.Fprintf(w, "\nExamples:\n%s\n", ex)
 	}
+}
+
+// byMode orders the flags of one help group, which come sorted by name: the
+// flags every mode takes first, as they are, then each mode's flags
+// together (modeOrder), in the order its bind registers them (bindMode).
+func byMode(fs *pflag.FlagSet, flags []*pflag.Flag) {
+	registered := map[*pflag.Flag]int{}
+	sorted := fs.SortFlags
+	fs.SortFlags = false
+	fs.VisitAll(func(f *pflag.Flag) { registered[f] = len(registered) })
+	fs.SortFlags = sorted
+	slices.SortStableFunc(flags, func(a, b *pflag.Flag) int {
+		ra, rb := modeRank(a), modeRank(b)
+		if ra != rb || ra == 0 {
+			return cmp.Compare(ra, rb)
+		}
+		return cmp.Compare(registered[a], registered[b])
+	})
 }
 
 // groupHeading is the heading of group key.

@@ -18,8 +18,10 @@ import (
 	"github.com/spider-crawler/spider/internal/parse"
 )
 
-// layeredOptions are the flags of `spider crawl --mode layered` (SPEC §2).
+// layeredOptions are the flags of `spider crawl --mode layered` (design §2).
 type layeredOptions struct {
+	// mode is --mode: normal, or layered for these options to apply.
+	mode                               string
 	rounds, groups, workers, cacheSize int
 	noiseThreshold                     float64
 	noiseRule                          string
@@ -30,9 +32,9 @@ type layeredOptions struct {
 	leaseTTL                           time.Duration
 }
 
-// layeredFlags adds the layered crawl's flags to the crawl command.
-func layeredFlags(fs *pflag.FlagSet) *layeredOptions {
-	lo := &layeredOptions{}
+// bind registers --mode and the layered crawl's flags.
+func (lo *layeredOptions) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&lo.mode, "mode", "normal", "crawl mode: normal, or layered (rounds with noise-URL removal, docs/design.md §2)")
 	fs.IntVar(&lo.rounds, "rounds", layered.DefaultRounds, "layered: rounds to crawl (the depth limit: round r fetches depth r)")
 	fs.IntVar(&lo.groups, "groups", layered.DefaultGroups, "layered: domain-hash groups (map tasks per round); fixed once a crawl started")
 	fs.IntVar(&lo.workers, "workers", 0, "layered: tasks this process runs at once (default: --concurrency, at most --groups)")
@@ -46,7 +48,6 @@ func layeredFlags(fs *pflag.FlagSet) *layeredOptions {
 	fs.BoolVar(&lo.domPass, "dom-pass", true, "layered: remove the links of link-heavy blocks (S301/S302)")
 	fs.BoolVar(&lo.clusterPass, "cluster-pass", true, "layered: remove noise URLs by clustering (S311–S314)")
 	fs.DurationVar(&lo.leaseTTL, "lease-ttl", 10*time.Second, "layered with --redis: a task of a worker silent this long is handed out again")
-	return lo
 }
 
 // check range-checks the noise filter's thresholds before anything starts:

@@ -36,19 +36,46 @@ again on the same --data resumes them), each crawl node fed on its own queue
 by host (logical nodes on a ring of the workers). Workers then need
 --topics with the same file.`
 
+// masterOptions are the flags of the master of a master–worker crawl
+// beyond the crawl settings and the Redis connection.
+type masterOptions struct {
+	maxInFlight int
+	workerTTL   time.Duration
+	waitNodes   int
+}
+
+// bind registers --max-inflight, --worker-ttl and --wait-nodes.
+func (mo *masterOptions) bind(fs *pflag.FlagSet) {
+	fs.IntVar(&mo.maxInFlight, "max-inflight", 0, "tasks handed out and not yet answered (default 0: 4 × concurrency; range 0 to 1000000)")
+	fs.DurationVar(&mo.workerTTL, "worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued (range 100ms to 1h)")
+	fs.IntVar(&mo.waitNodes, "wait-nodes", 1, "with --topics: crawl nodes (workers) that must have joined before the first task goes out (range 1 to 1024)")
+}
+
+// check range-checks the master's flags: a usage error naming the flag.
+func (mo *masterOptions) check() error {
+	if mo.maxInFlight < 0 || mo.maxInFlight > 1_000_000 {
+		return fmt.Errorf("%w: --max-inflight %d is out of range: use 0 (4 × concurrency) to 1000000", errUsage, mo.maxInFlight)
+	}
+	if mo.workerTTL < 100*time.Millisecond || mo.workerTTL > time.Hour {
+		return fmt.Errorf("%w: --worker-ttl %s is out of range: use 100ms to 1h", errUsage, mo.workerTTL)
+	}
+	if mo.waitNodes < 1 || mo.waitNodes > 1024 {
+		return fmt.Errorf("%w: --wait-nodes %d is out of range: use 1 to 1024", errUsage, mo.waitNodes)
+	}
+	return nil
+}
+
 func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfgp, fs, err := crawlConfigFlags("master", masterSynopsis, args, stderr)
 	if err != nil {
 		return err
 	}
 	var rf redisFlags
-	rf.register(fs)
-	maxInFlight := fs.Int("max-inflight", 0, "tasks handed out and not yet answered (default 0: 4 × concurrency; range 0 to 1000000)")
-	workerTTL := fs.Duration("worker-ttl", 5*time.Second, "a worker silent this long is declared dead and its tasks re-queued (range 100ms to 1h)")
+	bindMode(fs, modeRedis, "distributed", rf.bindEnding)
+	var mo masterOptions
+	bindMode(fs, modeMaster, "distributed", mo.bind)
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	quiet := fs.Bool("quiet", false, "no summary")
-	expireDoneFlag(fs, &rf.expireDone)
-	waitNodes := fs.Int("wait-nodes", 1, "with --topics: crawl nodes (workers) that must have joined before the first task goes out (range 1 to 1024)")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -59,14 +86,8 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkConfig(&cfg); err != nil {
 		return err
 	}
-	if *maxInFlight < 0 || *maxInFlight > 1_000_000 {
-		return fmt.Errorf("%w: --max-inflight %d is out of range: use 0 (4 × concurrency) to 1000000", errUsage, *maxInFlight)
-	}
-	if *workerTTL < 100*time.Millisecond || *workerTTL > time.Hour {
-		return fmt.Errorf("%w: --worker-ttl %s is out of range: use 100ms to 1h", errUsage, *workerTTL)
-	}
-	if *waitNodes < 1 || *waitNodes > 1024 {
-		return fmt.Errorf("%w: --wait-nodes %d is out of range: use 1 to 1024", errUsage, *waitNodes)
+	if err := mo.check(); err != nil {
+		return err
 	}
 	cfg.Seeds = append(cfg.Seeds, fs.Args()...)
 	var tc *topics.Config
@@ -137,7 +158,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		st.Close()
 		return err
 	}
-	m, err := masterworker.NewMaster(cfg, sched, seeds, rdb, masterworker.Options{Crawl: rf.crawl, WorkerTTL: *workerTTL}, *maxInFlight, logger)
+	m, err := masterworker.NewMaster(cfg, sched, seeds, rdb, masterworker.Options{Crawl: rf.crawl, WorkerTTL: mo.workerTTL}, mo.maxInFlight, logger)
 	if err != nil {
 		sched.Close()
 		return err
@@ -145,7 +166,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer m.Close()
 	m.AcceptSeeds(fetcher)
 	if tc != nil {
-		if err := m.UseTopics(masterworker.TopicsOptions{Config: tc, Fetcher: fetcher, WaitNodes: *waitNodes}); err != nil {
+		if err := m.UseTopics(masterworker.TopicsOptions{Config: tc, Fetcher: fetcher, WaitNodes: mo.waitNodes}); err != nil {
 			return err
 		}
 	}
@@ -226,7 +247,7 @@ func runMaster(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !stopped && !stoppedContinuous && rf.expireDone > 0 {
 		// The workers leave the done crawl within a heartbeat or two;
 		// their last writes then get the expiry too.
-		if _, err := m.WaitWorkersGone(context.WithoutCancel(ctx), 2**workerTTL); err != nil {
+		if _, err := m.WaitWorkersGone(context.WithoutCancel(ctx), 2*mo.workerTTL); err != nil {
 			return rf.lost(fmt.Errorf("cannot see the workers leave before --expire-done: %w", err))
 		}
 		out := stdout
@@ -303,11 +324,13 @@ func flagGiven(fs *pflag.FlagSet, name string) bool {
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", workerSynopsis, stderr)
 	var rf redisFlags
-	rf.register(fs)
+	bindMode(fs, modeRedis, "distributed", rf.register)
 	local := crawl.NewConfig()
 	local.Data = "spider-data"
 	localFlags(fs, &local)
-	fs.StringVar(&local.Topics, "topics", "", "the topics file of a topics crawl: the same as the master's (spider master --topics); local only")
+	bindMode(fs, modeTopics, "modes", func(fs *pflag.FlagSet) {
+		fs.StringVar(&local.Topics, "topics", "", "the topics file of a topics crawl: the same as the master's (spider master --topics); local only")
+	})
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	if err := parseArgs(fs, args); err != nil {
 		return err

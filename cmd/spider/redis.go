@@ -42,6 +42,13 @@ func (r *redisFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.caFile, "redis-ca", os.Getenv("SPIDER_REDIS_CA"), "PEM file of the CA that signed the Redis server's TLS certificate (rediss:// URLs; default: the system's CAs)")
 }
 
+// bindEnding registers the connection flags and --expire-done: the Redis
+// flags of the commands that end a crawl (spider crawl, spider master).
+func (r *redisFlags) bindEnding(fs *pflag.FlagSet) {
+	r.register(fs)
+	expireDoneFlag(fs, &r.expireDone)
+}
+
 // open connects and pings. Errors never contain the password.
 func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 	if r.url == "" {
