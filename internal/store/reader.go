@@ -177,15 +177,7 @@ func (t *RecordsTail) Read(limit int64, fn func(line []byte, end int64) bool) er
 	br := bufio.NewReaderSize(io.NewSectionReader(f, t.off, max(size-t.off, 0)), 1<<20)
 	var long []byte
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, err := readLine(br, &long)
 		if err == io.EOF {
 			return nil // a partial line (or nothing) is left for a later Read
 		}
@@ -197,4 +189,22 @@ func (t *RecordsTail) Read(limit int64, fn func(line []byte, end int64) bool) er
 			return nil
 		}
 	}
+}
+
+// readLine returns the next line of br with its newline, as
+// bufio.Reader.ReadSlice does, but whole however long it is: a line longer
+// than br's buffer is gathered in *long, which is reused from call to call.
+// The line is valid until the next call; the error is ReadSlice's last
+// (io.EOF with a partial last line, or nothing).
+func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	*long = append((*long)[:0], line...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line, err = br.ReadSlice('\n')
+		*long = append(*long, line...)
+	}
+	return *long, err
 }
