@@ -20,11 +20,12 @@ const (
 	SpillDirName    = "spill"    // the frontier's overflow (a cache, emptied on start)
 )
 
-// DataDir is a crawl's data directory (the --data flag) as a path. Its
-// methods name the directory's folders and files, so that every writer and
-// reader spells them the same way: each returns filepath.Join of the
-// directory and the name, byte for byte the path that package had written
-// out before, and touches no file. The zero value is the current
+// DataDir is a crawl's data directory (the --data flag), or a directory
+// laid out as one (a layered task's output: pages/ and records.jsonl), as a
+// path. Its methods name the directory's folders and files, so that every
+// writer and reader spells them the same way: each returns filepath.Join
+// of the directory and the name, byte for byte the path the packages
+// spelled out before, and touches no file. The zero value is the current
 // directory's names ("pages", "state", …), as filepath.Join("", name) is.
 //
 // The layout (docs/crawling.md, "Data directory"):
