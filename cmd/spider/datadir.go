@@ -3,10 +3,9 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
 
 	"github.com/spider-crawler/spider/internal/crawl"
-	"github.com/spider-crawler/spider/internal/index"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 // needCrawlOrIndex is crawl.CheckCrawlDir for the commands that read a
@@ -18,7 +17,7 @@ func needCrawlOrIndex(dir string) error {
 	if !errors.Is(err, crawl.ErrNoCrawl) {
 		return err
 	}
-	if fi, ierr := os.Stat(filepath.Join(dir, index.DirName)); ierr == nil && fi.IsDir() {
+	if fi, ierr := os.Stat(store.DataDir(dir).Index()); ierr == nil && fi.IsDir() {
 		return nil
 	}
 	return err

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/index"
 	"github.com/spider-crawler/spider/internal/server"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -98,7 +98,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return err
 			}
 		}
-		st, err := index.RunDistWriter(ctx, rdb, filepath.Join(*data, index.DirName), index.DistWriterOptions{
+		st, err := index.RunDistWriter(ctx, rdb, store.DataDir(*data).Index(), index.DistWriterOptions{
 			Crawl: rf.crawl, Nodes: *nodes, LeaseTTL: *lease, Logger: log,
 			Progress: func(p index.WriterProgress) {
 				fmt.Fprintf(stderr, "index: %d/%d tasks from %d node(s), %d mapper(s) alive, %d pages (%.0f pages/s, %.1f MB/s)\n",
@@ -186,7 +186,7 @@ site:host, ( grouping ).`, stderr)
 		return fmt.Errorf("cannot search: %w", err)
 	}
 	// One query: no background warm-up of the skip indexes.
-	ix, err := index.Open(filepath.Join(*data, index.DirName), index.Options{Logger: log, ReloadInterval: -1, NoWarm: true})
+	ix, err := index.Open(store.DataDir(*data).Index(), index.Options{Logger: log, ReloadInterval: -1, NoWarm: true})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/graph"
 	"github.com/spider-crawler/spider/internal/rank"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 const rankSynopsis = `rank --data DIR [--damping 0.85] [--tolerance 1e-10] [--max-iter 100] [--workers N]
@@ -120,7 +120,7 @@ func runRankCompute(ctx context.Context, o *rankOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	source := "read from " + filepath.Join(o.data, "graph")
+	source := "read from " + store.DataDir(o.data).Graph()
 	if built {
 		source = "built from records.jsonl"
 	}
@@ -165,7 +165,7 @@ func runRankCompute(ctx context.Context, o *rankOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	pagesPath, hostsPath := filepath.Join(o.data, rank.PagesFile), filepath.Join(o.data, rank.HostsFile)
+	pagesPath, hostsPath := store.DataDir(o.data).Join(rank.PagesFile), store.DataDir(o.data).Join(rank.HostsFile)
 	if err := rank.WriteScores(pagesPath, rank.Named(set.Pages, pages.Ranks)); err != nil {
 		return err
 	}

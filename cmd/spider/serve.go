@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/spider-crawler/spider/internal/index/analysis"
 	"github.com/spider-crawler/spider/internal/server"
 	"github.com/spider-crawler/spider/internal/server/redisview"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 const serveSynopsis = `serve (--data DIR | --redis URL) [--addr HOST:PORT] [flags]
@@ -123,7 +123,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if mapBytes == 0 {
 			mapBytes = -1 // index.Options: none
 		}
-		searcher, err := openSearcher(filepath.Join(*data, "index"), index.Options{DocMapBytes: mapBytes}, logger)
+		searcher, err := openSearcher(store.DataDir(*data).Index(), index.Options{DocMapBytes: mapBytes}, logger)
 		if err != nil {
 			return err
 		}
@@ -301,7 +301,7 @@ func serveCrawl(ctx context.Context, addr string, allowedHosts []string, eng *cr
 		return nil, err
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	searcher, err := openSearcher(filepath.Join(dataDir, "index"), index.Options{}, logger)
+	searcher, err := openSearcher(store.DataDir(dataDir).Index(), index.Options{}, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -245,7 +245,7 @@ func newFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer, chec
 			return nil, err
 		}
 	}
-	f.pages, err = store.OpenPageFiles(filepath.Join(cfg.Data, "pages"), store.Options{Logger: logger})
+	f.pages, err = store.OpenPageFiles(store.DataDir(cfg.Data).Pages(), store.Options{Logger: logger})
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -256,7 +256,7 @@ func newFetcher(cfg Config, logger *slog.Logger, reg prometheus.Registerer, chec
 		return nil, err
 	}
 	if cfg.WARC {
-		f.warc, err = warc.NewWriter(filepath.Join(cfg.Data, "warc"), "spider", warc.Options{Logger: logger, Dedup: warc.DefaultDedup})
+		f.warc, err = warc.NewWriter(store.DataDir(cfg.Data).WARC(), "spider", warc.Options{Logger: logger, Dedup: warc.DefaultDedup})
 		if err != nil {
 			f.Close()
 			return nil, err

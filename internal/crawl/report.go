@@ -282,7 +282,7 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 		}
 		if pages == nil { // latestRecords has read every record by now
 			var err error
-			if pages, err = store.OpenPageFiles(filepath.Join(dataDir, "pages"), store.Options{ReadOnly: true}); err != nil {
+			if pages, err = store.OpenPageFiles(store.DataDir(dataDir).Pages(), store.Options{ReadOnly: true}); err != nil {
 				return err
 			}
 		}
@@ -343,7 +343,7 @@ func exportWARC(ctx context.Context, dataDir string, w io.Writer) error {
 	}
 	if missing > 0 {
 		return fmt.Errorf("the WARC export left out %d damaged records (a page missing from %s or not matching its record in %s, or a URL that is not absolute; first: %w); %s",
-			missing, filepath.Join(dataDir, "pages"), store.RecordsFileName, firstMissing, store.FsckAdvice(dataDir))
+			missing, store.DataDir(dataDir).Pages(), store.RecordsFileName, firstMissing, store.FsckAdvice(dataDir))
 	}
 	return nil
 }

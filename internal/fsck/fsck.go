@@ -99,10 +99,11 @@ import (
 	"github.com/spider-crawler/spider/internal/urls"
 )
 
-// Paths inside a data directory, relative to it.
+// Paths inside a data directory, relative to it (the findings name files
+// so; store.DataDir names them inside a directory).
 const (
-	StateDir   = "state"
-	PagesDir   = "pages"
+	StateDir   = store.StateDirName
+	PagesDir   = store.PagesDirName
 	DamagedExt = ".damaged"
 )
 
@@ -224,7 +225,7 @@ func (c *checked) bodyMismatch(r store.Record) (string, error) {
 	f := c.data[pg.File]
 	if f == nil {
 		var err error
-		if f, err = os.Open(filepath.Join(c.dir, PagesDir, store.DataFileName(pg.File))); err != nil {
+		if f, err = os.Open(filepath.Join(store.DataDir(c.dir).Pages(), store.DataFileName(pg.File))); err != nil {
 			return "", fmt.Errorf("cannot check page %d: %w", r.PageNo, err)
 		}
 		if c.data == nil {
@@ -306,7 +307,7 @@ func isDataDir(dir string) error {
 		return fmt.Errorf("cannot check %s: it is not a directory: %w", dir, ErrNotDataDir)
 	}
 	for _, p := range []string{StateDir, PagesDir, store.RecordsFileName} {
-		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+		if _, err := os.Stat(store.DataDir(dir).Join(p)); err == nil {
 			return nil
 		}
 	}
@@ -324,7 +325,7 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	stateFile := filepath.Join(StateDir, state.DBFile)
 
 	// State.
-	in, err := state.Inspect(filepath.Join(dir, StateDir), opt.LockTimeout)
+	in, err := state.Inspect(store.DataDir(dir).State(), opt.LockTimeout)
 	switch {
 	case err == nil:
 		c.in = in
@@ -347,7 +348,7 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	}
 
 	// Page files.
-	c.pages, err = store.CheckPageFiles(filepath.Join(dir, PagesDir), opt.Location)
+	c.pages, err = store.CheckPageFiles(store.DataDir(dir).Pages(), opt.Location)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +441,7 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	if len(c.lines) > 0 && c.stateGone {
 		// A directory without state/ is a distributed crawl's node (its
 		// state is in Redis); state/ without its file lost it.
-		if _, err := os.Stat(filepath.Join(dir, StateDir)); err == nil {
+		if _, err := os.Stat(store.DataDir(dir).State()); err == nil {
 			c.add(rep, stateFile, -1, "is missing while %s holds %d records", store.RecordsFileName, len(c.lines))
 			c.stateLost = true
 		}
@@ -459,7 +460,7 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 	}
 
 	// Index, graph, rank.
-	idxDir := filepath.Join(dir, index.DirName)
+	idxDir := store.DataDir(dir).Index()
 	damaged, exists, err := index.Verify(idxDir)
 	switch {
 	case err != nil:
@@ -492,13 +493,13 @@ func check(ctx context.Context, dir string, opt Options, rep *Report) (*checked,
 		}
 	}
 	for _, f := range []string{graph.PagesFile, graph.HostsFile} {
-		if _, _, err := graph.ReadFile(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, _, err := graph.ReadFile(store.DataDir(dir).Join(f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			c.badFiles = append(c.badFiles, f)
 			c.add(rep, f, -1, "%v", err)
 		}
 	}
 	for _, f := range []string{rank.PagesFile, rank.HostsFile} {
-		if _, err := rank.ReadScores(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, err := rank.ReadScores(store.DataDir(dir).Join(f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			c.badFiles = append(c.badFiles, f)
 			c.add(rep, f, -1, "%v", err)
 		}
@@ -604,7 +605,7 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 	}
 	// Page files: cut to the consistent prefix.
 	if len(c.pages.Problems) > 0 {
-		if err := store.TruncatePageFiles(filepath.Join(c.dir, PagesDir), c.pages, int64(len(c.pages.Pages))); err != nil {
+		if err := store.TruncatePageFiles(store.DataDir(c.dir).Pages(), c.pages, int64(len(c.pages.Pages))); err != nil {
 			return err
 		}
 		act("cut the page files after page %d (%d pages kept)", len(c.pages.Pages)-1, len(c.pages.Pages))
@@ -636,14 +637,14 @@ func repair(ctx context.Context, c *checked, opt Options, rep *Report) error {
 		return err
 	}
 	// Index, graph, rank.
-	if _, err := os.Stat(filepath.Join(c.dir, index.DirName)); c.indexBad && err == nil {
-		if err := index.ResetDir(filepath.Join(c.dir, index.DirName)); err != nil {
+	if _, err := os.Stat(store.DataDir(c.dir).Index()); c.indexBad && err == nil {
+		if err := index.ResetDir(store.DataDir(c.dir).Index()); err != nil {
 			return err
 		}
 		act("reset the search index (run spider index --data %s to rebuild it)", c.dir)
 	}
 	for _, f := range c.badFiles {
-		if err := os.Remove(filepath.Join(c.dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(store.DataDir(c.dir).Join(f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("cannot remove damaged %s: %w", f, err)
 		}
 		act("removed damaged %s (spider rank --data %s rebuilds it)", f, c.dir)
@@ -702,7 +703,7 @@ func repairState(c *checked, spec *state.RebuildSpec, rep *Report, act func(stri
 	if spec == nil {
 		return nil
 	}
-	stateDir := filepath.Join(c.dir, StateDir)
+	stateDir := store.DataDir(c.dir).State()
 	path := filepath.Join(stateDir, state.DBFile)
 	// Page numbers are never issued twice: the next crawl skips the
 	// numbers of pages cut here (store.PageFiles.SkipTo), so a copy of an

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spider-crawler/spider/internal/store"
@@ -56,7 +55,7 @@ func Build(ctx context.Context, dataDir string, logger *slog.Logger) (*Set, erro
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	path := filepath.Join(dataDir, store.RecordsFileName)
+	path := store.DataDir(dataDir).Records()
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot build link graph: %s holds no crawl (no %s; run spider crawl --data %s first): %w",
@@ -194,7 +193,7 @@ func Load(ctx context.Context, dataDir string, rebuild bool, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	info, err := os.Stat(filepath.Join(dataDir, store.RecordsFileName))
+	info, err := os.Stat(store.DataDir(dataDir).Records())
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot load link graph: %s holds no crawl (no %s; run spider crawl --data %s first): %w",
 			dataDir, store.RecordsFileName, dataDir, err)
@@ -210,10 +209,10 @@ func Load(ctx context.Context, dataDir string, rebuild bool, logger *slog.Logger
 	if err != nil {
 		return nil, false, err
 	}
-	if err := WriteFile(filepath.Join(dataDir, PagesFile), set.Pages, Header{Kind: KindPages, SourceSize: set.Source}); err != nil {
+	if err := WriteFile(store.DataDir(dataDir).Join(PagesFile), set.Pages, Header{Kind: KindPages, SourceSize: set.Source}); err != nil {
 		return nil, false, err
 	}
-	if err := WriteFile(filepath.Join(dataDir, HostsFile), set.Hosts, Header{Kind: KindHosts, SourceSize: set.Source}); err != nil {
+	if err := WriteFile(store.DataDir(dataDir).Join(HostsFile), set.Hosts, Header{Kind: KindHosts, SourceSize: set.Source}); err != nil {
 		return nil, false, err
 	}
 	return set, true, nil
@@ -228,7 +227,7 @@ func readSet(dataDir string, source int64) (*Set, string) {
 		kind Kind
 		dst  **Graph
 	}{{PagesFile, KindPages, &set.Pages}, {HostsFile, KindHosts, &set.Hosts}} {
-		g, h, err := ReadFile(filepath.Join(dataDir, f.path))
+		g, h, err := ReadFile(store.DataDir(dataDir).Join(f.path))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, f.path + " does not exist"

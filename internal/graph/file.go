@@ -10,12 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"github.com/spider-crawler/spider/internal/store"
 )
 
-// File names of the graphs under a data directory.
+// File names of the graphs under a data directory, relative to it (in
+// store.DataDir.Graph; join with store.DataDir.Join).
 const (
-	PagesFile = "graph/pages.csr" // the page graph
-	HostsFile = "graph/hosts.csr" // the host graph
+	PagesFile = store.GraphDirName + "/pages.csr" // the page graph
+	HostsFile = store.GraphDirName + "/hosts.csr" // the host graph
 )
 
 // Version is the CSR file format version written by Encode. Decode refuses

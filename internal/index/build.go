@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -14,10 +13,12 @@ import (
 
 	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/index/analysis"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
-// DirName is the index directory inside a crawl data directory.
-const DirName = "index"
+// DirName is the index directory inside a crawl data directory
+// (store.DataDir.Index).
+const DirName = store.IndexDirName
 
 // BuildOptions configure Build. The zero value works.
 type BuildOptions struct {
@@ -95,7 +96,7 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 	if err := opt.Fields.Validate(); err != nil {
 		return st, err
 	}
-	w, err := OpenWriter(filepath.Join(dataDir, DirName), WriterOptions{MaxSegments: opt.MaxSegments, Logger: opt.Logger, Fields: opt.Fields})
+	w, err := OpenWriter(store.DataDir(dataDir).Index(), WriterOptions{MaxSegments: opt.MaxSegments, Logger: opt.Logger, Fields: opt.Fields})
 	if err != nil {
 		return st, err
 	}
@@ -144,7 +145,7 @@ func Build(ctx context.Context, dataDir string, opt BuildOptions) (BuildStats, e
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		pages, err := openPageReader(filepath.Join(dataDir, "pages"))
+		pages, err := openPageReader(store.DataDir(dataDir).Pages())
 		if err != nil {
 			return st, err
 		}

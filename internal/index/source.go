@@ -1,18 +1,14 @@
 package index
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"mime"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -123,82 +119,50 @@ var ErrRecordsShrank = errors.New("records.jsonl is shorter than the index check
 // ScanRecords calls fn for each complete line of dataDir/records.jsonl from
 // byte offset from, with the offset just after the line, until fn returns
 // false or the file ends, and returns the offset reached. It reads the file
-// without opening it for writing, so it is safe while a crawl appends: a
-// partial last line is left for the next scan. Lines that are not JSON
-// records are skipped.
+// without opening it for writing (store.RecordsTail), so it is safe while a
+// crawl appends: a partial last line is left for the next scan. Lines that
+// are not JSON records are skipped.
 func ScanRecords(dataDir string, from, to int64, fn func(rec Record, end int64) bool) (int64, error) {
-	path := filepath.Join(dataDir, store.RecordsFileName)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return from, fmt.Errorf("cannot read %s: no crawl records there; pass the --data directory of a crawl: %w", path, err)
-	}
-	if err != nil {
-		return from, fmt.Errorf("cannot read crawl records: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return from, fmt.Errorf("cannot read crawl records: %w", err)
-	}
-	size := info.Size()
-	if size < from {
-		return from, fmt.Errorf("cannot index %s: it has %d bytes but %d were indexed: if the crawl was started over, rebuild the index with spider index --rebuild; if the file was damaged, %s first: %w",
-			path, size, from, store.FsckAdvice(dataDir), ErrRecordsShrank)
-	}
-	if to >= 0 && to < size {
-		size = to
-	}
-	br := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 1<<20)
-	off := from
-	var long []byte
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if err == io.EOF {
-			return off, nil // a partial line (or nothing) is left
-		}
-		if err != nil {
-			return off, fmt.Errorf("cannot read crawl records: %w", err)
-		}
-		off += int64(len(line))
+	tail := store.NewRecordsTail(dataDir, from)
+	err := tail.Read(to, func(line []byte, end int64) bool {
 		var rec Record
 		if json.Unmarshal(line, &rec) != nil || rec.URL == "" {
-			continue
+			return true
 		}
-		if !fn(rec, off) {
-			return off, nil
-		}
+		return fn(rec, end)
+	})
+	var shrank *store.ShrankError
+	switch {
+	case err == nil:
+		return tail.Offset(), nil
+	case errors.Is(err, fs.ErrNotExist):
+		return from, fmt.Errorf("cannot read %s: no crawl records there; pass the --data directory of a crawl: %w", tail.Path(), err)
+	case errors.As(err, &shrank):
+		return from, fmt.Errorf("cannot index %s: it has %d bytes but %d were indexed: if the crawl was started over, rebuild the index with spider index --rebuild; if the file was damaged, %s first: %w",
+			tail.Path(), shrank.Size, from, store.FsckAdvice(dataDir), ErrRecordsShrank)
+	default:
+		return tail.Offset(), fmt.Errorf("cannot read crawl records: %w", err)
 	}
 }
 
 // pageReader reads page bodies from a crawl's page files read-only
-// (store.Options.ReadOnly): nothing is created or repaired, so the index can
+// (store.PageReader): nothing is created or repaired, so the index can
 // read while a crawl runs; a page being appended (an incomplete tail) is
 // simply not there yet. readRecord checks every body against the record's
 // URL (store.PageFiles.ReadRecord), so a page number that was issued again
 // after a loss never gives another URL's body.
 type pageReader struct {
-	pf *store.PageFiles // nil: the directory has no page files
+	pr *store.PageReader
 }
 
 // openPageReader opens dir's page files read-only; a directory without a
 // page index gives an empty reader.
 func openPageReader(dir string) (*pageReader, error) {
-	pf, err := store.OpenPageFiles(dir, store.Options{ReadOnly: true})
-	if errors.Is(err, fs.ErrNotExist) {
-		return &pageReader{}, nil
-	}
+	pr, err := store.OpenPageReader(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the page files: %w", err)
+		return nil, err
 	}
-	return &pageReader{pf: pf}, nil
+	return &pageReader{pr: pr}, nil
 }
 
 // pageLoc is where locatePages found a page.
@@ -259,38 +223,14 @@ func parseDecimal(b []byte) (int64, error) {
 	return n, nil
 }
 
-// read returns page no's body, unchecked (prefer readRecord); safe for
-// concurrent use.
-func (p *pageReader) read(no int64) ([]byte, error) {
-	if p.pf == nil {
-		return nil, fmt.Errorf("page %d is not in the page files (there are none): %w", no, store.ErrNotFound)
-	}
-	pg, err := p.pf.Read(no)
-	if err != nil {
-		return nil, err
-	}
-	return pg.Body, nil
-}
-
 // readRecord returns the body of rec's page, checked against rec's URL: a
 // page stored for another URL gives an error wrapping store.ErrMismatch.
 // Safe for concurrent use.
 func (p *pageReader) readRecord(rec Record) ([]byte, error) {
-	if p.pf == nil {
-		return nil, fmt.Errorf("page %d of %s is not in the page files (there are none): %w", rec.PageNo, rec.URL, store.ErrNotFound)
-	}
-	pg, err := p.pf.ReadRecord(store.Record{URL: rec.URL, FinalURL: rec.FinalURL, PageNo: rec.PageNo, BodyCRC: rec.BodyCRC})
-	if err != nil {
-		return nil, err
-	}
-	return pg.Body, nil
+	return p.pr.ReadRecord(store.Record{URL: rec.URL, FinalURL: rec.FinalURL, PageNo: rec.PageNo, BodyCRC: rec.BodyCRC})
 }
 
-func (p *pageReader) close() {
-	if p.pf != nil {
-		p.pf.Close()
-	}
-}
+func (p *pageReader) close() { p.pr.Close() }
 
 // makeDoc parses a stored page and analyses it with the field weights w:
 // with sites (the content model of the pages analysed together), its main
@@ -515,7 +455,7 @@ type Page struct {
 // in records order. It exists for benchmarks that feed the same text to
 // other engines.
 func ReadPages(ctx context.Context, dataDir string, fn func(Page) error) error {
-	pages, err := openPageReader(filepath.Join(dataDir, "pages"))
+	pages, err := openPageReader(store.DataDir(dataDir).Pages())
 	if err != nil {
 		return err
 	}

@@ -210,7 +210,7 @@ func New(cfg crawl.Config, opt Options, logger *slog.Logger, reg prometheus.Regi
 	}
 	c := &Crawler{policy: policy,
 		cfg: cfg, opt: opt, log: logger, m: newMetrics(reg),
-		root:   filepath.Join(cfg.Data, DirName),
+		root:   store.DataDir(cfg.Data).Layered(),
 		norm:   &urls.Normalizer{SortQuery: cfg.SortQuery, DropParams: cfg.DropParams},
 		filter: filter, instance: rand.Text(),
 	}
@@ -737,7 +737,7 @@ type mainStore struct {
 }
 
 func openMainStore(dir string, log *slog.Logger) (*mainStore, error) {
-	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: log})
+	pages, err := store.OpenPageFiles(store.DataDir(dir).Pages(), store.Options{Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -781,7 +781,7 @@ func (m *mainStore) merge(dir string) error {
 	// A merge killed while it removed the task's copies: its records are
 	// gone (removed first), so it was merged; the pages' removal is
 	// finished.
-	if _, err := os.Stat(filepath.Join(dir, store.RecordsFileName)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(store.DataDir(dir).Records()); errors.Is(err, fs.ErrNotExist) {
 		return removePages(dir)
 	}
 	recs, err := store.OpenRecords(dir, store.Options{Logger: m.log})
@@ -803,7 +803,7 @@ func (m *mainStore) merge(dir string) error {
 	if err != nil {
 		return fmt.Errorf("cannot read records of %s: %w", dir, err)
 	}
-	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: m.log})
+	pages, err := store.OpenPageFiles(store.DataDir(dir).Pages(), store.Options{Logger: m.log})
 	if err != nil {
 		return err
 	}
@@ -832,7 +832,7 @@ func (m *mainStore) merge(dir string) error {
 	// The records go first: a kill after that leaves pages no record
 	// points at (the next merge only removes them), never records whose
 	// pages are gone (a merge that could not be redone).
-	if err := removeIfExists(filepath.Join(dir, store.RecordsFileName)); err != nil {
+	if err := removeIfExists(store.DataDir(dir).Records()); err != nil {
 		return err
 	}
 	return removePages(dir)
@@ -843,7 +843,7 @@ func (m *mainStore) merge(dir string) error {
 // the name a reader opens.
 func removePages(dir string) error {
 	gone := filepath.Join(dir, "pages.merged")
-	if err := os.Rename(filepath.Join(dir, "pages"), gone); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Rename(store.DataDir(dir).Pages(), gone); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot remove the merged pages of %s: %w", dir, err)
 	}
 	return os.RemoveAll(gone)

@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 // Layout of DATA/layered (see the package documentation).
 const (
-	DirName      = "layered"
+	DirName      = store.LayeredDirName // store.DataDir.Layered
 	ManifestFile = "manifest.json"
 	ReportFile   = "report.json"
 	ResultFile   = "result.json"

@@ -567,7 +567,7 @@ func (c *Crawler) runTask(ctx context.Context, t Task, local bool) (*payload, er
 	if err != nil {
 		return nil, err
 	}
-	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: c.log})
+	pages, err := store.OpenPageFiles(store.DataDir(dir).Pages(), store.Options{Logger: c.log})
 	if err != nil {
 		return nil, err
 	}
@@ -639,10 +639,10 @@ func (m *redisMapper) ingest(t Task, p *payload) error {
 		return fmt.Errorf("output of task %s holds no fetch result", t.ID())
 	}
 	// A half-ingested directory from a crash is rebuilt from scratch.
-	if err := errors.Join(os.RemoveAll(filepath.Join(dir, "pages")), removeIfExists(filepath.Join(dir, store.RecordsFileName))); err != nil {
+	if err := errors.Join(os.RemoveAll(store.DataDir(dir).Pages()), removeIfExists(store.DataDir(dir).Records())); err != nil {
 		return err
 	}
-	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: m.c.log})
+	pages, err := store.OpenPageFiles(store.DataDir(dir).Pages(), store.Options{Logger: m.c.log})
 	if err != nil {
 		return err
 	}

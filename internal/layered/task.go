@@ -353,7 +353,7 @@ func (c *Crawler) domPass(dir string, t Task, log *linkLog) (*FetchResult, error
 		return nil, fmt.Errorf("cannot read the records of task %s: %w", t.ID(), err)
 	}
 	r.Close()
-	pages, err := store.OpenPageFiles(filepath.Join(dir, "pages"), store.Options{Logger: c.log})
+	pages, err := store.OpenPageFiles(store.DataDir(dir).Pages(), store.Options{Logger: c.log})
 	if err != nil {
 		return nil, err
 	}

@@ -1,17 +1,14 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -50,9 +47,8 @@ type DirView struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	read    time.Time // last refresh
-	off     int64     // bytes of records.jsonl consumed
-	size    int64     // file size at the last refresh
+	read    time.Time          // last refresh
+	tail    *store.RecordsTail // records.jsonl, read up to its last complete line
 	corrupt int
 	last    map[string]string // URL → outcome of its last record
 	rows    map[string]int64
@@ -85,13 +81,14 @@ func NewDirView(dataDir string, now func() time.Time) *DirView {
 	if now == nil {
 		now = time.Now
 	}
-	v := &DirView{dir: dataDir, now: now}
+	v := &DirView{dir: dataDir, now: now, tail: store.NewRecordsTail(dataDir, 0)}
 	v.reset()
 	return v
 }
 
 func (v *DirView) reset() {
-	v.off, v.size, v.corrupt, v.bytes, v.first, v.latest = 0, 0, 0, 0, 0, 0
+	v.tail.Reset()
+	v.corrupt, v.bytes, v.first, v.latest = 0, 0, 0, 0
 	v.last = map[string]string{}
 	v.rows = map[string]int64{}
 	v.outs = map[string]int64{}
@@ -120,42 +117,27 @@ type hostStat struct {
 	msSum   int64 // their duration_ms
 }
 
-// refresh reads the lines appended since the last call. A file that
+// refresh reads the lines appended since the last call (v.tail: complete
+// lines only, a half-written last line is read next time). A file that
 // shrank (a new crawl in the same directory) is read again from the start.
 func (v *DirView) refresh() error {
-	path := filepath.Join(v.dir, store.RecordsFileName)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	apply := func(line []byte, _ int64) bool {
+		v.apply(line)
+		return true
+	}
+	err := v.tail.Read(-1, apply)
+	if errors.Is(err, store.ErrRecordsShrank) {
+		v.reset()
+		err = v.tail.Read(-1, apply)
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		v.reset()
 		return nil
+	case err != nil:
+		return fmt.Errorf("cannot read %s: %w", v.tail.Path(), err)
 	}
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	if fi.Size() < v.size {
-		v.reset()
-	}
-	v.size = fi.Size()
-	if _, err := f.Seek(v.off, io.SeekStart); err != nil {
-		return fmt.Errorf("cannot read %s: %w", path, err)
-	}
-	br := bufio.NewReaderSize(f, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return nil // a half-written last line is read next time
-		}
-		if err != nil {
-			return fmt.Errorf("cannot read %s: %w", path, err)
-		}
-		v.off += int64(len(line))
-		v.apply(line[:len(line)-1])
-	}
+	return nil
 }
 
 // apply counts one record line, replacing the URL's previous record.

@@ -311,15 +311,7 @@ func EachRecordLine(dir string, fn func(i int, l RecordLine) error) error {
 		long []byte
 	)
 	for i := 0; ; i++ {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, err := readLine(br, &long)
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("cannot scan records: %w", err)
 		}

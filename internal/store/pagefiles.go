@@ -210,15 +210,7 @@ func (p *PageFiles) recover(truncateCorrupt bool) error {
 		fileHead = []int64{0}
 	)
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, err := readLine(br, &long)
 		if err == io.EOF {
 			if len(line) > 0 {
 				cut, cutWhy = off, "partial last index line"

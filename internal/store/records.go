@@ -235,15 +235,7 @@ func (r *Records) Iterate(fn func(Record) error) (skipped int, err error) {
 		}
 	}()
 	for {
-		line, rerr := br.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			for errors.Is(rerr, bufio.ErrBufferFull) {
-				line, rerr = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
+		line, rerr := readLine(br, &long)
 		if rerr != nil && rerr != io.EOF {
 			return skipped, fmt.Errorf("cannot iterate records: %w", rerr)
 		}
