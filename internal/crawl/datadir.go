@@ -20,7 +20,7 @@ import (
 var ErrInconsistent = errors.New("crawl data directory is inconsistent")
 
 // stateDir is the embedded state's directory inside a data directory.
-func stateDir(data string) string { return filepath.Join(data, "state") }
+func stateDir(data string) string { return store.DataDir(data).State() }
 
 // checkStateFile refuses to start a new state beside existing records: a
 // missing or empty DATA/state/state.db would otherwise start the crawl
@@ -121,7 +121,7 @@ func (f *Fetcher) skipLostPages(next int64, log *slog.Logger) error {
 	}
 	if lost > 0 {
 		log.Warn("pages of completed URLs are missing from the page files; their page numbers are not reused, their records now read as lost pages. "+store.FsckAdvice(f.cfg.Data)+" to fetch them again",
-			"dir", filepath.Join(f.cfg.Data, "pages"), "lost_pages", lost, "next_page", next)
+			"dir", store.DataDir(f.cfg.Data).Pages(), "lost_pages", lost, "next_page", next)
 	}
 	return nil
 }

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +37,7 @@ import (
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -104,7 +104,7 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Open(filepath.Join(cfg.Data, "state"), state.Options{
+	st, err := state.Open(store.DataDir(cfg.Data).State(), state.Options{
 		SeenMode: cfg.Seen, ExpectedURLs: cfg.ExpectedURLs, FPRate: cfg.FPRate, Logger: logger,
 		Relink: cfg.relink(), MaxDepth: cfg.MaxDepth, Checkpoint: fetcher.Sync,
 	})
@@ -443,7 +443,7 @@ func newFrontier(cfg Config, logger *slog.Logger, reg prometheus.Registerer, sel
 		Delay:          frontierDelay(cfg.Delay),
 		DelayFromStart: cfg.DelayFrom == DelayFromStart,
 		MemoryBudget:   cfg.MemoryBudget,
-		SpillDir:       filepath.Join(cfg.Data, "spill"),
+		SpillDir:       store.DataDir(cfg.Data).Spill(),
 		Logger:         logger,
 		Registerer:     reg,
 		Selector:       sel,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/crawlstate"
 	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 // The revisit schedule as spider status and the dashboard show it (issue
@@ -120,7 +121,7 @@ func (e *Engine) scheduleFileLoop(ctx context.Context) {
 // no failure to retry, or a directory older than the schedule), so callers
 // show nothing.
 func ReadSchedule(dataDir string, now time.Time) (snap ScheduleSnapshot, ok bool, err error) {
-	c, err := state.ReadScheduleCounts(filepath.Join(dataDir, "state"), now)
+	c, err := state.ReadScheduleCounts(store.DataDir(dataDir).State(), now)
 	if err == nil {
 		return ScheduleSnapshot{ScheduleCounts: c, At: now, Live: true}, c.Records > 0, nil
 	}

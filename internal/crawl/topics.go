@@ -14,6 +14,7 @@ import (
 
 	"github.com/spider-crawler/spider/internal/exthash"
 	"github.com/spider-crawler/spider/internal/frontier"
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/topics"
 )
 
@@ -62,7 +63,7 @@ func newTopicRun(cfg Config, tc *topics.Config, f *Fetcher, logger *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	tcb, err := exthash.Open(filepath.Join(cfg.Data, "topics", "tcb"), exthash.Options{})
+	tcb, err := exthash.Open(filepath.Join(store.DataDir(cfg.Data).Topics(), "tcb"), exthash.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open topic task records: %w", err)
 	}

@@ -64,7 +64,7 @@ type revisitInput struct {
 }
 
 // scheduleDir is where the revisit schedule lives.
-func (c *Crawler) scheduleDir() string { return filepath.Join(c.root, "schedule") }
+func (c *Crawler) scheduleDir() string { return store.DataDir(c.root).Schedule() }
 
 // openSchedule opens the revisit schedule (the coordinator's).
 func (c *Crawler) openSchedule() error {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/spider-crawler/spider/internal/frontier"
 	"github.com/spider-crawler/spider/internal/revisit"
 	"github.com/spider-crawler/spider/internal/state"
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/urls"
 )
 
@@ -79,9 +79,9 @@ func openRevisits(cfg crawl.Config, log *slog.Logger) (*hostRevisits, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Open(filepath.Join(cfg.Data, "schedule"), state.Options{ExpectedURLs: 100_000, Logger: log})
+	st, err := state.Open(store.DataDir(cfg.Data).Schedule(), state.Options{ExpectedURLs: 100_000, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("cannot open this host's revisit schedule in %s: %w", filepath.Join(cfg.Data, "schedule"), err)
+		return nil, fmt.Errorf("cannot open this host's revisit schedule in %s: %w", store.DataDir(cfg.Data).Schedule(), err)
 	}
 	conc := max(cfg.Concurrency, 1)
 	return &hostRevisits{policy: p, st: st, start: time.Now(), continuous: cfg.Continuous, retryFailed: cfg.RetryFailed, log: log,
