@@ -169,19 +169,15 @@ func ReportKeys(k Keys) []string {
 
 // publishScript: KEYS report, report.at; ARGV node, JSON. Stores the JSON
 // and the server time.
-var publishScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+var publishScript = redis.NewScript(LuaNow + `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', now))
-return now`)
+redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', now_ms))
+return now_ms`)
 
 // stateScript: KEYS report.state; ARGV state. Stores {state, at_ms}.
-var stateScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('SET', KEYS[1], '{"state":"' .. ARGV[1] .. '","at_ms":' .. string.format('%d', now) .. '}')
-return now`)
+var stateScript = redis.NewScript(LuaNow + `
+redis.call('SET', KEYS[1], '{"state":"' .. ARGV[1] .. '","at_ms":' .. string.format('%d', now_ms) .. '}')
+return now_ms`)
 
 func checkState(s string) error {
 	switch s {

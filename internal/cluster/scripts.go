@@ -3,22 +3,15 @@ package cluster
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// luaClock defines now_us and next_counter, shared by the scripts below.
-//
-// now_us is the Redis server's clock (TIME) in microseconds: all deadlines are taken from
-// it, never from a node's clock. next_counter(key) raises a counter to max(old+1, now_us),
-// so epochs and fencing tokens keep increasing even when Redis lost the counter (a
-// restart without persistence, or the last second of an everysec AOF), as long as the
-// server's clock does not go back. Values stay below 2^53, exact in Lua numbers.
-const luaClock = `
-local spider_t = redis.call('TIME')
-local now_us = tonumber(spider_t[1]) * 1000000 + tonumber(spider_t[2])
-local now_ms = math.floor(now_us / 1000)
+// luaClock is LuaNow (now_us, now_ms) and next_counter, shared by the scripts below.
+// next_counter(key) raises a counter to max(old+1, now_us), so epochs and fencing tokens
+// keep increasing even when Redis lost the counter (a restart without persistence, or the
+// last second of an everysec AOF), as long as the server's clock does not go back.
+const luaClock = LuaNow + `
 local function next_counter(key)
   local n = tonumber(redis.call('GET', key) or '0') + 1
   if now_us > n then n = now_us end
@@ -183,33 +176,19 @@ type scriptCall struct {
 	args []any
 }
 
-// evalBatch runs s once per call in pipelines (one round trip per Redis node when the
-// scripts are cached), re-sending the script body for the calls that got NOSCRIPT (a
-// restarted server, a new cluster node). The returned commands are in call order; the
-// error is the pipeline's transport error, if any; each command carries its own result.
+// evalBatch runs s once per call in a ScriptBatch. The returned commands are in call
+// order; the error is the pipeline's transport error, if any (a script's error reply is
+// not: each command carries its own result).
 func evalBatch(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
 	if len(calls) == 0 {
 		return nil, nil
 	}
+	b := NewScriptBatch(rdb)
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe := rdb.Pipeline()
 	for i, c := range calls {
-		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = b.Add(ctx, s, c.keys, c.args...)
 	}
-	_, _ = pipe.Exec(ctx)
-	var retry []int
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			retry = append(retry, i)
-		}
-	}
-	if len(retry) > 0 {
-		pipe := rdb.Pipeline()
-		for _, i := range retry {
-			cmds[i] = s.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	_ = b.Exec(ctx) // the transport errors are told from the replies below
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !isReplyError(err) {
 			return cmds, err

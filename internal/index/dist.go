@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/crawls"
@@ -135,9 +136,8 @@ return 1
 
 // beatScript records a heartbeat with the server's clock. KEYS: mappers,
 // mapnode. ARGV: mapper, node.
-var beatScript = redis.NewScript(`
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000), ARGV[1])
+var beatScript = redis.NewScript(cluster.LuaNow + `
+redis.call('ZADD', KEYS[1], now_ms, ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 return 1
 `)
@@ -145,10 +145,8 @@ return 1
 // reapScript re-queues the tasks of mappers silent for more than ARGV[2]
 // ms. KEYS: mappers, mapnode. ARGV: key prefix, TTL. Returns the tags
 // re-queued.
-var reapScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+var reapScript = redis.NewScript(cluster.LuaNow + `
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms - tonumber(ARGV[2]))
 local out = {}
 for _, m in ipairs(dead) do
   local node = redis.call('HGET', KEYS[2], m)
