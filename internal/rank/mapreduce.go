@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
-	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/graph"
 )
 
@@ -62,24 +61,18 @@ type keys struct {
 // spreadParts is the number of hash tags the per-part keys spread over.
 const spreadParts = 12
 
-var spreadTags = func() []string {
-	t := make([]string, spreadParts)
-	for i := range t {
-		t[i] = slots.SpreadTag("rk-", i, spreadParts)
-	}
-	return t
-}()
+var spreadTags = cluster.SpreadTags("rk-", spreadParts)
 
 func newKeys(crawl string) (keys, error) {
 	if _, err := cluster.NewKeys(crawl); err != nil {
 		return keys{}, err
 	}
-	return keys{p: "{spider:" + crawl + "}:rank:", crawl: crawl}, nil
+	return keys{p: cluster.TopologyPrefix(crawl, "rank"), crawl: crawl}, nil
 }
 
 // part is the prefix of part's spread keys.
 func (k keys) part(part int) string {
-	return "spider:" + k.crawl + ":{" + spreadTags[part%spreadParts] + "}:"
+	return cluster.SpreadPrefix(k.crawl, spreadTags[part%spreadParts])
 }
 
 func (k keys) master() string  { return k.p + "master" }
