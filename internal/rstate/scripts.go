@@ -233,7 +233,7 @@ end
 local function remember(out, ttl)
   redis.call('SET', KEYS[K_CALL], cmsgpack.pack(out), 'EX', ttl)
 end
-
+` + luaSimScan + `
 -- nearest looks a SimHash up in the near-duplicate tables (K_SIM: table key
 -- → entries, each the 8-byte hash, a 2-byte URL length and the URL). arg is
 -- simArg: the distance k (1 byte), the hash (8 bytes), then one 10-byte
@@ -243,7 +243,6 @@ end
 -- SIM_MAX bytes).
 local SIM_MAX = 16384
 local function nearest(arg, owner, self)
-  local pop = nil -- popcounts of bytes, built when a table key has entries
   local k = string.byte(arg, 1)
   local h = {string.byte(arg, 2, 9)}
   local n = math.floor((#arg - 9) / 10)
@@ -253,29 +252,7 @@ local function nearest(arg, owner, self)
   for i = 0, n - 1 do
     local v = redis.call('HGET', KEYS[K_SIM], string.sub(arg, 10 + 10 * i, 19 + 10 * i))
     vals[i] = v or ''
-    if v and not pop then
-      pop = {}
-      for b = 0, 255 do
-        local c, x = 0, b
-        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
-        pop[b] = c
-      end
-    end
-    if v then
-      local p = 1
-      while p + 9 <= #v do
-        local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
-        local u = string.sub(v, p + 10, p + 9 + len)
-        local d = 0
-        for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
-        if u == owner or u == self then
-          if d < mineD then mineD = d end
-        elseif d < bestD then
-          best, bestD = u, d
-        end
-        p = p + 10 + len
-      end
-    end
+    if v then best, bestD, mineD = sim_scan(v, h, owner, self, best, bestD, mineD) end
   end
   -- The page itself (a revisit) nearest: not a duplicate, nothing filed.
   if mineD <= k and mineD <= bestD then return '' end
@@ -288,6 +265,43 @@ local function nearest(arg, owner, self)
     end
   end
   return ''
+end
+`
+
+// luaSimScan defines sim_scan(v, h, owner, self, best, bestD, mineD), the scan of one
+// near-duplicate table's value that the bucket scripts' nearest (luaLib) and the
+// crawl-wide simFileScript share. v holds entries of an 8-byte SimHash, a 2-byte URL
+// length and the URL; h is the looked-up hash as 8 byte values. The nearest entry of a
+// URL other than owner and self replaces best, bestD when nearer than bestD (ties: the
+// first found); the nearest of owner or self lowers mineD. It returns best, bestD, mineD
+// and whether v holds an entry of owner.
+const luaSimScan = `
+local sim_pop = nil -- popcounts of bytes, built at the first entry
+local function sim_scan(v, h, owner, self, best, bestD, mineD)
+  local owned = false
+  local p = 1
+  while p + 9 <= #v do
+    local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
+    local u = string.sub(v, p + 10, p + 9 + len)
+    if not sim_pop then
+      sim_pop = {}
+      for b = 0, 255 do
+        local c, x = 0, b
+        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
+        sim_pop[b] = c
+      end
+    end
+    local d = 0
+    for j = 0, 7 do d = d + sim_pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
+    if u == owner or u == self then
+      if u == owner then owned = true end
+      if d < mineD then mineD = d end
+    elseif d < bestD then
+      best, bestD = u, d
+    end
+    p = p + 10 + len
+  end
+  return best, bestD, mineD, owned
 end
 `
 
