@@ -144,9 +144,9 @@ func TestTopologyKeys(t *testing.T) {
 	}
 }
 
-// TestHeartbeat: beats come every interval, errors go to onErr while running, and after
+// TestEvery: beats come every interval, errors go to onErr while running, and after
 // stop no beat is in flight or starts (a key the caller deletes stays deleted).
-func TestHeartbeat(t *testing.T) {
+func TestEvery(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := testCtx(t)
 	var beats, errs atomic.Int64
@@ -158,7 +158,7 @@ func TestHeartbeat(t *testing.T) {
 		beats.Add(1)
 		return rdb.Set(ctx, "hb", "1", 0).Err()
 	}
-	stop := Heartbeat(ctx, 5*time.Millisecond, beat, func(error) { errs.Add(1) })
+	stop := Every(ctx, 5*time.Millisecond, beat, func(error) { errs.Add(1) })
 	eventually(t, 10*time.Second, "3 beats", func() bool { return beats.Load() >= 3 })
 	failing.Store(true)
 	eventually(t, 10*time.Second, "a failed beat reported", func() bool { return errs.Load() >= 1 })
@@ -177,7 +177,7 @@ func TestHeartbeat(t *testing.T) {
 
 	// A heartbeat whose context ends stops by itself; onErr may be nil.
 	cctx, cancel := context.WithCancel(ctx)
-	stop = Heartbeat(cctx, time.Millisecond, func(context.Context) error { return errors.New("x") }, nil)
+	stop = Every(cctx, time.Millisecond, func(context.Context) error { return errors.New("x") }, nil)
 	cancel()
 	stop()
 }

@@ -244,7 +244,7 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 	if err := beat(ctx); err != nil {
 		return st, fmt.Errorf("cannot register the mapper in Redis: %w", err)
 	}
-	stopHB := cluster.Heartbeat(ctx, opt.Heartbeat, beat, func(err error) {
+	stopHB := cluster.Every(ctx, opt.Heartbeat, beat, func(err error) {
 		log.Warn("index mapper: heartbeat failed", "err", err)
 	})
 	defer stopHB()

@@ -429,7 +429,7 @@ func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *ato
 	// The heartbeat ends before work returns (and before the deferred Del
 	// above): a beat in flight could otherwise set the key again after it
 	// was deleted, or log after the command returned.
-	defer cluster.Heartbeat(ctx, c.opt.LeaseTTL/3, beat, func(err error) {
+	defer cluster.Every(ctx, c.opt.LeaseTTL/3, beat, func(err error) {
 		c.log.Warn("layered: heartbeat failed", "err", err)
 	})()
 	// The shard to look at first, random each time: tasks wait about as
