@@ -471,7 +471,7 @@ func (w *Worker) isDone(ctx context.Context) (bool, error) {
 func (w *Worker) loop(ctx context.Context) error {
 	proc := w.k.processing(w.id)
 	queue := w.queue()
-	var down outage
+	var down cluster.Outage
 	for {
 		if w.stopping.Load() {
 			return errDone // spider control stop: the tasks taken are done
@@ -486,24 +486,24 @@ func (w *Worker) loop(ctx context.Context) error {
 				return errDone
 			}
 			if err != nil {
-				if down.retry(ctx, err, w.log, "asking whether the crawl is done") {
+				if down.Retry(ctx, err, w.log, "asking whether the crawl is done") {
 					continue
 				}
 				return err
 			}
-			down.ok(w.log, "taking tasks")
+			down.OK(w.log, "taking tasks")
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if down.retry(ctx, err, w.log, "taking a task from srq") {
+			if down.Retry(ctx, err, w.log, "taking a task from srq") {
 				continue
 			}
 			return fmt.Errorf("cannot take a task from srq: %w", err)
 		}
-		down.ok(w.log, "taking tasks")
+		down.OK(w.log, "taking tasks")
 		if raw == doneSentinel {
 			// Pass it on to the next blocked loop, then stop. Not under
 			// ctx: the first loop's errDone cancels it (the errgroup), and
