@@ -379,14 +379,11 @@ func (w *Worker) takeNumber(ctx context.Context) (int, error) {
 // first registers unconditionally and records the token. KEYS = workers,
 // owners; ARGV = number, first, token.
 var beatScript = redis.NewScript(cluster.LuaNow + `
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], ARGV[1], now_ms)
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-  return 1
+if ARGV[2] ~= '1' then
+  if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+  local owner = redis.call('HGET', KEYS[2], ARGV[1])
+  if owner and owner ~= ARGV[3] then return 0 end
 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-local owner = redis.call('HGET', KEYS[2], ARGV[1])
-if owner and owner ~= ARGV[3] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], now_ms)
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`)

@@ -229,6 +229,15 @@ local function replay()
   return nil
 end
 
+-- begin starts a write script that keeps its reply (remember): it returns what the
+-- script must return at once, the reply of a call that already ran (replay) or the
+-- error of a fence value v that is not the bucket's (fence), else nil.
+local function begin(v)
+  local prev = replay()
+  if prev then return prev end
+  return fence(v)
+end
+
 -- remember stores the reply of this call for replay, for ttl seconds.
 local function remember(out, ttl)
   redis.call('SET', KEYS[K_CALL], cmsgpack.pack(out), 'EX', ttl)
@@ -326,10 +335,8 @@ return redis.call('HMGET', KEYS[K_META], 'mode', 'bloom_m', 'bloom_k', 'created'
 // discoverScript: ARGV: fence value, mode, k, reply ttl, relink ("1"/"0"),
 // n, then n request groups (see discover). Reply: {damaged, item...}.
 var discoverScript = redis.NewScript("#!lua\n" + luaLib + `
-local prev = replay()
-if prev then return prev end
-local e = fence(ARGV[1])
-if e then return e end
+local early = begin(ARGV[1])
+if early then return early end
 local out = {0}
 out[1] = discover(7, tonumber(ARGV[6]), ARGV[2] == 'bloom', tonumber(ARGV[3]), ARGV[5] == '1', out)
 for i = 2, #out do
@@ -353,10 +360,8 @@ return out
 // (their items are 0) and relinked is that record, for the caller to
 // discover the kept requests again, shifted; else relinked is "".
 var completeScript = redis.NewScript("#!lua\n" + luaLib + `
-local prev = replay()
-if prev then return prev end
-local e = fence(ARGV[1])
-if e then return e end
+local early = begin(ARGV[1])
+if early then return early end
 local sf = ARGV[5]
 local rec = redis.call('HGET', KEYS[K_PENDING], sf)
 if not rec then return {0, '', 0, '', 0} end
@@ -453,10 +458,8 @@ return 1
 //	ARGV: fence value, reply ttl, now (Unix ms), max. Reply: the pending
 //	records made, in Due order.
 var takeDueScript = redis.NewScript("#!lua\n" + luaLib + `
-local prev = replay()
-if prev then return prev end
-local e = fence(ARGV[1])
-if e then return e end
+local early = begin(ARGV[1])
+if early then return early end
 local now, max = ARGV[3], tonumber(ARGV[4])
 local out, damaged = {}, 0
 while #out < max do
