@@ -151,9 +151,10 @@ return {tok, ''}
 
 // renewScript: KEYS = owner; ARGV = holder value ("node:token" for a bucket lease, a
 // Lock's value), ttl ms. Extends the lease if it is still this holder's; returns 1 if
-// so, 0 if the lease is gone or someone else's. BucketLeases and Lock share it.
-var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+// so, 0 if the lease is gone or someone else's. BucketLeases and Lock share it, and
+// it checks the holder as fenced scripts do (CheckOwnerLua).
+var renewScript = redis.NewScript(CheckOwnerLua + `
+if spider_check_owner(KEYS[1], ARGV[1]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
@@ -162,8 +163,8 @@ return 0
 
 // releaseScript: KEYS = owner; ARGV = holder value. Deletes the lease if it is still
 // this holder's; returns 1 if so. BucketLeases and Lock share it.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+var releaseScript = redis.NewScript(CheckOwnerLua + `
+if spider_check_owner(KEYS[1], ARGV[1]) then
   redis.call('DEL', KEYS[1])
   return 1
 end
