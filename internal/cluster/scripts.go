@@ -26,17 +26,26 @@ end
 // when id is listed with a live deadline (not passed) under an Instance other than
 // instance (both non-empty), else nil. A record without an Instance (written by an
 // older spider) never counts as taken. Needs luaClock's now_ms; KEYS = members, info.
-const luaTaken = `
+const luaTaken = luaOther + `
 local function taken(id, instance)
   if instance == '' then return nil end
   local score = redis.call('ZSCORE', KEYS[1], id)
   if not score or tonumber(score) < now_ms then return nil end
+  local other, old = other_instance(id, instance)
+  if not other then return nil end
+  return {'taken', old, string.format('%d', tonumber(score)), string.format('%d', now_ms)}
+end
+`
+
+// luaOther defines other_instance(id, instance) → boolean, record: true when id's record
+// names an Instance, and one other than instance (both non-empty); the record (or the
+// empty string) as second value. KEYS[2] = info.
+const luaOther = `
+local function other_instance(id, instance)
+  if instance == '' then return false, '' end
   local old = redis.call('HGET', KEYS[2], id) or ''
   local ok, rec = pcall(cjson.decode, old)
-  if not ok or type(rec) ~= 'table' or type(rec.instance) ~= 'string' or rec.instance == '' or rec.instance == instance then
-    return nil
-  end
-  return {'taken', old, string.format('%d', tonumber(score)), string.format('%d', now_ms)}
+  return ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and rec.instance ~= instance, old
 end
 `
 
@@ -85,11 +94,7 @@ var heartbeatScript = redis.NewScript(luaClock + luaTaken + `
 local t = taken(ARGV[1], ARGV[4])
 if t then return t end
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {'absent'} end
-local old = redis.call('HGET', KEYS[2], ARGV[1]) or ''
-local ok, rec = pcall(cjson.decode, old)
-if ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and ARGV[4] ~= '' and rec.instance ~= ARGV[4] then
-  return {'absent'}
-end
+if other_instance(ARGV[1], ARGV[4]) then return {'absent'} end
 redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return {'ok'}
@@ -98,12 +103,8 @@ return {'ok'}
 // leaveScript: ARGV = id, channel, instance. Removes the member, unless it is listed
 // under another (non-empty) instance: a process whose ID was taken over must not remove
 // the new holder. Raises the epoch if it removed it. Returns 1 if it was registered.
-var leaveScript = redis.NewScript(luaClock + `
-local old = redis.call('HGET', KEYS[2], ARGV[1]) or ''
-local ok, rec = pcall(cjson.decode, old)
-if ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and ARGV[3] ~= '' and rec.instance ~= ARGV[3] then
-  return 0
-end
+var leaveScript = redis.NewScript(luaClock + luaOther + `
+if other_instance(ARGV[1], ARGV[3]) then return 0 end
 local n = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 if n == 1 then
