@@ -83,9 +83,7 @@ func (c *Control) Keys() []string { return []string{c.key(), c.seedsKey(), c.ack
 
 // setScript: KEYS control, seeds, channel; ARGV state ("" keeps it), URLs...
 // Sets the state, pushes the URLs, raises seq, publishes it; returns the JSON.
-var setScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+var setScript = redis.NewScript(LuaNow + `
 local cur = redis.call('GET', KEYS[1])
 local state, seq = 'running', 0
 if cur then
@@ -95,24 +93,22 @@ end
 if ARGV[1] ~= '' then state = ARGV[1] end
 for i = 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 seq = seq + 1
-local v = '{"state":"' .. state .. '","seq":' .. string.format('%d', seq) .. ',"at_ms":' .. string.format('%d', now) .. '}'
+local v = '{"state":"' .. state .. '","seq":' .. string.format('%d', seq) .. ',"at_ms":' .. string.format('%d', now_ms) .. '}'
 redis.call('SET', KEYS[1], v)
 redis.call('PUBLISH', KEYS[3], seq)
 return v`)
 
 // ackScript: KEYS acks; ARGV node, seq. Writes {seq, at_ms, acked_ms} with
 // server time; acked_ms is kept while seq stays the same.
-var ackScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local acked = now
+var ackScript = redis.NewScript(LuaNow + `
+local acked = now_ms
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur then
   local ok, c = pcall(cjson.decode, cur)
   if ok and tostring(c.seq) == ARGV[2] and c.acked_ms then acked = c.acked_ms end
 end
-redis.call('HSET', KEYS[1], ARGV[1], '{"seq":' .. ARGV[2] .. ',"at_ms":' .. string.format('%d', now) .. ',"acked_ms":' .. string.format('%d', acked) .. '}')
-return now`)
+redis.call('HSET', KEYS[1], ARGV[1], '{"seq":' .. ARGV[2] .. ',"at_ms":' .. string.format('%d', now_ms) .. ',"acked_ms":' .. string.format('%d', acked) .. '}')
+return now_ms`)
 
 // Get returns the current command: Command{State: ControlRunning} when no
 // command was ever given.

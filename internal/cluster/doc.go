@@ -30,6 +30,12 @@
 //     BucketLeases uses, Keep renews every TTL/3 and returns ErrLockLost when it is gone.
 //   - Hash slots: package cluster/slots (a leaf: no Redis client) computes Redis Cluster
 //     key slots and the spread tags (SpreadTag) every topology chooses its tags with.
+//   - The toolkit of every topology (issue 21): LuaNow, the Redis server clock every Lua
+//     script takes its times from; ScriptBatch, scripts over many slots in one pipeline
+//     by SHA, re-sent in full on NOSCRIPT; TopologyPrefix, SpreadPrefix and SpreadTags,
+//     the key prefixes and spread hash tags of the master–worker, layered, rank and
+//     index keys; Every, a heartbeat or report loop whose stop waits for the call in
+//     flight; Retry and Outage, the one retry policy for a Redis outage.
 //   - Coordinator: on every member-list change computes the table bucket → node
 //     (partition.Ring over the live members), releases what is no longer its own (after
 //     Drain), acquires what is (waiting for the previous owner), and emits Acquired,

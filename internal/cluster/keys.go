@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/spider-crawler/spider/internal/cluster/slots"
 )
 
 // The Redis key scheme of a crawl. Every key of crawl C starts with "spider:C:", so that
@@ -26,6 +28,16 @@ import (
 // Membership keys carry the crawl in their tag ({C.m}) so that the membership of
 // different crawls lands in different slots; a bucket's keys carry only the bucket ({bN})
 // so that the buckets of a crawl spread over every master of a cluster.
+//
+// The topologies that coordinate through queues name their keys with the functions
+// below, so that the hash tags are chosen here:
+//
+//	{spider:C}:KIND:NAME      TopologyPrefix: a topology's queues and bookkeeping, in one
+//	                          slot (KIND mw, layered, rank, index), so one script or MULTI
+//	                          may touch any of them
+//	spider:C:{TAG}:NAME       SpreadPrefix: the large per-part data, under one of the n
+//	                          tags of SpreadTags, spread evenly over a cluster's masters
+//	spider:C:{C.p2p}:NAME     SpreadPrefix(C, C+".p2p"): the p2p queues
 
 // ErrBadName is returned for a crawl name or node ID that cannot be used in keys.
 var ErrBadName = errors.New("bad name")
@@ -76,6 +88,27 @@ func CheckNodeID(id string) error {
 		}
 	}
 	return nil
+}
+
+// TopologyPrefix returns "{spider:C}:KIND:", the prefix of topology KIND's queues and
+// bookkeeping for crawl C (KIND: mw, layered, rank, index). The tag {spider:C} keeps them
+// in one Redis Cluster slot. It does not check crawl (CheckName or NewKeys do).
+func TopologyPrefix(crawl, kind string) string { return "{spider:" + crawl + "}:" + kind + ":" }
+
+// SpreadPrefix returns "spider:C:{TAG}:", the prefix of crawl C's keys under hash tag
+// tag (one of SpreadTags, or another tag of the crawl's own). It does not check crawl.
+func SpreadPrefix(crawl, tag string) string { return "spider:" + crawl + ":{" + tag + "}:" }
+
+// SpreadTags returns the n hash tags slots.SpreadTag(prefix, i, n), i = 0…n-1: tag i's
+// slot lies in the i-th of n equal slot ranges, so keys spread over the n tags land
+// evenly on a cluster whose masters hold equal ranges. The same arguments always give
+// the same tags (they are part of the key names).
+func SpreadTags(prefix string, n int) []string {
+	t := make([]string, n)
+	for i := range t {
+		t[i] = slots.SpreadTag(prefix, i, n)
+	}
+	return t
 }
 
 // Crawl returns the crawl name.

@@ -169,19 +169,15 @@ func ReportKeys(k Keys) []string {
 
 // publishScript: KEYS report, report.at; ARGV node, JSON. Stores the JSON
 // and the server time.
-var publishScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+var publishScript = redis.NewScript(LuaNow + `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', now))
-return now`)
+redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', now_ms))
+return now_ms`)
 
 // stateScript: KEYS report.state; ARGV state. Stores {state, at_ms}.
-var stateScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('SET', KEYS[1], '{"state":"' .. ARGV[1] .. '","at_ms":' .. string.format('%d', now) .. '}')
-return now`)
+var stateScript = redis.NewScript(LuaNow + `
+redis.call('SET', KEYS[1], '{"state":"' .. ARGV[1] .. '","at_ms":' .. string.format('%d', now_ms) .. '}')
+return now_ms`)
 
 func checkState(s string) error {
 	switch s {
@@ -362,8 +358,7 @@ type Reporter struct {
 	rate     float64
 	stopped  bool
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	stopLoop func() // ends the publishing every ReporterConfig.Every (Every)
 }
 
 // ReporterConfig configures StartReporter.
@@ -401,7 +396,7 @@ func StartReporter(ctx context.Context, rdb redis.UniversalClient, k Keys, cfg R
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Reporter{rdb: rdb, k: k, node: cfg.Node, role: cfg.Role, source: cfg.Source, log: cfg.Logger,
-		start: time.Now(), state: ReportRunning, done: make(chan struct{})}
+		start: time.Now(), state: ReportRunning}
 	r.rateAt = r.start
 	if !cfg.Fresh {
 		prev, ok, err := ReadNodeReport(ctx, rdb, k, cfg.Node)
@@ -415,32 +410,22 @@ func StartReporter(ctx context.Context, rdb redis.UniversalClient, k Keys, cfg R
 	if err := Publish(ctx, rdb, k, r.snapshot(false)); err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	r.cancel = cancel
-	go r.loop(rctx, cfg.Every)
+	r.stopLoop = Every(ctx, cfg.Every, r.publish, func(err error) {
+		r.log.Warn("cannot publish the node's report for spider status; retrying", "err", err)
+	})
 	return r, nil
 }
 
-func (r *Reporter) loop(ctx context.Context, every time.Duration) {
-	defer close(r.done)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		r.mu.Lock()
-		stopped := r.stopped
-		r.mu.Unlock()
-		if stopped {
-			return
-		}
-		if err := Publish(ctx, r.rdb, r.k, r.snapshot(false)); err != nil && ctx.Err() == nil {
-			r.log.Warn("cannot publish the node's report for spider status; retrying", "err", err)
-		}
+// publish is the periodic publish; it does nothing once Stop began (Stop publishes the
+// final report).
+func (r *Reporter) publish(ctx context.Context) error {
+	r.mu.Lock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
+		return nil
 	}
+	return Publish(ctx, r.rdb, r.k, r.snapshot(false))
 }
 
 // SetState sets the state the next publishes carry (a Report* constant)
@@ -498,8 +483,7 @@ func (r *Reporter) Stop(ctx context.Context, state string) error {
 		r.state = state
 	}
 	r.mu.Unlock()
-	r.cancel()
-	<-r.done
+	r.stopLoop()
 	rep := r.snapshot(true)
 	if state != "" {
 		rep.State = state

@@ -3,22 +3,15 @@ package cluster
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// luaClock defines now_us and next_counter, shared by the scripts below.
-//
-// now_us is the Redis server's clock (TIME) in microseconds: all deadlines are taken from
-// it, never from a node's clock. next_counter(key) raises a counter to max(old+1, now_us),
-// so epochs and fencing tokens keep increasing even when Redis lost the counter (a
-// restart without persistence, or the last second of an everysec AOF), as long as the
-// server's clock does not go back. Values stay below 2^53, exact in Lua numbers.
-const luaClock = `
-local spider_t = redis.call('TIME')
-local now_us = tonumber(spider_t[1]) * 1000000 + tonumber(spider_t[2])
-local now_ms = math.floor(now_us / 1000)
+// luaClock is LuaNow (now_us, now_ms) and next_counter, shared by the scripts below.
+// next_counter(key) raises a counter to max(old+1, now_us), so epochs and fencing tokens
+// keep increasing even when Redis lost the counter (a restart without persistence, or the
+// last second of an everysec AOF), as long as the server's clock does not go back.
+const luaClock = LuaNow + `
 local function next_counter(key)
   local n = tonumber(redis.call('GET', key) or '0') + 1
   if now_us > n then n = now_us end
@@ -33,17 +26,26 @@ end
 // when id is listed with a live deadline (not passed) under an Instance other than
 // instance (both non-empty), else nil. A record without an Instance (written by an
 // older spider) never counts as taken. Needs luaClock's now_ms; KEYS = members, info.
-const luaTaken = `
+const luaTaken = luaOther + `
 local function taken(id, instance)
   if instance == '' then return nil end
   local score = redis.call('ZSCORE', KEYS[1], id)
   if not score or tonumber(score) < now_ms then return nil end
+  local other, old = other_instance(id, instance)
+  if not other then return nil end
+  return {'taken', old, string.format('%d', tonumber(score)), string.format('%d', now_ms)}
+end
+`
+
+// luaOther defines other_instance(id, instance) → boolean, record: true when id's record
+// names an Instance, and one other than instance (both non-empty); the record (or the
+// empty string) as second value. KEYS[2] = info.
+const luaOther = `
+local function other_instance(id, instance)
+  if instance == '' then return false, '' end
   local old = redis.call('HGET', KEYS[2], id) or ''
   local ok, rec = pcall(cjson.decode, old)
-  if not ok or type(rec) ~= 'table' or type(rec.instance) ~= 'string' or rec.instance == '' or rec.instance == instance then
-    return nil
-  end
-  return {'taken', old, string.format('%d', tonumber(score)), string.format('%d', now_ms)}
+  return ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and rec.instance ~= instance, old
 end
 `
 
@@ -92,11 +94,7 @@ var heartbeatScript = redis.NewScript(luaClock + luaTaken + `
 local t = taken(ARGV[1], ARGV[4])
 if t then return t end
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {'absent'} end
-local old = redis.call('HGET', KEYS[2], ARGV[1]) or ''
-local ok, rec = pcall(cjson.decode, old)
-if ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and ARGV[4] ~= '' and rec.instance ~= ARGV[4] then
-  return {'absent'}
-end
+if other_instance(ARGV[1], ARGV[4]) then return {'absent'} end
 redis.call('ZADD', KEYS[1], 'XX', now_ms + tonumber(ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return {'ok'}
@@ -105,12 +103,8 @@ return {'ok'}
 // leaveScript: ARGV = id, channel, instance. Removes the member, unless it is listed
 // under another (non-empty) instance: a process whose ID was taken over must not remove
 // the new holder. Raises the epoch if it removed it. Returns 1 if it was registered.
-var leaveScript = redis.NewScript(luaClock + `
-local old = redis.call('HGET', KEYS[2], ARGV[1]) or ''
-local ok, rec = pcall(cjson.decode, old)
-if ok and type(rec) == 'table' and type(rec.instance) == 'string' and rec.instance ~= '' and ARGV[3] ~= '' and rec.instance ~= ARGV[3] then
-  return 0
-end
+var leaveScript = redis.NewScript(luaClock + luaOther + `
+if other_instance(ARGV[1], ARGV[3]) then return 0 end
 local n = redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 if n == 1 then
@@ -158,9 +152,10 @@ return {tok, ''}
 
 // renewScript: KEYS = owner; ARGV = holder value ("node:token" for a bucket lease, a
 // Lock's value), ttl ms. Extends the lease if it is still this holder's; returns 1 if
-// so, 0 if the lease is gone or someone else's. BucketLeases and Lock share it.
-var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+// so, 0 if the lease is gone or someone else's. BucketLeases and Lock share it, and
+// it checks the holder as fenced scripts do (CheckOwnerLua).
+var renewScript = redis.NewScript(CheckOwnerLua + `
+if spider_check_owner(KEYS[1], ARGV[1]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
@@ -169,8 +164,8 @@ return 0
 
 // releaseScript: KEYS = owner; ARGV = holder value. Deletes the lease if it is still
 // this holder's; returns 1 if so. BucketLeases and Lock share it.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+var releaseScript = redis.NewScript(CheckOwnerLua + `
+if spider_check_owner(KEYS[1], ARGV[1]) then
   redis.call('DEL', KEYS[1])
   return 1
 end
@@ -183,33 +178,19 @@ type scriptCall struct {
 	args []any
 }
 
-// evalBatch runs s once per call in pipelines (one round trip per Redis node when the
-// scripts are cached), re-sending the script body for the calls that got NOSCRIPT (a
-// restarted server, a new cluster node). The returned commands are in call order; the
-// error is the pipeline's transport error, if any; each command carries its own result.
+// evalBatch runs s once per call in a ScriptBatch. The returned commands are in call
+// order; the error is the pipeline's transport error, if any (a script's error reply is
+// not: each command carries its own result).
 func evalBatch(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
 	if len(calls) == 0 {
 		return nil, nil
 	}
+	b := NewScriptBatch(rdb)
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe := rdb.Pipeline()
 	for i, c := range calls {
-		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = b.Add(ctx, s, c.keys, c.args...)
 	}
-	_, _ = pipe.Exec(ctx)
-	var retry []int
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			retry = append(retry, i)
-		}
-	}
-	if len(retry) > 0 {
-		pipe := rdb.Pipeline()
-		for _, i := range retry {
-			cmds[i] = s.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	_ = b.Exec(ctx) // the transport errors are told from the replies below
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !isReplyError(err) {
 			return cmds, err

@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/spider-crawler/spider/internal/cluster/slots"
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/content"
 	"github.com/spider-crawler/spider/internal/crawls"
 	"github.com/spider-crawler/spider/internal/index/analysis"
@@ -59,24 +59,18 @@ import (
 // resultLists is the number of result lists (and hash tags) of a build.
 const resultLists = 12
 
-var resultTags = func() []string {
-	t := make([]string, resultLists)
-	for i := range t {
-		t[i] = slots.SpreadTag("ix-", i, resultLists)
-	}
-	return t
-}()
+var resultTags = cluster.SpreadTags("ix-", resultLists)
 
 // distKeys names the keys of one distributed index build.
 type distKeys struct{ p, crawl string }
 
 func newDistKeys(crawl string) distKeys {
-	return distKeys{p: "{spider:" + crawl + "}:index:", crawl: crawl}
+	return distKeys{p: cluster.TopologyPrefix(crawl, "index"), crawl: crawl}
 }
 
 // results is result list i.
 func (k distKeys) results(i int) string {
-	return "spider:" + k.crawl + ":{" + resultTags[i] + "}:results"
+	return cluster.SpreadPrefix(k.crawl, resultTags[i]) + "results"
 }
 
 // resultList is the list of a task's packets: its number (the tag's part
@@ -135,9 +129,8 @@ return 1
 
 // beatScript records a heartbeat with the server's clock. KEYS: mappers,
 // mapnode. ARGV: mapper, node.
-var beatScript = redis.NewScript(`
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[1], t[1] * 1000 + math.floor(t[2] / 1000), ARGV[1])
+var beatScript = redis.NewScript(cluster.LuaNow + `
+redis.call('ZADD', KEYS[1], now_ms, ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 return 1
 `)
@@ -145,10 +138,8 @@ return 1
 // reapScript re-queues the tasks of mappers silent for more than ARGV[2]
 // ms. KEYS: mappers, mapnode. ARGV: key prefix, TTL. Returns the tags
 // re-queued.
-var reapScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+var reapScript = redis.NewScript(cluster.LuaNow + `
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms - tonumber(ARGV[2]))
 local out = {}
 for _, m in ipairs(dead) do
   local node = redis.call('HGET', KEYS[2], m)
@@ -253,24 +244,10 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 	if err := beat(ctx); err != nil {
 		return st, fmt.Errorf("cannot register the mapper in Redis: %w", err)
 	}
-	hbCtx, stopHB := context.WithCancel(ctx)
+	stopHB := cluster.Every(ctx, opt.Heartbeat, beat, func(err error) {
+		log.Warn("index mapper: heartbeat failed", "err", err)
+	})
 	defer stopHB()
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(opt.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-				if err := beat(hbCtx); err != nil && hbCtx.Err() == nil {
-					log.Warn("index mapper: heartbeat failed", "err", err)
-				}
-			}
-		}
-	}()
 	log.Info("index mapper: started", "mapper", id, "node", opt.Node)
 	attempts := 0
 	packets := 0
@@ -289,7 +266,6 @@ func RunMapper(ctx context.Context, rdb redis.UniversalClient, dataDir string, o
 				// Clean exit: leave the heartbeat set, once no beat is in
 				// flight (one landing after would put the mapper back).
 				stopHB()
-				<-hbDone
 				rdb.ZRem(context.WithoutCancel(ctx), k.mappers(), id)
 				rdb.HDel(context.WithoutCancel(ctx), k.mapNode(), id)
 				st.Took = time.Since(start)

@@ -73,18 +73,12 @@ const layoutVersion = "2 shards=12"
 // "spider:NAME:" prefix does).
 func ShardTag(i, n int) string { return slots.SpreadTag("ly-", i, n) }
 
-var shardTags = func() []string {
-	t := make([]string, Shards)
-	for i := range t {
-		t[i] = ShardTag(i, Shards)
-	}
-	return t
-}()
+var shardTags = cluster.SpreadTags("ly-", Shards) // ShardTag(i, Shards)
 
 func newKeys(crawl string) keys {
-	k := keys{p: "{spider:" + crawl + "}:layered:", shards: make([]string, Shards)}
+	k := keys{p: cluster.TopologyPrefix(crawl, "layered"), shards: make([]string, Shards)}
 	for i, tag := range shardTags {
-		k.shards[i] = "spider:" + crawl + ":{" + tag + "}:"
+		k.shards[i] = cluster.SpreadPrefix(crawl, tag)
 	}
 	return k
 }
@@ -435,24 +429,9 @@ func (c *Crawler) work(ctx context.Context, k keys, id string, coordinating *ato
 	// The heartbeat ends before work returns (and before the deferred Del
 	// above): a beat in flight could otherwise set the key again after it
 	// was deleted, or log after the command returned.
-	hbCtx, stop := context.WithCancel(ctx)
-	hbDone := make(chan struct{})
-	defer func() { stop(); <-hbDone }()
-	go func() {
-		defer close(hbDone)
-		t := time.NewTicker(c.opt.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-hbCtx.Done():
-				return
-			case <-t.C:
-				if err := beat(hbCtx); err != nil && hbCtx.Err() == nil {
-					c.log.Warn("layered: heartbeat failed", "err", err)
-				}
-			}
-		}
-	}()
+	defer cluster.Every(ctx, c.opt.LeaseTTL/3, beat, func(err error) {
+		c.log.Warn("layered: heartbeat failed", "err", err)
+	})()
 	// The shard to look at first, random each time: tasks wait about as
 	// long in every shard.
 	for {

@@ -40,6 +40,7 @@ package masterworker
 import (
 	"fmt"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/rstate"
 )
 
@@ -49,7 +50,9 @@ type keys struct {
 	prefix string
 }
 
-func newKeys(crawl string) keys { return keys{crawl: crawl, prefix: "{spider:" + crawl + "}:mw:"} }
+func newKeys(crawl string) keys {
+	return keys{crawl: crawl, prefix: cluster.TopologyPrefix(crawl, "mw")}
+}
 
 func (k keys) srq() string             { return k.prefix + "srq" }
 func (k keys) nrq() string             { return k.prefix + "nrq" }

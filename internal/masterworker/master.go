@@ -487,27 +487,27 @@ func (m *Master) collect(ctx context.Context, out chan<- string) error {
 // drain pops the list key, what it holds named by what in errors and
 // logs, until ctx ends or Redis stays down: one blocking pop (popWait) and
 // then up to resultBatch-1 more in one round trip, each handed to use in
-// order. A Redis error is retried as an outage (outage.retry); use's
+// order. A Redis error is retried as an outage (cluster.Outage); use's
 // error ends the loop with it.
 func (m *Master) drain(ctx context.Context, key, what string, use func(string) error) error {
-	var down outage
+	var down cluster.Outage
 	reading := "reading " + what
 	for {
 		vals, err := m.rdb.BLPop(ctx, popWait, key).Result()
 		if errors.Is(err, redis.Nil) {
-			down.ok(m.log, reading)
+			down.OK(m.log, reading)
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if down.retry(ctx, err, m.log, reading) {
+			if down.Retry(ctx, err, m.log, reading) {
 				continue
 			}
 			return fmt.Errorf("cannot read the %s (%s): %w", what, key, err)
 		}
-		down.ok(m.log, reading)
+		down.OK(m.log, reading)
 		// The popped value is used before more are asked for: an answered
 		// packet ends its host's turn without waiting for a second round
 		// trip (the host's gap at the server grows by every delay here).

@@ -2,8 +2,6 @@ package masterworker
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
@@ -68,40 +66,4 @@ func (r retryState) Current(ctx context.Context, req frontier.Request) (ok bool,
 func (r retryState) Counters(ctx context.Context) (c map[string]int64, err error) {
 	err = cluster.Retry(ctx, func() error { c, err = r.State.Counters(ctx); return err })
 	return c, err
-}
-
-// outage tracks one loop's run of failed Redis calls: wait reports whether
-// the loop should try again (a transient error, for at most
-// cluster.MaxOutage) after sleeping a growing back-off.
-type outage struct {
-	since time.Time
-	wait  time.Duration
-}
-
-func (o *outage) retry(ctx context.Context, err error, log *slog.Logger, what string) bool {
-	if !cluster.Transient(err) || ctx.Err() != nil {
-		return false
-	}
-	if o.since.IsZero() {
-		o.since, o.wait = time.Now(), 50*time.Millisecond
-		log.Warn("Redis unreachable; retrying", "while", what, "err", err)
-	}
-	if time.Since(o.since) > cluster.MaxOutage {
-		return false
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(o.wait):
-	}
-	o.wait = min(2*o.wait, 2*time.Second)
-	return true
-}
-
-// ok ends an outage.
-func (o *outage) ok(log *slog.Logger, what string) {
-	if !o.since.IsZero() {
-		log.Info("Redis reachable again", "while", what, "after", time.Since(o.since).Round(time.Millisecond))
-		o.since = time.Time{}
-	}
 }

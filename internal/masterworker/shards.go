@@ -55,13 +55,7 @@ const layoutVersion = "2 shards=12"
 // different masters of a cluster whose masters hold equal ranges.
 func ShardTag(i, n int) string { return slots.SpreadTag("mw-", i, n) }
 
-var shardTags = func() []string {
-	t := make([]string, Shards)
-	for i := range t {
-		t[i] = ShardTag(i, Shards)
-	}
-	return t
-}()
+var shardTags = cluster.SpreadTags("mw-", Shards) // ShardTag(i, Shards)
 
 // hostOf is the host name of a URL ("" for one that does not parse).
 func hostOf(rawURL string) string {

@@ -378,18 +378,13 @@ func (w *Worker) takeNumber(ctx context.Context) (int, error) {
 // worker and the number is still this worker's (owners: number → token);
 // first registers unconditionally and records the token. KEYS = workers,
 // owners; ARGV = number, first, token.
-var beatScript = redis.NewScript(`
-local t = redis.call('TIME')
-local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], ARGV[1], ms)
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-  return 1
+var beatScript = redis.NewScript(cluster.LuaNow + `
+if ARGV[2] ~= '1' then
+  if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+  local owner = redis.call('HGET', KEYS[2], ARGV[1])
+  if owner and owner ~= ARGV[3] then return 0 end
 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-local owner = redis.call('HGET', KEYS[2], ARGV[1])
-if owner and owner ~= ARGV[3] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ms)
+redis.call('HSET', KEYS[1], ARGV[1], now_ms)
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`)
 
@@ -473,7 +468,7 @@ func (w *Worker) isDone(ctx context.Context) (bool, error) {
 func (w *Worker) loop(ctx context.Context) error {
 	proc := w.k.processing(w.id)
 	queue := w.queue()
-	var down outage
+	var down cluster.Outage
 	for {
 		if w.stopping.Load() {
 			return errDone // spider control stop: the tasks taken are done
@@ -488,24 +483,24 @@ func (w *Worker) loop(ctx context.Context) error {
 				return errDone
 			}
 			if err != nil {
-				if down.retry(ctx, err, w.log, "asking whether the crawl is done") {
+				if down.Retry(ctx, err, w.log, "asking whether the crawl is done") {
 					continue
 				}
 				return err
 			}
-			down.ok(w.log, "taking tasks")
+			down.OK(w.log, "taking tasks")
 			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if down.retry(ctx, err, w.log, "taking a task from srq") {
+			if down.Retry(ctx, err, w.log, "taking a task from srq") {
 				continue
 			}
 			return fmt.Errorf("cannot take a task from srq: %w", err)
 		}
-		down.ok(w.log, "taking tasks")
+		down.OK(w.log, "taking tasks")
 		if raw == doneSentinel {
 			// Pass it on to the next blocked loop, then stop. Not under
 			// ctx: the first loop's errDone cancels it (the errgroup), and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/frontier"
 )
 
@@ -19,7 +20,7 @@ import (
 // "received" count, are one MULTI on Redis Cluster too.
 type qkeys struct{ prefix string }
 
-func newQKeys(crawl string) qkeys { return qkeys{prefix: "spider:" + crawl + ":{" + crawl + ".p2p}:"} }
+func newQKeys(crawl string) qkeys { return qkeys{prefix: cluster.SpreadPrefix(crawl, crawl+".p2p")} }
 
 func (k qkeys) inbox(node string) string { return k.prefix + "inbox:" + node }
 func (k qkeys) proc(node string) string  { return k.prefix + "proc:" + node }

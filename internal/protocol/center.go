@@ -640,10 +640,7 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 		return err
 	}
 	c.m.urls.WithLabelValues("claimed_dup").Add(float64(len(f.URLSet) - len(surv)))
-	now := nowMS()
-	r := &round{Number: f.Number, Kind: kindLocal, Origin: f.IP, URLs: make(map[string]uint8, len(surv)),
-		Waiting: map[string]bool{}, Done: map[string]bool{}, Arrived: now, PassStart: now,
-		Deadline: now + time.Duration(c.cfg.AnswerTimeout).Milliseconds()}
+	r := c.newRound(kindLocal, f, len(surv))
 	for _, u := range surv {
 		r.URLs[u] = 0
 		if d := f.Depth[u]; d > 0 {
@@ -680,12 +677,27 @@ func (c *Center) onSubmit(ctx context.Context, f *Frame) error {
 		return c.endLocal(ctx, p, r)
 	}
 	c.local[r.Number] = r
-	p.HSet(ctx, c.k.localReducePool(), r.Number, mustJSON(r))
+	return c.ask(ctx, p, c.k.localReducePool(), r, f)
+}
+
+// newRound is the round of frame f's pass of kind, for n URLs, starting now: it must
+// end by the answer time-out.
+func (c *Center) newRound(kind string, f *Frame, n int) *round {
+	now := nowMS()
+	return &round{Number: f.Number, Kind: kind, Origin: f.IP, URLs: make(map[string]uint8, n),
+		Waiting: map[string]bool{}, Done: map[string]bool{}, Arrived: now, PassStart: now,
+		Deadline: now + time.Duration(c.cfg.AnswerTimeout).Milliseconds()}
+}
+
+// ask stores round r in pool and queues the request of its URLs (flag 2, under frame
+// f's number) to every host r waits for, all in the transaction p, and runs p.
+func (c *Center) ask(ctx context.Context, p redis.Pipeliner, pool string, r *round, f *Frame) error {
+	p.HSet(ctx, pool, r.Number, mustJSON(r))
 	req := &Frame{URLSet: zeroSet(r.URLs), IP: f.IP, Number: f.Number, Flag: FlagRequest}
 	for to := range r.Waiting {
 		c.tr.queue(p, ctx, to, req, false)
 	}
-	_, err = p.Exec(ctx)
+	_, err := p.Exec(ctx)
 	return err
 }
 
@@ -814,10 +826,7 @@ func (c *Center) onRequest(ctx context.Context, f *Frame) error {
 	if err != nil {
 		return err
 	}
-	now := nowMS()
-	r := &round{Number: f.Number, Kind: kindIn, Origin: f.IP, URLs: make(map[string]uint8, len(us)),
-		Waiting: map[string]bool{}, Done: map[string]bool{}, Arrived: now, PassStart: now,
-		Deadline: now + time.Duration(c.cfg.AnswerTimeout).Milliseconds()}
+	r := c.newRound(kindIn, f, len(us))
 	for i, u := range us {
 		r.URLs[u] = uint8(marks[i])
 	}
@@ -829,14 +838,7 @@ func (c *Center) onRequest(ctx context.Context, f *Frame) error {
 		return c.answerRemote(ctx, r)
 	}
 	c.dist[r.Number] = r
-	p := c.rdb.TxPipeline()
-	p.HSet(ctx, c.k.distReducePool(), r.Number, mustJSON(r))
-	req := &Frame{URLSet: zeroSet(r.URLs), IP: f.IP, Number: f.Number, Flag: FlagRequest}
-	for to := range r.Waiting {
-		c.tr.queue(p, ctx, to, req, false)
-	}
-	_, err = p.Exec(ctx)
-	return err
+	return c.ask(ctx, c.rdb.TxPipeline(), c.k.distReducePool(), r, f)
 }
 
 // answerRemote sends the merged answer of an incoming round to its network (after

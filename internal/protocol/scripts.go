@@ -2,9 +2,10 @@ package protocol
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/spider-crawler/spider/internal/cluster"
 )
 
 // hashLua is the Lua twin of URLHash.
@@ -164,48 +165,21 @@ var (
 )
 
 // scriptBatch runs scripts on several parts in one pipeline (one round trip per Redis
-// Cluster master), each by its SHA; a script a server does not know yet (NOSCRIPT: a new
-// or restarted Redis, a master that never ran it) is sent again in full, alone, after
-// the pipeline. No script runs twice.
-type scriptBatch struct {
-	rdb   redis.UniversalClient
-	p     redis.Pipeliner
-	calls []*scriptCall
-}
+// Cluster master): a cluster.ScriptBatch, which sends by SHA and loads the scripts a
+// server does not know yet. No script runs twice.
+type scriptBatch struct{ b *cluster.ScriptBatch }
 
 // scriptCall is one script of a batch; cmd holds its result after exec.
-type scriptCall struct {
-	s    *redis.Script
-	keys []string
-	args []any
-	cmd  *redis.Cmd
-}
+type scriptCall struct{ cmd *redis.Cmd }
 
 func newScriptBatch(rdb redis.UniversalClient) *scriptBatch {
-	return &scriptBatch{rdb: rdb, p: rdb.Pipeline()}
+	return &scriptBatch{b: cluster.NewScriptBatch(rdb)}
 }
 
 // add queues s with keys and args.
 func (b *scriptBatch) add(ctx context.Context, s *redis.Script, keys []string, args ...any) *scriptCall {
-	c := &scriptCall{s: s, keys: keys, args: args, cmd: s.EvalSha(ctx, b.p, keys, args...)}
-	b.calls = append(b.calls, c)
-	return c
+	return &scriptCall{cmd: b.b.Add(ctx, s, keys, args...)}
 }
 
 // exec runs the batch and returns the first script error (redis.Nil is no error).
-func (b *scriptBatch) exec(ctx context.Context) error {
-	if len(b.calls) == 0 {
-		return nil
-	}
-	b.p.Exec(ctx) // each call's error is read below
-	var first error
-	for _, c := range b.calls {
-		if redis.HasErrorPrefix(c.cmd.Err(), "NOSCRIPT") {
-			c.cmd = c.s.Eval(ctx, b.rdb, c.keys, c.args...)
-		}
-		if err := c.cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (b *scriptBatch) exec(ctx context.Context) error { return b.b.Exec(ctx) }

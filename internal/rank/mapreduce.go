@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/spider-crawler/spider/internal/cluster"
-	"github.com/spider-crawler/spider/internal/cluster/slots"
 	"github.com/spider-crawler/spider/internal/graph"
 )
 
@@ -62,24 +61,18 @@ type keys struct {
 // spreadParts is the number of hash tags the per-part keys spread over.
 const spreadParts = 12
 
-var spreadTags = func() []string {
-	t := make([]string, spreadParts)
-	for i := range t {
-		t[i] = slots.SpreadTag("rk-", i, spreadParts)
-	}
-	return t
-}()
+var spreadTags = cluster.SpreadTags("rk-", spreadParts)
 
 func newKeys(crawl string) (keys, error) {
 	if _, err := cluster.NewKeys(crawl); err != nil {
 		return keys{}, err
 	}
-	return keys{p: "{spider:" + crawl + "}:rank:", crawl: crawl}, nil
+	return keys{p: cluster.TopologyPrefix(crawl, "rank"), crawl: crawl}, nil
 }
 
 // part is the prefix of part's spread keys.
 func (k keys) part(part int) string {
-	return "spider:" + k.crawl + ":{" + spreadTags[part%spreadParts] + "}:"
+	return cluster.SpreadPrefix(k.crawl, spreadTags[part%spreadParts])
 }
 
 func (k keys) master() string  { return k.p + "master" }
@@ -126,23 +119,19 @@ func parseTask(s string) (task, error) {
 	return task{run: f[0], round: round, part: part}, nil
 }
 
-// luaNow is the Redis server clock in milliseconds: every lease deadline is
-// set and checked on one clock, whatever the hosts' clocks say.
-const luaNow = `local tm = redis.call('TIME'); local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-`
-
 // claimScript pops a task and leases it atomically, skipping tasks whose
 // result is already reported (re-queued copies), and returns the task (the
-// worker then reads its rank slice, in the part's slot). KEYS: todo,
+// worker then reads its rank slice, in the part's slot). Lease deadlines are
+// on the Redis server clock (cluster.LuaNow). KEYS: todo,
 // leases, state. ARGV: the queue's key prefix.
-var claimScript = redis.NewScript(luaNow + `
+var claimScript = redis.NewScript(cluster.LuaNow + `
 local ttl = tonumber(redis.call('HGET', KEYS[3], 'lease_ms') or '10000')
 while true do
   local t = redis.call('LPOP', KEYS[1])
   if not t then return false end
   local run, round, part = string.match(t, '^([^:]+):(%d+):(%d+)$')
   if run and redis.call('HEXISTS', ARGV[1] .. 'got:' .. run .. ':' .. round, part) == 0 then
-    redis.call('ZADD', KEYS[2], now + ttl, t)
+    redis.call('ZADD', KEYS[2], now_ms + ttl, t)
     return {t}
   end
 end
@@ -192,8 +181,8 @@ func complete(ctx context.Context, rdb redis.UniversalClient, k keys, t task, bl
 
 // reapScript puts the tasks whose lease expired back on the queue.
 // KEYS: leases, todo, tickets. Returns how many.
-var reapScript = redis.NewScript(luaNow + `
-local exp = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+var reapScript = redis.NewScript(cluster.LuaNow + `
+local exp = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 for _, t in ipairs(exp) do
   redis.call('ZREM', KEYS[1], t)
   redis.call('RPUSH', KEYS[2], t)

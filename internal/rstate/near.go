@@ -318,38 +318,16 @@ func (d *dupTables) file(ctx context.Context, rdb redis.UniversalClient, fp, sim
 // the hash (8 bytes), owner, self (the request's URL), then the hash's
 // table keys of that tag. Reply: {nearest URL, or the empty string when filed (or when
 // the nearest is the page itself: owner or self); its distance}.
-var simFileScript = redis.NewScript(`
+var simFileScript = redis.NewScript(luaSimScan + `
 local k = tonumber(ARGV[1])
 local h = {string.byte(ARGV[2], 1, 8)}
 local owner, self = ARGV[3], ARGV[4]
-local pop = nil
 local best, bestD, mineD = '', k + 1, k + 1
 local vals, mine = {}, {}
 for i = 5, #ARGV do
   local v = redis.call('HGET', KEYS[1], ARGV[i]) or ''
   vals[i] = v
-  local p = 1
-  while p + 9 <= #v do
-    local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
-    local u = string.sub(v, p + 10, p + 9 + len)
-    if not pop then
-      pop = {}
-      for b = 0, 255 do
-        local c, x = 0, b
-        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
-        pop[b] = c
-      end
-    end
-    local d = 0
-    for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
-    if u == owner or u == self then
-      if u == owner then mine[i] = true end
-      if d < mineD then mineD = d end
-    elseif d < bestD then
-      best, bestD = u, d
-    end
-    p = p + 10 + len
-  end
+  best, bestD, mineD, mine[i] = sim_scan(v, h, owner, self, best, bestD, mineD)
 end
 if mineD <= k and mineD <= bestD then return {'', 0} end
 if best ~= '' then return {best, bestD} end

@@ -229,11 +229,20 @@ local function replay()
   return nil
 end
 
+-- begin starts a write script that keeps its reply (remember): it returns what the
+-- script must return at once, the reply of a call that already ran (replay) or the
+-- error of a fence value v that is not the bucket's (fence), else nil.
+local function begin(v)
+  local prev = replay()
+  if prev then return prev end
+  return fence(v)
+end
+
 -- remember stores the reply of this call for replay, for ttl seconds.
 local function remember(out, ttl)
   redis.call('SET', KEYS[K_CALL], cmsgpack.pack(out), 'EX', ttl)
 end
-
+` + luaSimScan + `
 -- nearest looks a SimHash up in the near-duplicate tables (K_SIM: table key
 -- → entries, each the 8-byte hash, a 2-byte URL length and the URL). arg is
 -- simArg: the distance k (1 byte), the hash (8 bytes), then one 10-byte
@@ -243,7 +252,6 @@ end
 -- SIM_MAX bytes).
 local SIM_MAX = 16384
 local function nearest(arg, owner, self)
-  local pop = nil -- popcounts of bytes, built when a table key has entries
   local k = string.byte(arg, 1)
   local h = {string.byte(arg, 2, 9)}
   local n = math.floor((#arg - 9) / 10)
@@ -253,29 +261,7 @@ local function nearest(arg, owner, self)
   for i = 0, n - 1 do
     local v = redis.call('HGET', KEYS[K_SIM], string.sub(arg, 10 + 10 * i, 19 + 10 * i))
     vals[i] = v or ''
-    if v and not pop then
-      pop = {}
-      for b = 0, 255 do
-        local c, x = 0, b
-        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
-        pop[b] = c
-      end
-    end
-    if v then
-      local p = 1
-      while p + 9 <= #v do
-        local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
-        local u = string.sub(v, p + 10, p + 9 + len)
-        local d = 0
-        for j = 0, 7 do d = d + pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
-        if u == owner or u == self then
-          if d < mineD then mineD = d end
-        elseif d < bestD then
-          best, bestD = u, d
-        end
-        p = p + 10 + len
-      end
-    end
+    if v then best, bestD, mineD = sim_scan(v, h, owner, self, best, bestD, mineD) end
   end
   -- The page itself (a revisit) nearest: not a duplicate, nothing filed.
   if mineD <= k and mineD <= bestD then return '' end
@@ -288,6 +274,43 @@ local function nearest(arg, owner, self)
     end
   end
   return ''
+end
+`
+
+// luaSimScan defines sim_scan(v, h, owner, self, best, bestD, mineD), the scan of one
+// near-duplicate table's value that the bucket scripts' nearest (luaLib) and the
+// crawl-wide simFileScript share. v holds entries of an 8-byte SimHash, a 2-byte URL
+// length and the URL; h is the looked-up hash as 8 byte values. The nearest entry of a
+// URL other than owner and self replaces best, bestD when nearer than bestD (ties: the
+// first found); the nearest of owner or self lowers mineD. It returns best, bestD, mineD
+// and whether v holds an entry of owner.
+const luaSimScan = `
+local sim_pop = nil -- popcounts of bytes, built at the first entry
+local function sim_scan(v, h, owner, self, best, bestD, mineD)
+  local owned = false
+  local p = 1
+  while p + 9 <= #v do
+    local len = string.byte(v, p + 8) * 256 + string.byte(v, p + 9)
+    local u = string.sub(v, p + 10, p + 9 + len)
+    if not sim_pop then
+      sim_pop = {}
+      for b = 0, 255 do
+        local c, x = 0, b
+        while x > 0 do c = c + x % 2; x = math.floor(x / 2) end
+        sim_pop[b] = c
+      end
+    end
+    local d = 0
+    for j = 0, 7 do d = d + sim_pop[bit.bxor(string.byte(v, p + j), h[j + 1])] end
+    if u == owner or u == self then
+      if u == owner then owned = true end
+      if d < mineD then mineD = d end
+    elseif d < bestD then
+      best, bestD = u, d
+    end
+    p = p + 10 + len
+  end
+  return best, bestD, mineD, owned
 end
 `
 
@@ -312,10 +335,8 @@ return redis.call('HMGET', KEYS[K_META], 'mode', 'bloom_m', 'bloom_k', 'created'
 // discoverScript: ARGV: fence value, mode, k, reply ttl, relink ("1"/"0"),
 // n, then n request groups (see discover). Reply: {damaged, item...}.
 var discoverScript = redis.NewScript("#!lua\n" + luaLib + `
-local prev = replay()
-if prev then return prev end
-local e = fence(ARGV[1])
-if e then return e end
+local early = begin(ARGV[1])
+if early then return early end
 local out = {0}
 out[1] = discover(7, tonumber(ARGV[6]), ARGV[2] == 'bloom', tonumber(ARGV[3]), ARGV[5] == '1', out)
 for i = 2, #out do
@@ -339,10 +360,8 @@ return out
 // (their items are 0) and relinked is that record, for the caller to
 // discover the kept requests again, shifted; else relinked is "".
 var completeScript = redis.NewScript("#!lua\n" + luaLib + `
-local prev = replay()
-if prev then return prev end
-local e = fence(ARGV[1])
-if e then return e end
+local early = begin(ARGV[1])
+if early then return early end
 local sf = ARGV[5]
 local rec = redis.call('HGET', KEYS[K_PENDING], sf)
 if not rec then return {0, '', 0, '', 0} end
@@ -439,10 +458,8 @@ return 1
 //	ARGV: fence value, reply ttl, now (Unix ms), max. Reply: the pending
 //	records made, in Due order.
 var takeDueScript = redis.NewScript("#!lua\n" + luaLib + `
-local prev = replay()
-if prev then return prev end
-local e = fence(ARGV[1])
-if e then return e end
+local early = begin(ARGV[1])
+if early then return early end
 local now, max = ARGV[3], tonumber(ARGV[4])
 local out, damaged = {}, 0
 while #out < max do

@@ -76,15 +76,13 @@ func SlotTTL(cfg crawl.Config) time.Duration {
 
 // reserveScript: KEYS used, held; ARGV limit, slot, ttl ms. Returns 1
 // (taken), 0 (every free slot is held: wait) or -1 (the limit is spent).
-var reserveScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+var reserveScript = redis.NewScript(cluster.LuaNow + `
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local limit = tonumber(ARGV[1])
 if used >= limit then return -1 end
 if used + redis.call('ZCARD', KEYS[2]) >= limit then return 0 end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[3]), ARGV[2])
 return 1`)
 
 // endScript: KEYS used, held; ARGV slot, commit ("1" counts the URL,
