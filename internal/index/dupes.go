@@ -22,12 +22,17 @@ import (
 // A cluster is a page and the pages that stand for the same content: exact
 // duplicates (the same text fingerprint), near-duplicates (a SimHash within
 // the distance, dedup.Clusters: a page joins the first page before it that
-// it is near) and pages whose canonical URL names it. "Before" is by link
-// depth, then URL length, then URL: the order does not depend on the order
-// the crawl fetched the pages in (a crawl resumed after a crash makes the
-// same clusters as one that never stopped), and the page that stands for
-// its copies is the shallowest and shortest (/ before /?q=1, an article
-// before its copies a link further). Build
+// it is near) and pages whose canonical URL names it. "Before" is by URL
+// length, then URL: the order depends only on the pages, not on when or at
+// what depth the crawl fetched them (a crawl resumed after a crash, or
+// interleaved otherwise, makes the same clusters as one that never
+// stopped), and the page that stands for its copies is the shortest URL
+// (/ before /?q=1 and /index.html, an article before its /print/ view and
+// its session-id variants). Link depth is not part of the order: with
+// overlapping depth levels (the default) a record keeps the depth its page
+// was fetched at, which depends on timing (test/fault's kill -9 rows saw
+// a site's / fold into its copy when a resumed crawl reached / by a longer
+// path first). Build
 // computes the clusters over every indexable page of the crawl (the last
 // record of each URL) after each run and writes them to ClustersFile in the
 // index directory; Search keeps the best-ranked hit of each cluster (the
@@ -105,7 +110,7 @@ func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMembe
 // (packetItem.dup), so that both builds compute the same clusters.
 type clusterPage struct {
 	url, final, canonical string
-	depth                 int
+	depth                 int // carried in the distributed build's packets; not part of the cluster order
 	fp, sim               uint64 // 0: none
 }
 
@@ -129,7 +134,7 @@ func clustersOf(pages []clusterPage, k int) ([]ClusterMember, error) {
 	// The pages in cluster order, and where each URL (and final URL) is
 	// among them. URLs are unique, so the order is total.
 	slices.SortFunc(pages, func(a, b clusterPage) int {
-		return cmp.Or(cmp.Compare(a.depth, b.depth), cmp.Compare(len(a.url), len(b.url)), strings.Compare(a.url, b.url))
+		return cmp.Or(cmp.Compare(len(a.url), len(b.url)), strings.Compare(a.url, b.url))
 	})
 	at := map[string]int{}
 	for i, p := range pages {

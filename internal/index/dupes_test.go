@@ -59,10 +59,10 @@ func writeRecords(t *testing.T, recs []store.Record, texts []string) string {
 
 func TestComputeClusters(t *testing.T) {
 	art := text(1, 300)
-	recs := []store.Record{ // depth 1, copies at 2 (cluster order: depth, URL length, URL)
+	recs := []store.Record{ // cluster order: URL length, URL (depth 1 here, the copies at 2: not used)
 		{URL: "http://a/article", Depth: 1},
 		{URL: "http://a/print/article"},                   // exact copy
-		{URL: "http://a/dated"},                           // near copy
+		{URL: "http://a/article-dated"},                   // near copy
 		{URL: "http://a/other"},                           // unrelated
 		{URL: "http://a/one"},                             // one word
 		{URL: "http://a/one-again"},                       // the same word: an exact copy still
@@ -74,8 +74,8 @@ func TestComputeClusters(t *testing.T) {
 		{URL: "http://a/chain1", Canonical: "http://a/c1"}, // c1 names another: a chain, ignored
 		{URL: "http://a/unfetched", Canonical: "http://a/never"},
 		{URL: "http://a/redirected", FinalURL: "http://a/final"},
-		{URL: "http://a/to-final", Canonical: "http://a/final"},             // the final URL of a fetched page
-		{URL: "http://a/dated-copy-canonical", Canonical: "http://a/dated"}, // folds into /dated, whose cluster is /article's
+		{URL: "http://a/to-final", Canonical: "http://a/final"},                     // the final URL of a fetched page
+		{URL: "http://a/dated-copy-canonical", Canonical: "http://a/article-dated"}, // folds into /article-dated, whose cluster is /article's
 	}
 	// The near copy has a date line. SimHash leaves numbers and month
 	// names out (dedup's feature rule), so its hash is the article's; with
@@ -96,7 +96,7 @@ func TestComputeClusters(t *testing.T) {
 	}
 	want := map[string]string{
 		"http://a/print/article":        "http://a/article exact",
-		"http://a/dated":                "http://a/article near",
+		"http://a/article-dated":        "http://a/article near",
 		"http://a/one-again":            "http://a/one exact",
 		"http://a/c1":                   "http://a/other canonical",
 		"http://a/to-final":             "http://a/redirected canonical",
@@ -128,6 +128,24 @@ func TestComputeClusters(t *testing.T) {
 	}
 	if !maps.Equal(got, got2) {
 		t.Errorf("records reversed: %v, in order: %v", got2, got)
+	}
+	// The same pages recorded at other depths (with overlapping levels a
+	// page's recorded depth is the one it was fetched at, which depends on
+	// timing) make the same clusters.
+	deep := slices.Clone(recs)
+	for i := range deep {
+		deep[i].Depth = 7 - i%5
+	}
+	ms3, err := ComputeClusters(context.Background(), writeRecords(t, deep, texts), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got3 := map[string]string{}
+	for _, m := range ms3 {
+		got3[m.URL] = m.Root + " " + m.Kind
+	}
+	if !maps.Equal(got, got3) {
+		t.Errorf("records at other depths: %v, as fetched: %v", got3, got)
 	}
 	// k = 0: no near-duplicates.
 	ms, _ = ComputeClusters(context.Background(), dir, 0)

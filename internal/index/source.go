@@ -34,7 +34,7 @@ type Record struct {
 	Title       string    `json:"title,omitempty"`
 	PageNo      int64     `json:"page_no"`
 	BodyCRC     string    `json:"body_crc32c,omitempty"` // store.BodyChecksum of the page body
-	Depth       int       `json:"depth"`                 // link depth (duplicate clusters: the shallowest page stands for its copies)
+	Depth       int       `json:"depth"`                 // link depth the page was fetched at
 	Fingerprint string    `json:"fingerprint,omitempty"` // hex text fingerprint (duplicate clusters, dupes.go)
 	SimHash     string    `json:"simhash,omitempty"`     // hex SimHash of the text (near-duplicate clusters)
 	Canonical   string    `json:"canonical,omitempty"`   // the page's canonical URL, if another
