@@ -7,7 +7,8 @@
 # the crawler says it discovered (spider: /metrics; Colly and Scrapy: their
 # --progress lines). A crawler above MAX_RSS_MIB is stopped (shared machine).
 # About CRAWLERS × DURATION plus start-up. Environment:
-#   PRESET=4m|10m     4m (default): the short run below. 10m: the ≥ 10 million
+#   PRESET=4m|10m|100m
+#                     4m (default): the short run below. 10m: the ≥ 10 million
 #                     discovered-URL run: 100,000 hosts × 1,000 pages with 40
 #                     extra links per article (websim ExtraLinks: uniformly
 #                     chosen pages of uniformly chosen hosts, so most are new),
@@ -15,6 +16,12 @@
 #                     sampled every 30 s. About 7,500 new URLs/s on the loaded
 #                     2-core machine in a 2-minute probe. For the peers run it
 #                     shorter: PRESET=10m CRAWLERS=colly,scrapy DURATION=5m.
+#                     100m: the same web, until 100,000,000 discovered or 4 h,
+#                     sampled every minute. The data directory grows with the
+#                     pages fetched (about 0.55 KiB per discovered URL at 10 M,
+#                     pages and records included), so the run refuses to start
+#                     with less than 80 GiB free under WORK (MIN_FREE_GIB).
+#   WORK=$TMPDIR      where the crawlers' data directories go (peerbench --work)
 #   DURATION=4m       run time of each crawler
 #   SAMPLE=10s        sampling period
 #   HOSTS=100000      websim hosts (pages per host: PAGES=100)
@@ -34,8 +41,13 @@ case ${PRESET:-4m} in
 	: "${DURATION:=30m}" "${SAMPLE:=30s}" "${HOSTS:=100000}" "${PAGES:=1000}"
 	: "${EXTRA_LINKS:=40}" "${UNTIL:=10000000}" "${CONCURRENCY:=64}" "${CRAWLERS:=spider}"
 	;;
+100m)
+	: "${DURATION:=4h}" "${SAMPLE:=60s}" "${HOSTS:=100000}" "${PAGES:=1000}"
+	: "${EXTRA_LINKS:=40}" "${UNTIL:=100000000}" "${CONCURRENCY:=64}" "${CRAWLERS:=spider}"
+	: "${MIN_FREE_GIB:=80}"
+	;;
 *)
-	echo "frontier.sh: cannot use PRESET=$PRESET: want 4m or 10m" >&2
+	echo "frontier.sh: cannot use PRESET=$PRESET: want 4m, 10m or 100m" >&2
 	exit 2
 	;;
 esac
@@ -49,6 +61,16 @@ CONCURRENCY=${CONCURRENCY:-32}
 CRAWLERS=${CRAWLERS:-spider,colly,scrapy}
 MAX_RSS_MIB=${MAX_RSS_MIB:-6144}
 noise=()
+work=()
+[[ -n ${WORK:-} ]] && work=(--work "$WORK")
+if [[ -n ${MIN_FREE_GIB:-} ]]; then
+	dir=${WORK:-${TMPDIR:-/tmp}}
+	free=$(df --output=avail -BG "$dir" | tail -1 | tr -dc 0-9)
+	if ((free < MIN_FREE_GIB)); then
+		echo "frontier.sh: PRESET=$PRESET needs $MIN_FREE_GIB GiB free under $dir, has $free GiB: set WORK to a larger disk (or MIN_FREE_GIB to accept the risk)" >&2
+		exit 2
+	fi
+fi
 [[ ${NOISE:-1} == 1 ]] && noise=(--noise)
 
 printf '==== machine\n'
@@ -57,7 +79,7 @@ echo "nproc $(nproc); $(free -g | awk '/^Mem:/ {print $2 " GiB memory"}'); $(go 
 uptime
 cmd=(go run ./bench/peerbench --frontier "$DURATION" --sample "$SAMPLE" --hosts "$HOSTS" --pages "$PAGES"
 	--extra-links "$EXTRA_LINKS" --until-discovered "$UNTIL" --seeds 10 --depth -1 --concurrency "$CONCURRENCY"
-	--crawlers "$CRAWLERS" --max-rss-mib "$MAX_RSS_MIB" "${noise[@]}")
+	--crawlers "$CRAWLERS" --max-rss-mib "$MAX_RSS_MIB" "${noise[@]}" "${work[@]}")
 printf '\n==== %s\n' "${cmd[*]}"
 "${cmd[@]}"
 printf '\n==== done\n'

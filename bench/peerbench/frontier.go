@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -40,6 +41,7 @@ type sample struct {
 	RSSAnon    int64         // bytes of RSS not backed by files (heap, stacks); RSS − RSSAnon is mapped files (bbolt's mmap, the binary)
 	CPU        time.Duration // user + system so far
 	DataBytes  int64         // bytes under the crawler's data directory
+	StateBytes int64         // bytes of spider's crawl state (DATA/state) within DataBytes (-1: not spider)
 }
 
 // frontierRun is one crawler's run in the frontier experiment.
@@ -248,7 +250,7 @@ func frontierOne(ctx context.Context, cfg config, work, name string, p prepared,
 		case <-deadline.C:
 			if n := len(run.Samples); n == 0 || time.Since(start)-run.Samples[n-1].At > cfg.Sample/2 {
 				s := takeSample(time.Since(start), pid, srv, base, metricsURL, prog, client)
-				s.DataBytes = dirBytes(data)
+				s.DataBytes, s.StateBytes = diskUse(name, data)
 				run.Samples = append(run.Samples, s)
 			}
 			run.Stopped = "time"
@@ -260,7 +262,7 @@ func frontierOne(ctx context.Context, cfg config, work, name string, p prepared,
 				pid = readPid(usageFile + ".pid")
 			}
 			s := takeSample(time.Since(start), pid, srv, base, metricsURL, prog, client)
-			s.DataBytes = dirBytes(data)
+			s.DataBytes, s.StateBytes = diskUse(name, data)
 			run.Samples = append(run.Samples, s)
 			fmt.Fprintf(logw, "  %s t=%.0fs requests=%d discovered=%d rss=%.0fMiB\n", name, s.At.Seconds(), s.Requests, s.Discovered, float64(s.RSS)/(1<<20))
 			if why := stopReason(cfg, s); why != "" {
@@ -329,6 +331,19 @@ func procUsage(pid int) (rss, anon int64, cpu time.Duration) {
 		cpu = parseStatCPU(b)
 	}
 	return rss, anon, cpu
+}
+
+// diskUse returns the bytes under a crawler's data directory and, for
+// spider, the part its crawl state takes (DATA/state: the seen set, the
+// pending queue, fingerprints, the revisit schedule), which is what the
+// disk goal (bytes per discovered URL for the state) is about: the page
+// files and records grow with the pages fetched, not with the frontier.
+func diskUse(name, data string) (all, state int64) {
+	all, state = dirBytes(data), -1
+	if name == "spider" {
+		state = dirBytes(store.DataDir(data).State())
+	}
+	return all, state
 }
 
 // dirBytes returns the total size of the regular files under dir (0 when
@@ -482,27 +497,27 @@ func printFrontier(w io.Writer, cfg config, bins map[string]prepared, skipped []
 	}
 	for _, r := range runs {
 		fmt.Fprintf(w, "\n%s (ended: %s)\n\n", r.Crawler, r.Stopped)
-		fmt.Fprintln(w, "| t s | requests | requests/s (interval) | CPU ms per request (interval) | pages (own count) | discovered URLs | RSS MiB | anonymous RSS MiB | CPU s | data MiB |")
-		fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "| t s | requests | requests/s (interval) | CPU ms per request (interval) | pages (own count) | discovered URLs | RSS MiB | anonymous RSS MiB | CPU s | data MiB | state MiB |")
+		fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 		var prev sample
 		for _, s := range r.Samples {
 			rate := 0.0
 			if dt := (s.At - prev.At).Seconds(); dt > 0 {
 				rate = float64(s.Requests-prev.Requests) / dt
 			}
-			fmt.Fprintf(w, "| %.0f | %d | %.0f | %.2f | %s | %s | %.0f | %.0f | %.1f | %.0f |\n", s.At.Seconds(), s.Requests, rate,
+			fmt.Fprintf(w, "| %.0f | %d | %.0f | %.2f | %s | %s | %.0f | %.0f | %.1f | %.0f | %s |\n", s.At.Seconds(), s.Requests, rate,
 				cpuPerRequest(prev, s), orDash(s.Pages), orDash(s.Discovered), float64(s.RSS)/(1<<20), float64(s.RSSAnon)/(1<<20),
-				s.CPU.Seconds(), float64(s.DataBytes)/(1<<20))
+				s.CPU.Seconds(), float64(s.DataBytes)/(1<<20), mib(s.StateBytes))
 			prev = s
 		}
 	}
-	fmt.Fprintln(w, "\n| crawler | ran s | ended | requests | discovered at end | peak sampled RSS MiB | requests/s, first quarter | requests/s, last quarter | last/first | CPU ms per request, first quarter | last quarter | RSS bytes per discovered URL |")
-	fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "\n| crawler | ran s | ended | requests | discovered at end | peak sampled RSS MiB | requests/s, first quarter | requests/s, last quarter | last/first | CPU ms per request, first quarter | last quarter | RSS bytes per discovered URL | anonymous RSS MiB at end | state bytes per discovered URL |")
+	fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range runs {
 		sm := summarize(r.Samples)
-		fmt.Fprintf(w, "| %s | %.0f | %s | %d | %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %s |\n", r.Crawler, sm.Ran.Seconds(), r.Stopped,
+		fmt.Fprintf(w, "| %s | %.0f | %s | %d | %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %s | %.0f | %s |\n", r.Crawler, sm.Ran.Seconds(), r.Stopped,
 			sm.Requests, orDash(sm.Discovered), float64(sm.PeakRSS)/(1<<20), sm.FirstRate, sm.LastRate, sm.Ratio(),
-			sm.FirstCPU, sm.LastCPU, sm.BytesPerURL())
+			sm.FirstCPU, sm.LastCPU, sm.BytesPerURL(), float64(sm.AnonRSS)/(1<<20), sm.StateBytesPerURL())
 	}
 }
 
@@ -512,6 +527,8 @@ type summary struct {
 	Requests            int
 	Discovered          int64
 	PeakRSS             int64
+	AnonRSS             int64   // anonymous RSS at the last sample
+	StateBytes          int64   // the crawl state's bytes at the last sample (-1: unknown)
 	FirstRate, LastRate float64 // requests/s over the first and last quarter of the run
 	FirstCPU, LastCPU   float64 // CPU ms per request over the first and last quarter (0: unknown)
 }
@@ -542,6 +559,23 @@ func (s summary) BytesPerURL() string {
 	return fmt.Sprintf("%.0f", float64(s.PeakRSS)/float64(s.Discovered))
 }
 
+// StateBytesPerURL is the crawl state's bytes per discovered URL at the
+// end of the run, or "–" when either is unknown.
+func (s summary) StateBytesPerURL() string {
+	if s.Discovered <= 0 || s.StateBytes < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(s.StateBytes)/float64(s.Discovered))
+}
+
+// mib prints n bytes in MiB, or "–" for a negative (unknown) n.
+func mib(n int64) string {
+	if n < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", float64(n)/(1<<20))
+}
+
 func summarize(ss []sample) summary {
 	var sm summary
 	if len(ss) == 0 {
@@ -549,6 +583,7 @@ func summarize(ss []sample) summary {
 	}
 	last := ss[len(ss)-1]
 	sm.Ran, sm.Requests, sm.Discovered = last.At, last.Requests, last.Discovered
+	sm.AnonRSS, sm.StateBytes = last.RSSAnon, last.StateBytes
 	for _, s := range ss {
 		sm.PeakRSS = max(sm.PeakRSS, s.RSS)
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/spider-crawler/spider/internal/store"
 )
 
 func TestWildcardResolve(t *testing.T) {
@@ -92,5 +94,34 @@ func TestDirBytes(t *testing.T) {
 	}
 	if got := dirBytes(dir + "/missing"); got != 0 {
 		t.Errorf("dirBytes(missing) = %d, want 0", got)
+	}
+}
+
+func TestDiskUseState(t *testing.T) {
+	data := t.TempDir()
+	if err := os.MkdirAll(store.DataDir(data).State(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store.DataDir(data).Join(store.StateDirName, "state.db"), make([]byte, 300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(store.DataDir(data).Records(), make([]byte, 700), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if all, state := diskUse("spider", data); all != 1000 || state != 300 {
+		t.Errorf("spider: all %d state %d, want 1000 and 300", all, state)
+	}
+	if all, state := diskUse("colly", data); all != 1000 || state != -1 {
+		t.Errorf("colly: all %d state %d, want 1000 and -1 (unknown)", all, state)
+	}
+	sm := summarize([]sample{{At: time.Second, Discovered: 3, StateBytes: 300}})
+	if got := sm.StateBytesPerURL(); got != "100" {
+		t.Errorf("state bytes per URL %q, want 100", got)
+	}
+	if got := summarize([]sample{{At: time.Second, Discovered: 3, StateBytes: -1}}).StateBytesPerURL(); got != "–" {
+		t.Errorf("unknown state: %q, want –", got)
+	}
+	if mib(-1) != "–" || mib(3<<20) != "3" {
+		t.Errorf("mib: %q %q", mib(-1), mib(3<<20))
 	}
 }
