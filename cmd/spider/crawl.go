@@ -138,6 +138,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.serve.check(); err != nil {
 		return err
 	}
+	// Checked before the modes branch off: a layered or §0 crawl that took
+	// --addr and served nothing would leave the user waiting on a dead port.
+	if o.serve.addr != "" && (lo.mode != "normal" || mo.dedup != "bucket" || rf.url != "") {
+		return usageError(stderr, "--addr serves an embedded crawl only (not with --redis, --mode layered or --dedup protocol); to watch such a crawl run spider serve --data DIR (or --redis URL for a distributed one) beside it")
+	}
 	logger, err := newLogger(stderr, o.logLevel)
 	if err != nil {
 		return err
@@ -162,9 +167,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runMixed(ctx, cfg, mo, o.quiet, logger, stdout)
 	default:
 		return fmt.Errorf("%w: unknown --dedup %q: use bucket or protocol", errUsage, mo.dedup)
-	}
-	if o.serve.addr != "" && (lo.mode != "normal" || mo.dedup != "bucket" || rf.url != "") {
-		return usageError(stderr, "--addr serves an embedded crawl only; for a distributed crawl run spider serve --redis URL")
 	}
 	if rf.url != "" {
 		return runPeer(ctx, cfg, rf, o.peer.options(rf.crawl), o.quiet, logger, stdout)

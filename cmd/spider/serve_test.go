@@ -58,6 +58,8 @@ func TestServeRejectsBadInput(t *testing.T) {
 		{"bad pprof address", []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--pprof", "256.1.1.1:80"}, 1, "cannot listen on --pprof"},
 		{"crawl: bad pprof address", []string{"crawl", "--data", data, "--pprof", "256.1.1.1:80", "http://a.test/"}, 1, "cannot listen on --pprof"},
 		{"crawl --addr with --redis", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
+		{"crawl --addr with --mode layered", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--mode", "layered", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
+		{"crawl --addr with --dedup protocol", []string{"crawl", "--data", data, "--addr", "127.0.0.1:0", "--dedup", "protocol", "http://a.test/"}, 2, "--addr serves an embedded crawl only"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
