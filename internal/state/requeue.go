@@ -252,7 +252,7 @@ func (in *Inspection) read(tx *bolt.Tx) error {
 	}
 	if err := tx.Bucket(bPending).ForEach(func(k, v []byte) error {
 		var r frontier.Request
-		if err := r.UnmarshalBinary(v); err != nil {
+		if err := decodePending(k, v, &r); err != nil {
 			return fmt.Errorf("pending record %x: %w", k, err)
 		}
 		if len(k) != 8 || binary.BigEndian.Uint64(k) != r.Seq {
@@ -442,7 +442,7 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 		for _, r := range spec.Pending {
 			seq++
 			r.Seq = seq
-			enc, err := r.MarshalBinary()
+			enc, err := encodePending(seq, r)
 			if err != nil {
 				return err
 			}
