@@ -116,12 +116,17 @@ func TestLinkLabelsDiscount(t *testing.T) {
 			t.Fatal(err)
 		}
 		ix := openIndex(t, dir)
-		res, err := ix.Search(context.Background(), Request{Query: q, Limit: 2, RankWeight: 0})
+		res, err := ix.Search(context.Background(), Request{Query: q, Limit: 2, RankWeight: 0, Explain: true})
 		if err != nil || len(res.Hits) != 2 {
 			t.Fatalf("%v: %v %v", w, res, err)
 		}
 		for _, h := range res.Hits {
 			if h.URL == "http://h.test/a-hub" {
+				// "marathon": 6 occurrences, all link labels.
+				want := map[int]string{0: "tf 6 in", 1: "tf 3 in", 2: "tf 0.5 in"}[w.Links]
+				if !strings.Contains(h.Explain, `"marathon": `+want) {
+					t.Errorf("links=%d: explain does not show %q:\n%s", w.Links, want, h.Explain)
+				}
 				hub = h.Score
 			} else {
 				art = h.Score
