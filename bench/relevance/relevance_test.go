@@ -18,7 +18,9 @@
 // It runs only when asked: bench/relevance/run.sh (which installs the
 // documentation package) or SPIDER_RELEVANCE=1 go test ./bench/relevance -run TestRelevance -v.
 // RELEVANCE_DEFAULT_ONLY=1 evaluates the default fields (with and without
-// proximity) and the BM25 baseline only. With the default ranking it also
+// proximity) and the BM25 baseline only; RELEVANCE_ONLY=TEXT evaluates
+// the baseline, the default ranking and the configurations whose name
+// contains TEXT. With the default ranking it also
 // counts the queries whose top-3 snippets show the documentation's
 // navigation rows ("Prev Up … Home Next").
 //
@@ -96,6 +98,17 @@ var configs = []config{
 	{"BM25F default fields + proximity 1", index.DefaultFieldWeights, 1},
 	{"BM25F default fields + proximity 3", index.DefaultFieldWeights, 3},
 	{"BM25F default fields + proximity 6", index.DefaultFieldWeights, 6},
+	// The page's own link labels discounted in its main text
+	// (FieldWeights.Links; main text weight 2: 1 halves them, 2 drops
+	// them to the smallest frequency).
+	{"BM25F default fields + link labels 1", withLinks(index.DefaultFieldWeights, 1), 0},
+	{"BM25F default fields + link labels 2", withLinks(index.DefaultFieldWeights, 2), 0},
+}
+
+// withLinks is w with FieldWeights.Links set to n.
+func withLinks(w index.FieldWeights, n int) index.FieldWeights {
+	w.Links = n
+	return w
 }
 
 var rankWeights = []float64{0, 0.1, 0.25, 0.5, 1, 2}
@@ -121,6 +134,9 @@ func TestRelevance(t *testing.T) {
 		fmt.Fprintf(&out, "| ranking | PageRank weight | P@3 | NDCG@10 | hub above the titled page | index build (s) |\n|---|---|---|---|---|---|\n")
 		for _, cf := range configs {
 			if os.Getenv("RELEVANCE_DEFAULT_ONLY") != "" && cf.fields != index.DefaultFieldWeights && cf.fields != index.BM25Fields {
+				continue
+			}
+			if only := os.Getenv("RELEVANCE_ONLY"); only != "" && !(cf.prox == 0 && (cf.fields == index.DefaultFieldWeights || cf.fields == index.BM25Fields)) && !strings.Contains(cf.name, only) {
 				continue
 			}
 			st, err := index.Build(context.Background(), c.data, index.BuildOptions{Rebuild: true, Fields: cf.fields, ForceMerge: true})

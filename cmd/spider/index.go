@@ -32,7 +32,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	taskRecords := fs.Int("task-records", 2000, "mapper: record lines per map task")
 	lease := fs.Duration("lease-ttl", 5*time.Second, "writer: a mapper silent this long is dead and its task is redone")
 	reset := fs.Bool("reset", false, "writer: clear what a previous, interrupted build left in Redis first")
-	fieldsFlag := fs.String("fields", index.DefaultFieldWeights.String(), "BM25F field weights and k1 (title 0: the title is part of the main text; template=1: index the whole visible text); other weights than the index's rebuild it")
+	fieldsFlag := fs.String("fields", index.DefaultFieldWeights.String(), "BM25F field weights and k1 (title 0: the title is part of the main text; template=1: index the whole visible text; links=N: the page's own link labels count N less in its main text, 0 to body); other weights than the index's rebuild it")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	var rf redisFlags
 	rf.register(fs)

@@ -72,6 +72,108 @@ func TestBM25FTitleBeatsHub(t *testing.T) {
 	}
 }
 
+// TestLinkLabelsDiscount: a hub (its main text a list of links whose
+// labels carry the query words) and an article with the same words, as
+// often, in its prose, the same length and the same title: with the
+// link-label discount (FieldWeights.Links) the article ranks first, by
+// a margin that grows with the discount; without it the two tie. The
+// frequencies: a label word counts Body − Links per occurrence, never
+// below 1, positions unchanged.
+func TestLinkLabelsDiscount(t *testing.T) {
+	a := analyzer(t)
+	const q = "marathon tournament"
+	var hubText, artText strings.Builder
+	var labels []string
+	for i := range 6 {
+		l := fmt.Sprintf("marathon tournament %d", i)
+		labels = append(labels, l)
+		fmt.Fprintf(&hubText, "%s and more ", l)
+		fmt.Fprintf(&artText, "runners said the marathon tournament %d was and more ", i)
+	}
+	hubText.WriteString("runners said the was ")
+	for range 5 {
+		hubText.WriteString("runners said the was ")
+	}
+	// The same words, the same length (a last word that is not a stop
+	// word): only which of them are link labels differs.
+	hubText.WriteString("finish")
+	artText.WriteString("finish")
+	if got, want := sortedWords(hubText.String()), sortedWords(artText.String()); got != want {
+		t.Fatalf("the two texts differ in words:\n%s\n%s", got, want)
+	}
+	scores := func(w FieldWeights) (hub, art float64, first string) {
+		docs := []Doc{
+			NewDocFields(a, Fields{URL: "http://h.test/a-hub", Title: "Section 1", Text: hubText.String(), LinkLabels: labels}, w),
+			NewDocFields(a, Fields{URL: "http://h.test/b-article", Title: "Section 1", Text: artText.String()}, w),
+		}
+		dir := t.TempDir()
+		wr, err := OpenWriter(dir, WriterOptions{Fields: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wr.Close()
+		if err := wr.Commit(docs, nil, -1, "test"); err != nil {
+			t.Fatal(err)
+		}
+		ix := openIndex(t, dir)
+		res, err := ix.Search(context.Background(), Request{Query: q, Limit: 2, RankWeight: 0, Explain: true})
+		if err != nil || len(res.Hits) != 2 {
+			t.Fatalf("%v: %v %v", w, res, err)
+		}
+		for _, h := range res.Hits {
+			if h.URL == "http://h.test/a-hub" {
+				// "marathon": 6 occurrences, all link labels.
+				want := map[int]string{0: "tf 6 in", 1: "tf 3 in", 2: "tf 0.5 in"}[w.Links]
+				if !strings.Contains(h.Explain, `"marathon": `+want) {
+					t.Errorf("links=%d: explain does not show %q:\n%s", w.Links, want, h.Explain)
+				}
+				hub = h.Score
+			} else {
+				art = h.Score
+			}
+		}
+		return hub, art, res.Hits[0].URL
+	}
+	hub0, art0, _ := scores(DefaultFieldWeights)
+	if hub0 != art0 {
+		t.Errorf("without the discount: hub %g, article %g: want a tie (same words, same counts)", hub0, art0)
+	}
+	prev := 0.0
+	for _, n := range []int{1, 2} {
+		w := DefaultFieldWeights
+		w.Links = n
+		hub, art, first := scores(w)
+		if first != "http://h.test/b-article" || !(art > hub) {
+			t.Errorf("links=%d: first %s, hub %g, article %g: want the article first", n, first, hub, art)
+		}
+		if margin := art - hub; !(margin > prev) {
+			t.Errorf("links=%d: margin %g, not above links=%d's %g", n, margin, n-1, prev)
+		} else {
+			prev = margin
+		}
+	}
+	// The frequencies behind it: "marathon" occurs 6 times, all in labels.
+	for _, c := range []struct{ links, body int }{{0, 12}, {1, 6}, {2, 1}} {
+		w := DefaultFieldWeights
+		w.Links = c.links
+		d := NewDocFields(a, Fields{URL: "http://h.test/a-hub", Text: hubText.String(), LinkLabels: labels}, w)
+		i := slices.IndexFunc(d.Terms, func(tp TermPositions) bool { return tp.Term == "marathon" })
+		if i < 0 || int(d.Terms[i].Body) != c.body || len(d.Terms[i].Pos) != 6 {
+			t.Errorf("links=%d: marathon %+v, want body %d and 6 positions", c.links, d.Terms, c.body)
+		}
+		if d0 := NewDocFields(a, Fields{URL: "http://h.test/a-hub", Text: hubText.String()}, w); d0.Len != d.Len {
+			t.Errorf("links=%d: length %d with labels, %d without: the discount must not change the length", c.links, d.Len, d0.Len)
+		}
+	}
+}
+
+// sortedWords is s's words sorted, joined by spaces.
+func sortedWords(s string) string {
+	f := strings.Fields(s)
+	slices.Sort(f)
+	return strings.Join(f, " ")
+}
+
 // TestAnchorSetBounded points 10,000 links with distinct texts and 10,000
 // with one text ("Home") at one page: its anchor field keeps at most
 // MaxAnchorTexts texts of at most MaxAnchorBytes, "Home" first and counted
@@ -152,6 +254,7 @@ func TestFieldWeightsValidate(t *testing.T) {
 		{DefaultFieldWeights, true}, {BM25Fields, true},
 		{FieldWeights{Title: -1, Body: 1}, false}, {FieldWeights{Title: 1, Body: 0}, false},
 		{FieldWeights{Title: 1, Body: 1, Anchor: -1}, false}, {FieldWeights{Title: 101, Body: 1}, false},
+		{FieldWeights{Body: 2, Links: 2}, true}, {FieldWeights{Body: 2, Links: 3}, false}, {FieldWeights{Body: 2, Links: -1}, false},
 	} {
 		if err := c.w.Validate(); (err == nil) != c.ok {
 			t.Errorf("%v: %v", c.w, err)
@@ -177,6 +280,9 @@ func TestParseFieldWeights(t *testing.T) {
 		{"title", FieldWeights{}, "NAME=N"},
 		{"colour=3", FieldWeights{}, "the fields are"},
 		{"body=0", FieldWeights{}, "body must be"},
+		{"links=2", FieldWeights{Title: DefaultFieldWeights.Title, Headings: DefaultFieldWeights.Headings, Body: DefaultFieldWeights.Body, Anchor: DefaultFieldWeights.Anchor, K1: DefaultFieldWeights.K1, Links: 2}, ""},
+		{"links=3", FieldWeights{}, "link-label discount"},
+		{"links=-1", FieldWeights{}, "link-label discount"},
 	} {
 		got, err := ParseFieldWeights(c.in)
 		if c.err != "" {

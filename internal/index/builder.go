@@ -98,6 +98,17 @@ type FieldWeights struct {
 	// word's score (x·(K1+1)/(x+K1) above). It is on the scale of the
 	// weights, so it belongs with them; 0 means classic BM25's 1.2.
 	K1 float64 `json:"k1,omitempty"`
+	// Links discounts the main-text words that are the labels of the
+	// page's own links (Fields.LinkLabels): each such occurrence counts
+	// Body − Links instead of Body in the main-text frequency (0 to Body;
+	// 0, the default, counts link labels as any other word). A link's
+	// label describes the page it points to — it is that page's anchor
+	// text — more than the page it stands on, so a page that is mostly a
+	// list of links answers a content query less well than an article with
+	// the same words in its prose. Positions (phrases, snippets) and the
+	// main text's length are unchanged; a word that only occurs as a link
+	// label (with Links = Body) keeps the smallest frequency, 1.
+	Links int `json:"links,omitempty"`
 }
 
 // DefaultFieldWeights are the weights chosen by the judged evaluation in
@@ -124,6 +135,9 @@ func (w FieldWeights) Validate() error {
 		return fmt.Errorf("cannot use field weights title %d, headings %d, body %d, anchor %d: body must be 1 to %d, title, headings and anchor 0 to %d (title 0: part of the main text)",
 			w.Title, w.Headings, w.Body, w.Anchor, MaxFieldWeight, MaxFieldWeight)
 	}
+	if w.Links < 0 || w.Links > w.Body {
+		return fmt.Errorf("cannot use link-label discount %d with body weight %d: use 0 (link labels count as other words) to the body weight (they count least)", w.Links, w.Body)
+	}
 	return nil
 }
 
@@ -136,6 +150,9 @@ func (w FieldWeights) String() string {
 	}
 	if w.K1 != 0 {
 		s += ",k1=" + strconv.FormatFloat(w.K1, 'g', -1, 64)
+	}
+	if w.Links != 0 {
+		s += fmt.Sprintf(",links=%d", w.Links)
 	}
 	return s
 }
@@ -174,8 +191,10 @@ func ParseFieldWeights(s string) (FieldWeights, error) {
 			w.Anchor = n
 		case "template":
 			w.Template = n
+		case "links":
+			w.Links = n
 		default:
-			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body, anchor and template (and k1)", part)
+			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body, anchor, template and links (and k1)", part)
 		}
 	}
 	return w, w.Validate()
@@ -192,6 +211,10 @@ type Fields struct {
 	// once (a batch build counts a text once per power of two of the pages
 	// linking with it: see anchorSet).
 	Anchors []string
+	// LinkLabels are the labels (anchor texts) of the page's own links
+	// inside Text, each as often as it occurs there; FieldWeights.Links
+	// discounts their words in the main-text frequencies.
+	LinkLabels []string
 }
 
 // flaters reuses DEFLATE compressors (each holds ~1 MB of state). The
@@ -268,6 +291,21 @@ func NewDocFields(a *analysis.Analyzer, f Fields, w FieldWeights) Doc {
 				x.short += uint32(shortScale * w.Title)
 			} else {
 				x.body += uint32(w.Body)
+			}
+		}
+	}
+	if w.Links > 0 && len(f.LinkLabels) > 0 {
+		// Each word of a label is one occurrence in the main text (the
+		// label is part of it): count it Body − Links, never more
+		// occurrences than the main text has.
+		labels := make(map[string]uint32)
+		for _, l := range f.LinkLabels {
+			a.Analyze(l, func(t analysis.Token) { labels[t.Term]++ })
+		}
+		for t, n := range labels {
+			if x := byTerm[t]; x != nil {
+				n = min(n, x.body/uint32(w.Body))
+				x.body -= n * uint32(w.Links)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1012,8 +1013,11 @@ func explain(s *segment, doc int, q *parsedQuery, df map[string]int, n, avgdl, k
 			fmt.Fprintf(&b, "  %q: not in this page\n", t)
 			continue
 		}
-		fmt.Fprintf(&b, "  %q: tf %d in the main text (× %d) + %.2f from title, headings and anchor text (weighted), df %d, idf %.4f → %.4f\n",
-			t, tf/max(bodyW, 1), bodyW, float64(short)/shortScale, df[t], e.idf(t), e.bm25(t, short, tf, dl))
+		// tf is the weighted main-text frequency; divided by the weight it
+		// is the count, with the page's own link labels counted less
+		// (FieldWeights.Links): 5.5 = 6 occurrences, one of them a label.
+		fmt.Fprintf(&b, "  %q: tf %s in the main text (× %d) + %.2f from title, headings and anchor text (weighted), df %d, idf %.4f → %.4f\n",
+			t, strconv.FormatFloat(float64(tf)/float64(max(bodyW, 1)), 'f', -1, 64), bodyW, float64(short)/shortScale, df[t], e.idf(t), e.bm25(t, short, tf, dl))
 	}
 	if ranks == nil {
 		b.WriteString("  pagerank: no scores file (run spider rank)")

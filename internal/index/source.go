@@ -242,14 +242,14 @@ func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights, site
 	var p Page
 	var ok bool
 	if sites != nil {
-		p, ok = extractContent(rec, body, sites.Site(siteKey(rec)), w.Anchor > 0)
+		p, ok = extractContent(rec, body, sites.Site(siteKey(rec)), w.Anchor > 0, w.Links > 0)
 	} else {
-		p, ok = extractFields(rec, body, w.Anchor > 0, w.Headings > 0)
+		p, ok = extractFields(rec, body, w.Anchor > 0, w.Headings > 0, w.Links > 0)
 	}
 	if !ok {
 		return Doc{}, nil, false
 	}
-	return NewDocFields(a, Fields{URL: rec.URL, Title: p.Title, Headings: p.headings, Text: p.Text}, w), p.anchors, true
+	return NewDocFields(a, Fields{URL: rec.URL, Title: p.Title, Headings: p.headings, Text: p.Text, LinkLabels: p.labels}, w), p.anchors, true
 }
 
 // extract parses a stored page into its title and text (and, with
@@ -258,12 +258,13 @@ func makeDoc(a *analysis.Analyzer, rec Record, body []byte, w FieldWeights, site
 // conversion failed) is decoded from the record's charset if known. ok is
 // false for meta robots noindex.
 func extract(rec Record, body []byte, anchors bool) (Page, bool) {
-	return extractFields(rec, body, anchors, false)
+	return extractFields(rec, body, anchors, false, false)
 }
 
 // extractFields is extract, with the page's headings (the text of its
-// h1–h6 blocks, from parse.ParseBlocks) when headings is set.
-func extractFields(rec Record, body []byte, anchors, headings bool) (Page, bool) {
+// h1–h6 blocks, from parse.ParseBlocks) when headings is set and its
+// links' labels (Page.labels) when labels is set.
+func extractFields(rec Record, body []byte, anchors, headings, labels bool) (Page, bool) {
 	if !utf8.Valid(body) && rec.Charset != "" {
 		if enc, _ := charset.Lookup(rec.Charset); enc != nil {
 			if dec, err := enc.NewDecoder().Bytes(body); err == nil {
@@ -280,7 +281,7 @@ func extractFields(rec Record, body []byte, anchors, headings bool) (Page, bool)
 		base = &url.URL{Scheme: "http", Host: "invalid"}
 	}
 	maxLinks := 1
-	if anchors {
+	if anchors || labels {
 		maxLinks = maxAnchorLinks
 	}
 	var page *parse.Page
@@ -306,7 +307,25 @@ func extractFields(rec Record, body []byte, anchors, headings bool) (Page, bool)
 	if anchors {
 		out.anchors = pageAnchors(baseText, page.Links, nil)
 	}
+	if labels {
+		out.labels = linkLabels(page.Links, nil)
+	}
 	return out, true
+}
+
+// linkLabels are the labels of a page's <a> and <area> links whose text
+// is part of the indexed text (keep nil: all of them), for
+// FieldWeights.Links. An <area>'s alt text is not in the page's text, so
+// it is left out.
+func linkLabels(links []parse.Link, keep func(i int) bool) []string {
+	var out []string
+	for i, l := range links {
+		if l.Tag != "a" || l.Text == "" || keep != nil && !keep(i) {
+			continue
+		}
+		out = append(out, l.Text)
+	}
+	return out
 }
 
 // pageBase returns the URL a stored page is read against, as text and
@@ -413,8 +432,9 @@ func observeSites(ctx context.Context, items []rangeItem, pages *pageReader, wor
 // text, navigation and other link-dense template blocks left out) and,
 // with anchors, the anchor texts of its links outside noise blocks. site
 // is the page's site model (nil: a site seen nowhere else). ok is false
-// for meta robots noindex.
-func extractContent(rec Record, body []byte, site *content.Site, anchors bool) (Page, bool) {
+// for meta robots noindex. With labels, the labels of the links inside
+// the main text (Page.labels).
+func extractContent(rec Record, body []byte, site *content.Site, anchors, labels bool) (Page, bool) {
 	body = utf8Body(rec, body)
 	baseText, base := pageBase(rec)
 	p, err := content.Extract(base, body, contentOptions)
@@ -430,6 +450,9 @@ func extractContent(rec Record, body []byte, site *content.Site, anchors bool) (
 	out.headings = p.Headings[:min(len(p.Headings), maxHeadings)]
 	if anchors {
 		out.anchors = pageAnchors(baseText, p.Parsed.Links, func(i int) bool { return p.Links[i].Kind == content.Noise })
+	}
+	if labels {
+		out.labels = linkLabels(p.Parsed.Links, func(i int) bool { return p.Links[i].Kind == content.Content })
 	}
 	return out, true
 }
@@ -448,6 +471,7 @@ type Page struct {
 	URL, Title, Text string
 	anchors          []anchor // with extract's anchors: the links' anchor texts
 	headings         []string // with extractFields' headings: the h1–h6 texts
+	labels           []string // with labels: the labels of the links in Text
 }
 
 // ReadPages calls fn with the title and text of every page the index would
