@@ -110,7 +110,7 @@ func ComputeClusters(ctx context.Context, dataDir string, k int) ([]ClusterMembe
 // (packetItem.dup), so that both builds compute the same clusters.
 type clusterPage struct {
 	url, final, canonical string
-	depth                 int // carried in the distributed build's packets; not part of the cluster order
+	depth                 int    // carried in the distributed build's packets; not part of the cluster order
 	fp, sim               uint64 // 0: none
 }
 
