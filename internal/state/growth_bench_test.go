@@ -153,6 +153,8 @@ func BenchmarkCompleteGrowth(b *testing.B) {
 			depth int32
 		}
 		urlOf := func(id int64) string { return fmt.Sprintf("http://h%d.example/p/%d", id%100_003, id) }
+		// keyOf is the politeness key the crawler gives urlOf(id): its host.
+		keyOf := func(id int64) string { return fmt.Sprintf("h%d.example", id%100_003) }
 		var (
 			mu    sync.Mutex
 			pool  = make([]pendingURL, 0, target)
@@ -166,7 +168,8 @@ func BenchmarkCompleteGrowth(b *testing.B) {
 		)
 		seed := make([]frontier.Request, 100)
 		for i := range seed {
-			seed[i] = frontier.Request{URL: urlOf(next.Add(1)), Key: "h:80"}
+			id := next.Add(1)
+			seed[i] = frontier.Request{URL: urlOf(id), Key: keyOf(id)}
 		}
 		acc, err := s.Discover(ctx, seed)
 		if err != nil {
@@ -185,7 +188,7 @@ func BenchmarkCompleteGrowth(b *testing.B) {
 			p := pool[i]
 			pool[i] = pool[len(pool)-1]
 			pool = pool[:len(pool)-1]
-			return frontier.Request{URL: urlOf(p.id), Key: "h:80", Seq: p.seq, Depth: int(p.depth)}, true
+			return frontier.Request{URL: urlOf(p.id), Key: keyOf(p.id), Seq: p.seq, Depth: int(p.depth)}, true
 		}
 		measure := func(p int, f func()) {
 			if dir := os.Getenv("SPIDER_GROWTH_PROFILES"); dir != "" {
@@ -222,7 +225,7 @@ func BenchmarkCompleteGrowth(b *testing.B) {
 						ids := make([]int64, links)
 						for j := range kids {
 							ids[j] = next.Add(1)
-							kids[j] = frontier.Request{URL: urlOf(ids[j]), Key: "h:80", Depth: r.Depth + 1}
+							kids[j] = frontier.Request{URL: urlOf(ids[j]), Key: keyOf(ids[j]), Depth: r.Depth + 1}
 						}
 						res, err := s.Complete(ctx, r, Outcome{Class: "200", Fingerprint: fingerprint(r.Seq), Stored: true}, kids)
 						if err != nil {
