@@ -196,6 +196,11 @@ type Node struct {
 	evq       *eventQueue // ownership events not yet applied (events)
 	// wake tells terminate to check now (nudge): the node may be idle.
 	wake chan struct{}
+	// finishedAt is when the node's last completion ended (unix ns); end
+	// is how the crawl's end was detected after it (EndStats).
+	finishedAt atomic.Int64
+	endMu      sync.Mutex
+	end        EndStats
 }
 
 // NewNode prepares a node that fetches with fetcher (which it owns from
@@ -900,6 +905,7 @@ func (n *Node) work(ctx context.Context) error {
 			return err
 		}
 		n.fetched.Add(1)
+		n.finishedAt.Store(time.Now().UnixNano())
 		n.nudge()
 	}
 }
@@ -941,7 +947,9 @@ func (n *Node) terminate(ctx context.Context) error {
 	// under the same id (the member list unchanged) follow its earlier
 	// run's.
 	seq := time.Now().UnixNano()
-	idle := false
+	idle, nudged := false, false
+	var since EndStats // the checks after the node's last completion
+	lastFinish := int64(0)
 	rateAt, rateFetched, rate := time.Now(), int64(0), 0.0
 	for {
 		select {
@@ -949,15 +957,14 @@ func (n *Node) terminate(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		case <-n.wake: // nudge: the node may have just become idle
+			nudged = true
 		}
-		// An idle node looks again soon: the crawl ends two equal idle
-		// checks after its last completion, and the other nodes see the
-		// done mark at their next check.
-		if idle {
-			t.Reset(idleCheck)
-		} else {
-			t.Reset(busyCheck)
+		if f := n.finishedAt.Load(); f != lastFinish {
+			lastFinish, since = f, EndStats{}
 		}
+		since.Checks++
+		since.Nudged = since.Nudged || nudged
+		nudged = false
 		if done, _ := n.rdb.Exists(ctx, n.k.done()).Result(); done > 0 {
 			return nil
 		}
@@ -979,6 +986,17 @@ func (n *Node) terminate(ctx context.Context) error {
 		inbox, _ := n.rdb.LLen(ctx, n.k.inbox(n.opt.NodeID)).Result()
 		proc, _ := n.rdb.LLen(ctx, n.k.proc(n.opt.NodeID)).Result()
 		idle = epoch > 0 && n.acquiring.Load() == 0 && n.sched.Idle() && n.disp.pending() == 0 && inbox == 0 && proc == 0 && n.bs.ownedCount() == want
+		// An idle node looks again soon: the crawl ends two equal idle
+		// checks after its last completion, and the other nodes see the
+		// done mark at their next check. Set from this check's idleness,
+		// not the previous one's: a node nudged idle checks again after
+		// idleCheck, not busyCheck (the others' confirmation waits for
+		// its next report).
+		if idle {
+			t.Reset(idleCheck)
+		} else {
+			t.Reset(busyCheck)
+		}
 		seq++
 		rep, _ := json.Marshal(idleReport{Idle: idle, Epoch: epoch, Seq: seq})
 		n.rdb.HSet(ctx, n.k.idle(), n.opt.NodeID, rep)
@@ -999,12 +1017,43 @@ func (n *Node) terminate(ctx context.Context) error {
 		}
 		if snap.confirms(last) {
 			n.log.Info("every node is idle and every URL sent was received: the crawl is done")
+			if lastFinish > 0 {
+				since.Detected = true
+				since.AfterLast = time.Since(time.Unix(0, lastFinish))
+			}
+			n.endMu.Lock()
+			n.end = since
+			n.endMu.Unlock()
 			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
 		}
 		if last == nil || !snap.same(last) {
 			last = snap
 		}
 	}
+}
+
+// EndStats says how a node that marked the crawl done got there after
+// its own last completion (for tests and the end's latency figures).
+type EndStats struct {
+	// Detected: this node marked the crawl done, after completions of its
+	// own; the other fields are about the checks since the last one.
+	Detected bool
+	// Checks counts this node's checks (reports published) from its last
+	// completion to the done mark, that one included.
+	Checks int
+	// Nudged: one of them came from a nudge (the completion left the node
+	// idle), not from the timer.
+	Nudged bool
+	// AfterLast is the time from the last completion to the done mark.
+	AfterLast time.Duration
+}
+
+// EndStats reports how this node detected the crawl's end (zero if
+// another node marked it done, or the run has not ended).
+func (n *Node) EndStats() EndStats {
+	n.endMu.Lock()
+	defer n.endMu.Unlock()
+	return n.end
 }
 
 // quiet is a check that found every live member idle at one epoch and
