@@ -73,11 +73,21 @@ type CoordinatorConfig struct {
 	// previous owner are asked for again. Default a third of the lease TTL.
 	Retry time.Duration
 	// Settle is how long the member list must stay unchanged before the
-	// node first acquires buckets (at most 5 × Settle in all). Nodes started
-	// together then see each other and split the buckets at once, instead
-	// of the first one taking them all and handing most over a Retry later.
-	// 0: act on the first list.
+	// node first acquires buckets, counted from the node's registration
+	// (Membership.JoinedAt) or from the last change seen after it, and at
+	// most 5 × Settle after the registration. Nodes started together then
+	// see each other and split the buckets at once, instead of the first
+	// one taking them all and handing most over a Retry later; a node
+	// whose coordinator starts late after its join (or whose first member
+	// list comes late) does not wait the window again. 0: act on the first
+	// list.
 	Settle time.Duration
+	// First lists buckets that work waits for (a crawl's seeds' hosts):
+	// when the node acquires several buckets at once (at the start, all
+	// its share), those of First are asked for in a batch of their own,
+	// and announced, before the others (one batch of thousands of leases
+	// takes tens of milliseconds). Nil: one batch.
+	First []int
 	// Drain is called before a bucket is released on purpose and must return once the
 	// node has stopped working on it (flushed its writes); the lease is held meanwhile.
 	// Nil: release at once.
@@ -240,7 +250,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				return c.shutdown()
 			}
 			if !settled {
-				v = settle(ctx, views, v, c.cfg.Settle)
+				v = settle(ctx, views, v, c.cfg.Settle, c.m.JoinedAt())
 				settled = true
 			}
 			if err := c.setView(v); err != nil {
@@ -254,27 +264,36 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
-// settle returns the last view of views once none came for quiet, or after
-// 5 × quiet, or when ctx ends.
-func settle(ctx context.Context, views <-chan View, v View, quiet time.Duration) View {
-	limit := time.NewTimer(5 * quiet)
+// settle returns the last view of views once none came for quiet, counted
+// from the node's registration at from (zero: now) or from the last
+// change that came after it; or at from + 5 × quiet; or when ctx ends.
+func settle(ctx context.Context, views <-chan View, v View, quiet time.Duration, from time.Time) View {
+	if from.IsZero() {
+		from = time.Now()
+	}
+	capAt := from.Add(5 * quiet)
+	if !time.Now().Before(capAt) {
+		return v
+	}
+	limit := time.NewTimer(time.Until(capAt))
 	defer limit.Stop()
+	t := time.NewTimer(time.Until(from.Add(quiet)))
+	defer t.Stop()
 	for {
-		t := time.NewTimer(quiet)
 		select {
 		case nv, ok := <-views:
-			t.Stop()
 			if !ok {
 				return v
+			}
+			if nv.Epoch != v.Epoch {
+				t.Reset(quiet)
 			}
 			v = nv
 		case <-t.C:
 			return v
 		case <-limit.C:
-			t.Stop()
 			return v
 		case <-ctx.Done():
-			t.Stop()
 			return v
 		}
 	}
@@ -335,6 +354,39 @@ func (c *Coordinator) reconcile(ctx context.Context) {
 		return
 	}
 	slices.Sort(need)
+	if first, rest := c.splitFirst(need); len(first) > 0 && len(rest) > 0 {
+		c.acquire(ctx, first, epoch)
+		need = rest
+	}
+	c.acquire(ctx, need, epoch)
+}
+
+// splitFirst splits need (sorted) into the buckets of CoordinatorConfig.First
+// and the others, in need's order.
+func (c *Coordinator) splitFirst(need []int) (first, rest []int) {
+	if len(c.cfg.First) == 0 {
+		return nil, need
+	}
+	set := make(map[int]bool, len(c.cfg.First))
+	for _, b := range c.cfg.First {
+		set[b] = true
+	}
+	for _, b := range need {
+		if set[b] {
+			first = append(first, b)
+		} else {
+			rest = append(rest, b)
+		}
+	}
+	return first, rest
+}
+
+// acquire asks for the leases of need in one batch and emits Acquired for
+// the ones it got.
+func (c *Coordinator) acquire(ctx context.Context, need []int, epoch int64) {
+	if ctx.Err() != nil {
+		return
+	}
 	actx, cancel := context.WithTimeout(ctx, c.cfg.Leases.TTL/3)
 	defer cancel()
 	got, busy, err := c.leases.AcquireMany(actx, need)

@@ -186,6 +186,7 @@ type Membership struct {
 	self     Member
 	instance string // the random Instance used when Join's is empty
 	joined   bool
+	joinedAt time.Time // when Join registered self (local clock)
 	stop     context.CancelFunc
 	done     chan struct{}
 	taken    chan error
@@ -195,6 +196,14 @@ type Membership struct {
 // a cluster client). It does no I/O.
 func NewMembership(rdb redis.UniversalClient, keys Keys, cfg MembershipConfig) *Membership {
 	return &Membership{rdb: rdb, keys: keys, cfg: cfg.withDefaults(), instance: rand.Text(), taken: make(chan error, 1)}
+}
+
+// JoinedAt is when Join registered this member (the local clock; zero
+// before Join). A coordinator counts its settle time from it.
+func (m *Membership) JoinedAt() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.joinedAt
 }
 
 // Taken delivers, once, the error (an *IDInUseError) of a heartbeat that found this
@@ -248,7 +257,7 @@ func (m *Membership) Join(ctx context.Context, self Member) (int64, error) {
 		return 0, err
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
-	m.joined, m.stop, m.done = true, cancel, make(chan struct{})
+	m.joined, m.joinedAt, m.stop, m.done = true, time.Now(), cancel, make(chan struct{})
 	go m.heartbeatLoop(loopCtx, m.done)
 	return epoch, nil
 }

@@ -403,8 +403,7 @@ func (s *Scheduler) Drop(pred func(key string) bool) int {
 
 // Idle reports whether nothing is queued (in memory or spilled) or leased.
 func (s *Scheduler) Idle() bool {
-	st := s.fr.Stats()
-	return st.Queued == 0 && st.Spilled == 0 && st.Leased == 0
+	return s.fr.Empty()
 }
 
 // Close closes the frontier and the state; safe to call more than once.

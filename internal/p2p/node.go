@@ -154,11 +154,16 @@ func (o *Options) fromDataDir(dir string) error {
 // told to do.
 const IDHint = cluster.DefaultIDHint
 
-// settleTime is how long a starting node waits for the member list to stop
-// changing before it takes buckets; handoverRetry how often it asks again
-// for buckets their previous owner still holds.
+// settleTime is how long the member list must have stayed unchanged,
+// counted from the node's registration or the last change after it, before
+// a starting node takes buckets (cluster.CoordinatorConfig.Settle): nodes
+// started together register within a few tens of milliseconds and split
+// the buckets at once instead of handing them back and forth. It was
+// 300 ms counted from the coordinator's first member list, the largest
+// part of a node's start-up (issue 23). handoverRetry is how often a node
+// asks again for buckets their previous owner still holds.
 const (
-	settleTime    = 300 * time.Millisecond
+	settleTime    = 100 * time.Millisecond
 	handoverRetry = 250 * time.Millisecond
 )
 
@@ -189,7 +194,13 @@ type Node struct {
 	// buckets' pending URLs not yet queued): the node is not idle.
 	acquiring atomic.Int64
 	evq       *eventQueue // ownership events not yet applied (events)
-	wake      chan struct{}
+	// wake tells terminate to check now (nudge): the node may be idle.
+	wake chan struct{}
+	// finishedAt is when the node's last completion ended (unix ns); end
+	// is how the crawl's end was detected after it (EndStats).
+	finishedAt atomic.Int64
+	endMu      sync.Mutex
+	end        EndStats
 }
 
 // NewNode prepares a node that fetches with fetcher (which it owns from
@@ -317,13 +328,22 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.log.Info("resuming a finished crawl", "continuous", n.cfg.Continuous, "retry_failed", n.cfg.RetryFailed)
 	}
-	var err error
+	seeds, err := n.fetcher.SeedRequests()
+	if err != nil {
+		return err
+	}
+	// The seeds' buckets are acquired first: the crawl's first requests
+	// wait for them, not for the thousands of other leases.
+	var first []int
+	for b := range n.bs.split(seeds) {
+		first = append(first, b)
+	}
 	n.coord, err = cluster.NewCoordinator(n.rdb, n.mem, cluster.CoordinatorConfig{
 		Buckets: n.opt.Buckets, Leases: cluster.LeasesConfig{TTL: n.opt.LeaseTTL, Logger: n.log},
 		Drain: n.drain, Logger: n.log,
 		// Nodes started together split the buckets at once; a bucket handed
 		// over is asked for again soon, not a third of the lease TTL later.
-		Settle: settleTime, Retry: min(n.opt.LeaseTTL/3, handoverRetry),
+		Settle: settleTime, Retry: min(n.opt.LeaseTTL/3, handoverRetry), First: first,
 	})
 	if err != nil {
 		return err
@@ -364,10 +384,6 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	g.Go(func() error { return n.follow(gctx, ctl) })
-	seeds, serr := n.fetcher.SeedRequests()
-	if serr != nil {
-		return serr
-	}
 	g.Go(func() error { return n.sched.Start(gctx, seeds) })
 	for i := 0; i < n.cfg.Concurrency; i++ {
 		g.Go(func() error { return n.work(gctx) })
@@ -736,6 +752,7 @@ func (n *Node) receive(ctx context.Context) error {
 			}
 			return err
 		}
+		n.nudge() // a batch of URLs all seen already leaves the node idle
 	}
 }
 
@@ -888,6 +905,25 @@ func (n *Node) work(ctx context.Context) error {
 			return err
 		}
 		n.fetched.Add(1)
+		n.finishedAt.Store(time.Now().UnixNano())
+		n.nudge()
+	}
+}
+
+// nudge wakes terminate if this node may have just become idle (nothing
+// queued, leased or buffered for other nodes), so that it publishes its
+// report and looks for the crawl's end now rather than at its next tick:
+// the last completion of a crawl is followed by the end's checks at once.
+// Cheap (counters under two locks), and wake-ups coalesce: a node that
+// goes idle and busy again in quick succession costs one check, not one
+// per completion.
+func (n *Node) nudge() {
+	if n.acquiring.Load() != 0 || !n.sched.Idle() || n.disp.pending() != 0 {
+		return
+	}
+	select {
+	case n.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -911,22 +947,24 @@ func (n *Node) terminate(ctx context.Context) error {
 	// under the same id (the member list unchanged) follow its earlier
 	// run's.
 	seq := time.Now().UnixNano()
-	idle := false
+	idle, nudged := false, false
+	var since EndStats // the checks after the node's last completion
+	lastFinish := int64(0)
 	rateAt, rateFetched, rate := time.Now(), int64(0), 0.0
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		case <-n.wake: // nudge: the node may have just become idle
+			nudged = true
 		}
-		// An idle node looks again soon: the crawl ends two equal idle
-		// checks after its last completion, and the other nodes see the
-		// done mark at their next check.
-		if idle {
-			t.Reset(idleCheck)
-		} else {
-			t.Reset(busyCheck)
+		if f := n.finishedAt.Load(); f != lastFinish {
+			lastFinish, since = f, EndStats{}
 		}
+		since.Checks++
+		since.Nudged = since.Nudged || nudged
+		nudged = false
 		if done, _ := n.rdb.Exists(ctx, n.k.done()).Result(); done > 0 {
 			return nil
 		}
@@ -948,6 +986,17 @@ func (n *Node) terminate(ctx context.Context) error {
 		inbox, _ := n.rdb.LLen(ctx, n.k.inbox(n.opt.NodeID)).Result()
 		proc, _ := n.rdb.LLen(ctx, n.k.proc(n.opt.NodeID)).Result()
 		idle = epoch > 0 && n.acquiring.Load() == 0 && n.sched.Idle() && n.disp.pending() == 0 && inbox == 0 && proc == 0 && n.bs.ownedCount() == want
+		// An idle node looks again soon: the crawl ends two equal idle
+		// checks after its last completion, and the other nodes see the
+		// done mark at their next check. Set from this check's idleness,
+		// not the previous one's: a node nudged idle checks again after
+		// idleCheck, not busyCheck (the others' confirmation waits for
+		// its next report).
+		if idle {
+			t.Reset(idleCheck)
+		} else {
+			t.Reset(busyCheck)
+		}
 		seq++
 		rep, _ := json.Marshal(idleReport{Idle: idle, Epoch: epoch, Seq: seq})
 		n.rdb.HSet(ctx, n.k.idle(), n.opt.NodeID, rep)
@@ -968,12 +1017,43 @@ func (n *Node) terminate(ctx context.Context) error {
 		}
 		if snap.confirms(last) {
 			n.log.Info("every node is idle and every URL sent was received: the crawl is done")
+			if lastFinish > 0 {
+				since.Detected = true
+				since.AfterLast = time.Since(time.Unix(0, lastFinish))
+			}
+			n.endMu.Lock()
+			n.end = since
+			n.endMu.Unlock()
 			return n.rdb.Set(ctx, n.k.done(), "1", 0).Err()
 		}
 		if last == nil || !snap.same(last) {
 			last = snap
 		}
 	}
+}
+
+// EndStats says how a node that marked the crawl done got there after
+// its own last completion (for tests and the end's latency figures).
+type EndStats struct {
+	// Detected: this node marked the crawl done, after completions of its
+	// own; the other fields are about the checks since the last one.
+	Detected bool
+	// Checks counts this node's checks (reports published) from its last
+	// completion to the done mark, that one included.
+	Checks int
+	// Nudged: one of them came from a nudge (the completion left the node
+	// idle), not from the timer.
+	Nudged bool
+	// AfterLast is the time from the last completion to the done mark.
+	AfterLast time.Duration
+}
+
+// EndStats reports how this node detected the crawl's end (zero if
+// another node marked it done, or the run has not ended).
+func (n *Node) EndStats() EndStats {
+	n.endMu.Lock()
+	defer n.endMu.Unlock()
+	return n.end
 }
 
 // quiet is a check that found every live member idle at one epoch and
@@ -1018,10 +1098,10 @@ func (q *quiet) confirms(p *quiet) bool {
 }
 
 // busyCheck is how often a node that is not idle publishes its
-// idleness, load and rate and looks for the done mark; idleCheck how
-// often an idle one does (it also compares the crawl-wide counters: a few
-// round trips, for the nodes at the end of a crawl or between its
-// phases).
+// idleness, load and rate and looks for the done mark (a completion or a
+// batch that leaves it idle checks at once: nudge); idleCheck how often
+// an idle one does (it also compares the crawl-wide counters: a few round
+// trips, for the nodes at the end of a crawl or between its phases).
 const (
 	busyCheck = 100 * time.Millisecond
 	idleCheck = 25 * time.Millisecond

@@ -353,3 +353,28 @@ func TestPeersDepthLimit(t *testing.T) {
 	}
 	t.Logf("%d URLs in the truth, %d kept-links records", len(f.truth.MustFetch), kept)
 }
+
+// TestEndAfterLastCompletion: the node whose completion is the crawl's last
+// checks for the end at once (nudge), not at its next timer tick, and marks
+// the crawl done at the check after (the confirmation, idleCheck later).
+// Asserted on the checks; the time from the last completion to the done
+// mark is logged as a figure (a loaded machine stretches it).
+func TestEndAfterLastCompletion(t *testing.T) {
+	f := newFixture(t, websim.Config{Seed: 52, Hosts: 6, PagesPerHost: 10},
+		websim.TruthRules{MaxDepth: -1, Scope: websim.ScopeAny})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, dir := f.node(t, steadyOptions("end", "n1", 100))
+	if err := n.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, []string{dir}, 0)
+	end := n.EndStats()
+	if !end.Detected {
+		t.Fatalf("the only node did not record the end it marked: %+v", end)
+	}
+	if !end.Nudged || end.Checks > 3 {
+		t.Fatalf("from the last completion to the done mark: %d checks, nudged %v; want the completion's nudge and at most 3 checks", end.Checks, end.Nudged)
+	}
+	t.Logf("done %v after the last completion, %d checks", end.AfterLast.Round(time.Millisecond), end.Checks)
+}
