@@ -671,7 +671,10 @@ func planState(c *checked, rep *Report) (*state.RebuildSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale && !c.recordsShort && len(c.unknown) == 0 {
+		// Records the repair removes shorten records.jsonl even when their
+		// URLs keep an earlier record (none is lost): the state's records
+		// mark must then come down to the new size, which a rebuild does.
+		if lostTotal == 0 && len(c.in.Problems) == 0 && !stale && !c.recordsShort && len(c.unknown) == 0 && !c.dropsRecords() {
 			return nil, nil
 		}
 		spec = c.specFromState(lostKnown)
@@ -691,6 +694,17 @@ func planState(c *checked, rep *Report) (*state.RebuildSpec, error) {
 		return nil, nil
 	}
 	return &spec, nil
+}
+
+// dropsRecords reports whether the repair removes any line of
+// records.jsonl.
+func (c *checked) dropsRecords() bool {
+	for i := range c.lines {
+		if !c.keep[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // nearDistance is the near-duplicate distance the rebuilt state's tables

@@ -146,3 +146,69 @@ func TestRevisitSchedule(t *testing.T) {
 		t.Fatalf("TakeDue after the repair = %+v; want %s with no schedule entry and a politeness key", due, urls[1])
 	}
 }
+
+// TestRepairDropsALaterRecord: a URL fetched twice whose later record is
+// removed by the repair (its page is gone) keeps its earlier record, so no
+// URL is lost; the records file is shorter all the same, and the state's
+// records mark must follow it (found in the fault suite: a truncated page
+// file, a repair, then "records were lost" at the next check and a crawl
+// that would not resume).
+func TestRepairDropsALaterRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := websim.Start(ctx, websim.Config{Seed: 12, Hosts: 2, PagesPerHost: 12})
+	if err != nil {
+		t.Fatalf("cannot start websim: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	g := newGolden(t, srv, false)
+	dir := t.TempDir()
+	copyDir(t, g.dir, dir)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	st, err := state.Open(filepath.Join(dir, fsck.StateDir), state.Options{})
+	must(err)
+	recs, err := store.OpenRecords(dir, store.Options{})
+	must(err)
+	complete := func(r frontier.Request, o state.Outcome, pageNo int64) {
+		t.Helper()
+		end, err := recs.AppendEnd(store.Record{URL: r.URL, Status: 200, Outcome: o.Class, Depth: r.Depth, FetchedAt: t0, PageNo: pageNo})
+		must(err)
+		o.RecordsEnd = end
+		_, err = st.Complete(ctx, r, o, nil)
+		must(err)
+	}
+	u := "http://twice.test/1"
+	acc, err := st.Discover(ctx, []frontier.Request{{URL: u, Key: "twice.test"}})
+	if err != nil || len(acc) != 1 {
+		t.Fatalf("Discover: %v, %v", acc, err)
+	}
+	complete(acc[0], state.Outcome{Class: "200", Schedule: "s1", Due: t0}, -1)
+	taken, err := st.TakeDue(ctx, t0, 10)
+	if err != nil || len(taken) != 1 {
+		t.Fatalf("TakeDue: %v, %v", taken, err)
+	}
+	// The revisit's record names a page the page files do not hold.
+	complete(taken[0], state.Outcome{Class: "200", Schedule: "s2", Due: t0.Add(time.Hour)}, 1<<20)
+	must(recs.Close())
+	must(st.Close())
+
+	rep, err := fsck.Run(ctx, dir, fsck.Options{Repair: true})
+	must(err)
+	if !rep.Repaired {
+		t.Fatalf("not repaired: %+v", rep)
+	}
+	if len(rep.Dropped) != 0 {
+		t.Errorf("the repair lost %v, which keeps its earlier record", rep.Dropped)
+	}
+	rep, err = fsck.Run(ctx, dir, fsck.Options{})
+	must(err)
+	if !rep.Clean() {
+		t.Fatalf("not clean after the repair: %v", rep.Findings)
+	}
+}
