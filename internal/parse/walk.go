@@ -403,8 +403,14 @@ func (w *walker) addLink(raw, tag, attrName, rel string) int {
 
 // readAttrs reads the tag's attributes the walker looks at (wantedAttr),
 // into the walker's scratch slice: valid until the next readAttrs. Other
-// attributes (class, id, style…) are skipped without a copy.
+// attributes (class, id, style…) are skipped without a copy. Most tags are
+// read from their raw bytes (rawAttrs); the Tokenizer's TagAttr, which
+// copies every attribute twice, reads only those that need its decoding.
 func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
+	if attrs, ok := rawAttrs(z.Raw(), w.attrBuf[:0]); ok {
+		w.attrBuf = attrs
+		return attrs
+	}
 	attrs := w.attrBuf[:0]
 	for {
 		k, v, more := z.TagAttr()
@@ -420,6 +426,132 @@ func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
 	}
 	w.attrBuf = attrs
 	return attrs
+}
+
+// rawAttrs appends to attrs the wanted attributes (wantedAttr) of the start
+// tag whose raw bytes are raw ("<name ...>", as Tokenizer.Raw gives it after
+// a StartTagToken or SelfClosingTagToken), the first of each name, with the
+// keys and values TagAttr would give: it reads the tag as x/net/html's
+// Tokenizer does (readTag, readTagAttrKey, readTagAttrVal), but without the
+// Tokenizer's four allocations per attribute; only kept values are copied.
+// It gives up (ok false) when the tag holds a byte TagAttr decodes — '&'
+// (a character reference), '\r' (newlines are converted) or NUL (replaced
+// by U+FFFD) — or when raw does not end where the Tokenizer's tag ends;
+// the caller then uses TagAttr. FuzzRawAttrs compares the two.
+func rawAttrs(raw []byte, attrs []html.Attribute) (_ []html.Attribute, ok bool) {
+	for _, c := range raw {
+		if c == '&' || c == '\r' || c == 0 {
+			return attrs, false
+		}
+	}
+	n := len(raw)
+	isSpace := func(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\f' }
+	skipSpace := func(i int) int {
+		for i < n && isSpace(raw[i]) {
+			i++
+		}
+		return i
+	}
+	// "<" and the name's first letter; the name ends at a space (read) or
+	// at '/' or '>' (not read).
+	i := 2
+	for ; i < n; i++ {
+		if c := raw[i]; isSpace(c) {
+			i++
+			break
+		} else if c == '/' || c == '>' {
+			break
+		}
+	}
+	for i = skipSpace(i); ; i = skipSpace(i) {
+		if i >= n {
+			return attrs, false // the Tokenizer would have read on
+		}
+		if raw[i] == '>' {
+			if i+1 != n {
+				return attrs, false
+			}
+			return attrs, true
+		}
+		// The key: a '=' as its first byte belongs to it; a '/' there
+		// makes it empty.
+		k0 := i
+		if raw[i] == '=' {
+			i++
+		}
+		for ; i < n; i++ {
+			if c := raw[i]; isSpace(c) || c == '/' || c == '>' || c == '=' {
+				break
+			}
+		}
+		k1 := i
+		// The value.
+		v0, v1 := i, i
+		if j := skipSpace(i); j < n {
+			switch raw[j] {
+			case '/':
+				i = j + 1
+			case '=':
+				j = skipSpace(j + 1)
+				if j >= n {
+					return attrs, false
+				}
+				switch q := raw[j]; q {
+				case '>':
+					i = j
+				case '\'', '"':
+					v0 = j + 1
+					e := bytes.IndexByte(raw[v0:], q)
+					if e < 0 {
+						return attrs, false
+					}
+					v1, i = v0+e, v0+e+1
+				default:
+					v0 = j
+					for i = j + 1; i < n; i++ {
+						if c := raw[i]; isSpace(c) || c == '>' {
+							break
+						}
+					}
+					v1 = i
+					if i < n && raw[i] != '>' {
+						i++ // the space ending the value is read
+					}
+				}
+			default:
+				i = j
+			}
+		} else {
+			i = j
+		}
+		if k1 > k0 {
+			attrs = appendWanted(attrs, raw[k0:k1], raw[v0:v1])
+		}
+	}
+}
+
+// appendWanted appends key=val to attrs when key (in any case) is a wanted
+// attribute not in attrs yet (the Tokenizer keeps the first of a name).
+func appendWanted(attrs []html.Attribute, key, val []byte) []html.Attribute {
+	const longest = len("http-equiv") // the longest wanted name
+	if len(key) > longest {
+		return attrs
+	}
+	var buf [longest]byte
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	name := wantedAttr(buf[:len(key)])
+	if name == "" {
+		return attrs
+	}
+	if _, dup := lookupAttr(attrs, name); dup {
+		return attrs
+	}
+	return append(attrs, html.Attribute{Key: name, Val: string(val)})
 }
 
 // wantedAttr returns the name of an attribute the walker reads (as a
