@@ -2,6 +2,7 @@ package parse
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,10 @@ var rawAttrSeeds = []string{
 func checkRawAttrs(t *testing.T, body []byte) (fast, slow int) {
 	t.Helper()
 	z := html.NewTokenizer(bytes.NewReader(body))
+	var arena *strArena
+	if len(body)%2 == 1 {
+		arena = &strArena{} // both ways
+	}
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
@@ -40,7 +45,7 @@ func checkRawAttrs(t *testing.T, body []byte) (fast, slow int) {
 			continue
 		}
 		raw := bytes.Clone(z.Raw())
-		got, ok := rawAttrs(raw, nil)
+		got, ok := rawAttrs(raw, nil, arena)
 		var want []html.Attribute
 		for {
 			k, v, more := z.TagAttr()
@@ -112,4 +117,27 @@ func TestRawAttrsCorpus(t *testing.T) {
 		t.Errorf("tocPage: %d tags read from raw bytes, %d by TagAttr; want every tag (over 400) raw", f, s)
 	}
 	t.Logf("golden pages: %d tags read from raw bytes, %d by TagAttr", fast, slow)
+}
+
+// TestStrArena: strings made by a strArena keep their bytes while later
+// ones fill the block and the next, and the caller's buffer is reused.
+func TestStrArena(t *testing.T) {
+	var a strArena
+	buf := make([]byte, 0, 64)
+	var got, want []string
+	for i := range 2000 {
+		buf = fmt.Appendf(buf[:0], "/s/%d/a/%d.html", i%20, i)
+		if i%300 == 0 {
+			buf = append(buf, bytes.Repeat([]byte{'x'}, arenaBlock/4)...) // made on its own
+		}
+		got, want = append(got, a.str(buf)), append(want, string(buf))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("string %d is %q; want %q", i, got[i], want[i])
+		}
+	}
+	if s := (*strArena)(nil).str([]byte("x")); s != "x" {
+		t.Fatalf("nil arena gave %q", s)
+	}
 }

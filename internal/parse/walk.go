@@ -3,6 +3,7 @@ package parse
 import (
 	"bytes"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/net/html"
 )
@@ -73,6 +74,7 @@ type walker struct {
 	truncated bool
 
 	attrBuf    []html.Attribute // readAttrs' scratch
+	strs       strArena         // the values of attrBuf
 	haveBase   bool
 	baseHref   string
 	robots     MetaRobots
@@ -407,7 +409,7 @@ func (w *walker) addLink(raw, tag, attrName, rel string) int {
 // read from their raw bytes (rawAttrs); the Tokenizer's TagAttr, which
 // copies every attribute twice, reads only those that need its decoding.
 func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
-	if attrs, ok := rawAttrs(z.Raw(), w.attrBuf[:0]); ok {
+	if attrs, ok := rawAttrs(z.Raw(), w.attrBuf[:0], &w.strs); ok {
 		w.attrBuf = attrs
 		return attrs
 	}
@@ -418,7 +420,7 @@ func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
 			break
 		}
 		if key := wantedAttr(k); key != "" {
-			attrs = append(attrs, html.Attribute{Key: key, Val: string(v)})
+			attrs = append(attrs, html.Attribute{Key: key, Val: w.strs.str(v)})
 		}
 		if !more {
 			break
@@ -437,8 +439,9 @@ func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
 // It gives up (ok false) when the tag holds a byte TagAttr decodes — '&'
 // (a character reference), '\r' (newlines are converted) or NUL (replaced
 // by U+FFFD) — or when raw does not end where the Tokenizer's tag ends;
-// the caller then uses TagAttr. FuzzRawAttrs compares the two.
-func rawAttrs(raw []byte, attrs []html.Attribute) (_ []html.Attribute, ok bool) {
+// the caller then uses TagAttr. FuzzRawAttrs compares the two. The values
+// are made strings by strs (nil: one allocation each).
+func rawAttrs(raw []byte, attrs []html.Attribute, strs *strArena) (_ []html.Attribute, ok bool) {
 	for _, c := range raw {
 		if c == '&' || c == '\r' || c == 0 {
 			return attrs, false
@@ -525,14 +528,14 @@ func rawAttrs(raw []byte, attrs []html.Attribute) (_ []html.Attribute, ok bool) 
 			i = j
 		}
 		if k1 > k0 {
-			attrs = appendWanted(attrs, raw[k0:k1], raw[v0:v1])
+			attrs = appendWanted(attrs, raw[k0:k1], raw[v0:v1], strs)
 		}
 	}
 }
 
 // appendWanted appends key=val to attrs when key (in any case) is a wanted
 // attribute not in attrs yet (the Tokenizer keeps the first of a name).
-func appendWanted(attrs []html.Attribute, key, val []byte) []html.Attribute {
+func appendWanted(attrs []html.Attribute, key, val []byte, strs *strArena) []html.Attribute {
 	const longest = len("http-equiv") // the longest wanted name
 	if len(key) > longest {
 		return attrs
@@ -551,7 +554,31 @@ func appendWanted(attrs []html.Attribute, key, val []byte) []html.Attribute {
 	if _, dup := lookupAttr(attrs, name); dup {
 		return attrs
 	}
-	return append(attrs, html.Attribute{Key: name, Val: string(val)})
+	return append(attrs, html.Attribute{Key: name, Val: strs.str(val)})
+}
+
+// arenaBlock is the size of a strArena block.
+const arenaBlock = 4096
+
+// strArena makes strings of short byte slices in shared blocks: one
+// allocation for a page's hundreds of hrefs instead of one each. A block is
+// never written again where a string points into it, so the strings are
+// immutable as Go requires; a string keeps its whole block alive (the
+// walker's strings live as long as its Page). The zero value is ready; a
+// nil *strArena allocates each string on its own.
+type strArena struct{ block []byte }
+
+// str returns b as a string.
+func (a *strArena) str(b []byte) string {
+	if a == nil || len(b) == 0 || len(b) > arenaBlock/8 {
+		return string(b)
+	}
+	if len(b) > cap(a.block)-len(a.block) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	start := len(a.block)
+	a.block = append(a.block, b...)
+	return unsafe.String(&a.block[start], len(b))
 }
 
 // wantedAttr returns the name of an attribute the walker reads (as a
