@@ -804,6 +804,13 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	return res
 }
 
+// linkBufs holds parse.Page.Links slices between pages (parse.Options.Links):
+// a documentation page's hundreds of links make a slice of about 40 KB.
+var linkBufs = sync.Pool{New: func() any { return new([]parse.Link) }}
+
+// maxPooledLinks bounds the links slices linkBufs keeps.
+const maxPooledLinks = 4096
+
 // parsePage converts res.page to UTF-8 and parses it: title, text,
 // fingerprint, out-links and discovered requests.
 func (f *Fetcher) parsePage(res *result, req frontier.Request) {
@@ -816,11 +823,21 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 		return
 	}
 	res.body = body
-	page, err := parse.Parse(base, body, parse.Options{Unresolved: true})
+	links := linkBufs.Get().(*[]parse.Link)
+	page, err := parse.Parse(base, body, parse.Options{Unresolved: true, Links: *links})
 	if err != nil {
+		linkBufs.Put(links)
 		rec.Error = "cannot parse HTML: " + err.Error()
 		return
 	}
+	defer func() {
+		// Nothing keeps page.Links: the record holds the links' strings.
+		if cap(page.Links) <= maxPooledLinks {
+			clear(page.Links)
+			*links = page.Links[:0]
+		}
+		linkBufs.Put(links)
+	}()
 	rec.Title = page.Title
 	if len(page.Text) > 0 {
 		// One walk of the text for both hashes.

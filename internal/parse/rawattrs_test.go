@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"golang.org/x/net/html"
@@ -139,5 +141,56 @@ func TestStrArena(t *testing.T) {
 	}
 	if s := (*strArena)(nil).str([]byte("x")); s != "x" {
 		t.Fatalf("nil arena gave %q", s)
+	}
+}
+
+// TestParseReuse: a page parses the same whatever was parsed before it by
+// the pooled walkers, in parallel too, and with Options.Links given the
+// slice of another page.
+func TestParseReuse(t *testing.T) {
+	bodies := [][]byte{tocPage()}
+	golden, _ := filepath.Glob("testdata/golden/*.html")
+	for _, name := range golden {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, b)
+	}
+	for _, s := range append(append([]string{}, fuzzSeeds...), rawAttrSeeds...) {
+		bodies = append(bodies, []byte(s))
+	}
+	base := mustURL(t, "http://127.0.0.13:8081/a/contact.html")
+	for _, unresolved := range []bool{true, false} {
+		want := make([]*Page, len(bodies))
+		for i, b := range bodies {
+			p, err := Parse(base, b, Options{Unresolved: unresolved})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[i] = p
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var links []Link
+				for r := range 3 * len(bodies) {
+					i := (r*7 + g) % len(bodies)
+					p, err := Parse(base, bodies[i], Options{Unresolved: unresolved, Links: links})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !reflect.DeepEqual(p, want[i]) {
+						t.Errorf("page %d (unresolved %v) parsed after others differs:\n%+v\nwant\n%+v", i, unresolved, p, want[i])
+						return
+					}
+					links = p.Links
+				}
+			}()
+		}
+		wg.Wait()
 	}
 }

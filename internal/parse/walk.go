@@ -3,6 +3,7 @@ package parse
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/net/html"
@@ -93,19 +94,48 @@ type walker struct {
 	open   map[string]int // open blocks per tag
 }
 
+// walkerPool keeps Parse's walkers between pages with their buffers (links,
+// text, anchor texts, attributes): the links of a documentation page (a
+// few hundred) make a buffer of about 40 KB, a large object to allocate
+// and clear for every page.
+var walkerPool = sync.Pool{New: func() any { return new(walker) }}
+
+// A walker whose buffers grew beyond these is not pooled: one huge page
+// does not keep its buffers alive.
+const (
+	maxPooledLinks = 4096
+	maxPooledText  = 256 << 10
+)
+
+// newWalker returns a walker for body; in Parse mode (not blockMode) it
+// comes from walkerPool, and Parse gives it back (release).
 func newWalker(body []byte, opt Options, blockMode bool) *walker {
-	w := &walker{opt: opt, blockMode: blockMode, anchor: -1}
+	w := new(walker)
+	if !blockMode {
+		w = walkerPool.Get().(*walker)
+	}
+	links, text, anchors, anchorText, attrs := w.links[:0], w.text.b[:0], w.anchors[:0], w.anchorText.b[:0], w.attrBuf[:0]
+	*w = walker{opt: opt, blockMode: blockMode, anchor: -1, anchors: anchors, attrBuf: attrs}
 	w.textLeft, w.titleLeft = opt.MaxTextBytes, opt.MaxTextBytes
 	w.text, w.title = newTextBuf(&w.textLeft), newTextBuf(&w.titleLeft)
 	w.anchorText = newTextBuf(&w.anchorLeft)
+	w.anchorText.b = anchorText
 	if !blockMode {
 		// Visible text is usually a fraction of the markup.
-		w.text.b = make([]byte, 0, min(len(body)/2, opt.MaxTextBytes))
+		if n := min(len(body)/2, opt.MaxTextBytes); cap(text) >= n {
+			w.text.b = text
+		} else {
+			w.text.b = make([]byte, 0, n)
+		}
 	}
 	// Sized from the number of tags (a link is about four of them, as in
 	// <li><a>…</a></li>; counting one byte is cheap), so that the slice is
 	// rarely copied as it grows: a documentation page has hundreds of links.
-	w.links = make([]pending, 0, min(bytes.Count(body, []byte{'<'})/4, opt.MaxLinks))
+	if n := min(bytes.Count(body, []byte{'<'})/4, opt.MaxLinks); cap(links) >= n {
+		w.links = links
+	} else {
+		w.links = make([]pending, 0, n)
+	}
 	w.frames = []frame{{z: html.NewTokenizer(bytes.NewReader(body))}}
 	if blockMode {
 		w.blocks = []*blockState{{tag: "", text: newTextBuf(&w.textLeft)}}
@@ -113,6 +143,22 @@ func newWalker(body []byte, opt Options, blockMode bool) *walker {
 		w.open = map[string]int{}
 	}
 	return w
+}
+
+// release gives a Parse-mode walker back to walkerPool once the Page is
+// built: nothing of the Page points into its buffers (Title, Text and the
+// anchor texts are copies; attribute values live in strArena blocks, which
+// are not reused). The walker must not be used after.
+func (w *walker) release() {
+	if w.blockMode || cap(w.links) > maxPooledLinks || cap(w.text.b) > maxPooledText ||
+		cap(w.anchors) > maxPooledText {
+		return
+	}
+	clear(w.links) // the page's strings, for the garbage collector
+	clear(w.attrBuf[:cap(w.attrBuf)])
+	*w = walker{links: w.links[:0], text: textBuf{b: w.text.b[:0]}, anchors: w.anchors[:0],
+		anchorText: textBuf{b: w.anchorText.b[:0]}, attrBuf: w.attrBuf[:0]}
+	walkerPool.Put(w)
 }
 
 // run reads every token.
