@@ -56,6 +56,14 @@ func (k *knownLinks) filter(reqs []frontier.Request) []frontier.Request {
 	return out
 }
 
+// has reports whether url is known at depth or less (a request to it at
+// depth, not a redirect, would be filtered out).
+func (k *knownLinks) has(url string, depth int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.known(frontier.Request{URL: url, Depth: depth})
+}
+
 func (k *knownLinks) known(r frontier.Request) bool {
 	if r.Redirects > 0 {
 		return false

@@ -29,6 +29,9 @@ func TestKnownLinks(t *testing.T) {
 			if (len(got) == 1) != tc.keep {
 				t.Errorf("filter(%+v) = %v, keep %v", tc.in, got, tc.keep)
 			}
+			if tc.in.Redirects == 0 && k.has(tc.in.URL, tc.in.Depth) == tc.keep {
+				t.Errorf("has(%q, %d) = %v; filter keeps it: %v", tc.in.URL, tc.in.Depth, !tc.keep, tc.keep)
+			}
 		})
 	}
 	in := []frontier.Request{r("x", 1, 0), r("a", 2, 0), r("y", 1, 0)}
