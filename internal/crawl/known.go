@@ -25,7 +25,7 @@ type knownLinks struct {
 }
 
 func newKnownLinks(max int) *knownLinks {
-	return &knownLinks{max: max, cur: make(map[string]int, max)}
+	return &knownLinks{max: max, cur: map[string]int{}}
 }
 
 // filter returns the requests of reqs not known at their depth or less
@@ -84,7 +84,7 @@ func (k *knownLinks) add(reqs []frontier.Request) {
 			continue
 		}
 		if len(k.cur) >= k.max {
-			k.old, k.cur = k.cur, make(map[string]int, k.max)
+			k.old, k.cur = k.cur, map[string]int{}
 		}
 		k.cur[r.URL] = r.Depth
 	}
