@@ -142,6 +142,11 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Engine, e
 		// contract was checked against (state.Store.Complete: seen URLs
 		// are lowered, never re-added).
 		sched.known = newKnownLinks(knownLinksMax)
+		if tr == nil {
+			// A topic crawl's hub revisits report every link
+			// (finishRecrawl): the Fetcher leaves none out.
+			fetcher.known = sched.known
+		}
 	}
 	return &Engine{Scheduler: sched, cfg: cfg, fetcher: fetcher}, nil
 }

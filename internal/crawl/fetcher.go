@@ -138,6 +138,13 @@ type Fetcher struct {
 	filer ContentFiler // judges a page's content before its record; nil: the State's Complete does
 
 	sm sitemapState // sitemaps.go
+
+	// known, when not nil, is the Scheduler's knownLinks (the engine
+	// in one process): links it holds at their depth or less are left
+	// out of Visit.Discovered, which Finish would drop anyway (the same
+	// check, made before a page's requests are built: on a site being
+	// crawled most of a page's links are known).
+	known *knownLinks
 }
 
 // RobotsShare shares robots.txt answers between the processes that fetch
@@ -804,6 +811,17 @@ func (f *Fetcher) visit(ctx context.Context, req frontier.Request, leaseStart ti
 	return res
 }
 
+// linkBufs holds parse.Page.Links slices between pages (parse.Options.Links):
+// a documentation page's hundreds of links make a slice of about 40 KB.
+var linkBufs = sync.Pool{New: func() any { return new([]parse.Link) }}
+
+// maxPooledLinks bounds the links slices linkBufs keeps, and the pages
+// whose links are de-duplicated in a set of seenSets.
+const maxPooledLinks = 4096
+
+// seenSets holds the sets links de-duplicates a page's links in.
+var seenSets = sync.Pool{New: func() any { m := make(map[string]struct{}); return &m }}
+
 // parsePage converts res.page to UTF-8 and parses it: title, text,
 // fingerprint, out-links and discovered requests.
 func (f *Fetcher) parsePage(res *result, req frontier.Request) {
@@ -816,11 +834,21 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 		return
 	}
 	res.body = body
-	page, err := parse.Parse(base, body, parse.Options{Unresolved: true})
+	links := linkBufs.Get().(*[]parse.Link)
+	page, err := parse.Parse(base, body, parse.Options{Unresolved: true, Links: *links})
 	if err != nil {
+		linkBufs.Put(links)
 		rec.Error = "cannot parse HTML: " + err.Error()
 		return
 	}
+	defer func() {
+		// Nothing keeps page.Links: the record holds the links' strings.
+		if cap(page.Links) <= maxPooledLinks {
+			clear(page.Links)
+			*links = page.Links[:0]
+		}
+		linkBufs.Put(links)
+	}()
 	rec.Title = page.Title
 	if len(page.Text) > 0 {
 		// One walk of the text for both hashes.
@@ -842,7 +870,17 @@ func (f *Fetcher) parsePage(res *result, req frontier.Request) {
 // the filter chain reuses (urls.Chain.CheckString).
 func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 	nofollowPage := page.MetaRobots.NoFollow && !f.cfg.FollowNofollow
-	seen := make(map[string]struct{}, len(page.Links)+1)
+	var seen map[string]struct{}
+	if len(page.Links) <= maxPooledLinks {
+		sp := seenSets.Get().(*map[string]struct{})
+		defer func() {
+			clear(*sp)
+			seenSets.Put(sp)
+		}()
+		seen = *sp
+	} else {
+		seen = make(map[string]struct{}, len(page.Links))
+	}
 	res.rec.OutLinks = make([]string, 0, len(page.Links))
 	var lastScheme, lastHost, lastKey string // most links share a host: its key once
 	request := func(n *url.URL, s string, depth int) frontier.Request {
@@ -875,8 +913,8 @@ func (f *Fetcher) links(res *result, page *parse.Page, depth int) {
 			}
 			continue
 		}
-		if res.discovered == nil {
-			res.discovered = make([]frontier.Request, 0, len(page.Links)-i)
+		if f.known != nil && f.known.has(s, depth+1) {
+			continue
 		}
 		res.discovered = append(res.discovered, request(n, s, depth+1))
 	}

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/spider-crawler/spider/internal/frontier"
@@ -28,6 +29,9 @@ func TestKnownLinks(t *testing.T) {
 			if (len(got) == 1) != tc.keep {
 				t.Errorf("filter(%+v) = %v, keep %v", tc.in, got, tc.keep)
 			}
+			if tc.in.Redirects == 0 && k.has(tc.in.URL, tc.in.Depth) == tc.keep {
+				t.Errorf("has(%q, %d) = %v; filter keeps it: %v", tc.in.URL, tc.in.Depth, !tc.keep, tc.keep)
+			}
 		})
 	}
 	in := []frontier.Request{r("x", 1, 0), r("a", 2, 0), r("y", 1, 0)}
@@ -42,5 +46,24 @@ func TestKnownLinks(t *testing.T) {
 	k.add([]frontier.Request{r("e", 1, 0), r("f", 1, 0)})
 	if got := k.filter([]frontier.Request{r("b", 3, 0)}); len(got) != 1 {
 		t.Errorf("b still known after two rollovers: the cache is not bounded")
+	}
+}
+
+// BenchmarkKnownLinks filters the 440 navigation links of a documentation
+// page against a crawl of 1,700 URLs, as Finish does for every page of
+// bench/static.sh's web.
+func BenchmarkKnownLinks(b *testing.B) {
+	k := newKnownLinks(knownLinksMax)
+	all := make([]frontier.Request, 1700)
+	for i := range all {
+		all[i] = frontier.Request{URL: fmt.Sprintf("http://127.0.0.%d:8081/s/%d/a/%d.html", 11+i%4, i/84, i), Depth: 1}
+	}
+	k.add(all)
+	page := all[:440]
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := k.filter(page); len(got) != 0 {
+			b.Fatalf("%d links kept", len(got))
+		}
 	}
 }

@@ -32,6 +32,12 @@ type Options struct {
 	// that do not parse are then not counted in Page.Skipped (the caller
 	// finds them).
 	Unresolved bool
+	// Links, when not nil, is where Page.Links is built (from Links[:0]):
+	// a caller that parses page after page and is done with one Page
+	// before the next passes its Links back, so that a page's hundreds of
+	// links do not cost a new slice each time. Its elements are
+	// overwritten.
+	Links []Link
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +118,7 @@ func Parse(base *url.URL, body []byte, opt Options) (*Page, error) {
 		return nil, fmt.Errorf("cannot parse page: base URL %v is not absolute; pass the URL the page was fetched from", base)
 	}
 	w := newWalker(body, opt.withDefaults(), false)
+	defer w.release()
 	w.run()
 	p := &Page{
 		Title:      w.title.String(),
@@ -122,7 +129,11 @@ func Parse(base *url.URL, body []byte, opt Options) (*Page, error) {
 		Truncated:  w.truncated || w.text.truncated,
 	}
 	p.Base = w.resolveBase(base)
-	p.Links = make([]Link, 0, len(w.links))
+	if opt.Links != nil && cap(opt.Links) >= len(w.links) {
+		p.Links = opt.Links[:0]
+	} else {
+		p.Links = make([]Link, 0, len(w.links))
+	}
 	if opt.Unresolved {
 		for i := range w.links {
 			pl := &w.links[i]

@@ -3,6 +3,8 @@ package parse
 import (
 	"bytes"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"golang.org/x/net/html"
 )
@@ -73,6 +75,7 @@ type walker struct {
 	truncated bool
 
 	attrBuf    []html.Attribute // readAttrs' scratch
+	strs       strArena         // the values of attrBuf
 	haveBase   bool
 	baseHref   string
 	robots     MetaRobots
@@ -91,19 +94,48 @@ type walker struct {
 	open   map[string]int // open blocks per tag
 }
 
+// walkerPool keeps Parse's walkers between pages with their buffers (links,
+// text, anchor texts, attributes): the links of a documentation page (a
+// few hundred) make a buffer of about 40 KB, a large object to allocate
+// and clear for every page.
+var walkerPool = sync.Pool{New: func() any { return new(walker) }}
+
+// A walker whose buffers grew beyond these is not pooled: one huge page
+// does not keep its buffers alive.
+const (
+	maxPooledLinks = 4096
+	maxPooledText  = 256 << 10
+)
+
+// newWalker returns a walker for body; in Parse mode (not blockMode) it
+// comes from walkerPool, and Parse gives it back (release).
 func newWalker(body []byte, opt Options, blockMode bool) *walker {
-	w := &walker{opt: opt, blockMode: blockMode, anchor: -1}
+	w := new(walker)
+	if !blockMode {
+		w = walkerPool.Get().(*walker)
+	}
+	links, text, anchors, anchorText, attrs := w.links[:0], w.text.b[:0], w.anchors[:0], w.anchorText.b[:0], w.attrBuf[:0]
+	*w = walker{opt: opt, blockMode: blockMode, anchor: -1, anchors: anchors, attrBuf: attrs}
 	w.textLeft, w.titleLeft = opt.MaxTextBytes, opt.MaxTextBytes
 	w.text, w.title = newTextBuf(&w.textLeft), newTextBuf(&w.titleLeft)
 	w.anchorText = newTextBuf(&w.anchorLeft)
+	w.anchorText.b = anchorText
 	if !blockMode {
 		// Visible text is usually a fraction of the markup.
-		w.text.b = make([]byte, 0, min(len(body)/2, opt.MaxTextBytes))
+		if n := min(len(body)/2, opt.MaxTextBytes); cap(text) >= n {
+			w.text.b = text
+		} else {
+			w.text.b = make([]byte, 0, n)
+		}
 	}
 	// Sized from the number of tags (a link is about four of them, as in
 	// <li><a>…</a></li>; counting one byte is cheap), so that the slice is
 	// rarely copied as it grows: a documentation page has hundreds of links.
-	w.links = make([]pending, 0, min(bytes.Count(body, []byte{'<'})/4, opt.MaxLinks))
+	if n := min(bytes.Count(body, []byte{'<'})/4, opt.MaxLinks); cap(links) >= n {
+		w.links = links
+	} else {
+		w.links = make([]pending, 0, n)
+	}
 	w.frames = []frame{{z: html.NewTokenizer(bytes.NewReader(body))}}
 	if blockMode {
 		w.blocks = []*blockState{{tag: "", text: newTextBuf(&w.textLeft)}}
@@ -111,6 +143,22 @@ func newWalker(body []byte, opt Options, blockMode bool) *walker {
 		w.open = map[string]int{}
 	}
 	return w
+}
+
+// release gives a Parse-mode walker back to walkerPool once the Page is
+// built: nothing of the Page points into its buffers (Title, Text and the
+// anchor texts are copies; attribute values live in strArena blocks, which
+// are not reused). The walker must not be used after.
+func (w *walker) release() {
+	if w.blockMode || cap(w.links) > maxPooledLinks || cap(w.text.b) > maxPooledText ||
+		cap(w.anchors) > maxPooledText {
+		return
+	}
+	clear(w.links) // the page's strings, for the garbage collector
+	clear(w.attrBuf[:cap(w.attrBuf)])
+	*w = walker{links: w.links[:0], text: textBuf{b: w.text.b[:0]}, anchors: w.anchors[:0],
+		anchorText: textBuf{b: w.anchorText.b[:0]}, attrBuf: w.attrBuf[:0]}
+	walkerPool.Put(w)
 }
 
 // run reads every token.
@@ -403,8 +451,14 @@ func (w *walker) addLink(raw, tag, attrName, rel string) int {
 
 // readAttrs reads the tag's attributes the walker looks at (wantedAttr),
 // into the walker's scratch slice: valid until the next readAttrs. Other
-// attributes (class, id, style…) are skipped without a copy.
+// attributes (class, id, style…) are skipped without a copy. Most tags are
+// read from their raw bytes (rawAttrs); the Tokenizer's TagAttr, which
+// copies every attribute twice, reads only those that need its decoding.
 func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
+	if attrs, ok := rawAttrs(z.Raw(), w.attrBuf[:0], &w.strs); ok {
+		w.attrBuf = attrs
+		return attrs
+	}
 	attrs := w.attrBuf[:0]
 	for {
 		k, v, more := z.TagAttr()
@@ -412,7 +466,7 @@ func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
 			break
 		}
 		if key := wantedAttr(k); key != "" {
-			attrs = append(attrs, html.Attribute{Key: key, Val: string(v)})
+			attrs = append(attrs, html.Attribute{Key: key, Val: w.strs.str(v)})
 		}
 		if !more {
 			break
@@ -420,6 +474,157 @@ func (w *walker) readAttrs(z *html.Tokenizer) []html.Attribute {
 	}
 	w.attrBuf = attrs
 	return attrs
+}
+
+// rawAttrs appends to attrs the wanted attributes (wantedAttr) of the start
+// tag whose raw bytes are raw ("<name ...>", as Tokenizer.Raw gives it after
+// a StartTagToken or SelfClosingTagToken), the first of each name, with the
+// keys and values TagAttr would give: it reads the tag as x/net/html's
+// Tokenizer does (readTag, readTagAttrKey, readTagAttrVal), but without the
+// Tokenizer's four allocations per attribute; only kept values are copied.
+// It gives up (ok false) when the tag holds a byte TagAttr decodes — '&'
+// (a character reference), '\r' (newlines are converted) or NUL (replaced
+// by U+FFFD) — or when raw does not end where the Tokenizer's tag ends;
+// the caller then uses TagAttr. FuzzRawAttrs compares the two. The values
+// are made strings by strs (nil: one allocation each).
+func rawAttrs(raw []byte, attrs []html.Attribute, strs *strArena) (_ []html.Attribute, ok bool) {
+	for _, c := range raw {
+		if c == '&' || c == '\r' || c == 0 {
+			return attrs, false
+		}
+	}
+	n := len(raw)
+	isSpace := func(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\f' }
+	skipSpace := func(i int) int {
+		for i < n && isSpace(raw[i]) {
+			i++
+		}
+		return i
+	}
+	// "<" and the name's first letter; the name ends at a space (read) or
+	// at '/' or '>' (not read).
+	i := 2
+	for ; i < n; i++ {
+		if c := raw[i]; isSpace(c) {
+			i++
+			break
+		} else if c == '/' || c == '>' {
+			break
+		}
+	}
+	for i = skipSpace(i); ; i = skipSpace(i) {
+		if i >= n {
+			return attrs, false // the Tokenizer would have read on
+		}
+		if raw[i] == '>' {
+			if i+1 != n {
+				return attrs, false
+			}
+			return attrs, true
+		}
+		// The key: a '=' as its first byte belongs to it; a '/' there
+		// makes it empty.
+		k0 := i
+		if raw[i] == '=' {
+			i++
+		}
+		for ; i < n; i++ {
+			if c := raw[i]; isSpace(c) || c == '/' || c == '>' || c == '=' {
+				break
+			}
+		}
+		k1 := i
+		// The value.
+		v0, v1 := i, i
+		if j := skipSpace(i); j < n {
+			switch raw[j] {
+			case '/':
+				i = j + 1
+			case '=':
+				j = skipSpace(j + 1)
+				if j >= n {
+					return attrs, false
+				}
+				switch q := raw[j]; q {
+				case '>':
+					i = j
+				case '\'', '"':
+					v0 = j + 1
+					e := bytes.IndexByte(raw[v0:], q)
+					if e < 0 {
+						return attrs, false
+					}
+					v1, i = v0+e, v0+e+1
+				default:
+					v0 = j
+					for i = j + 1; i < n; i++ {
+						if c := raw[i]; isSpace(c) || c == '>' {
+							break
+						}
+					}
+					v1 = i
+					if i < n && raw[i] != '>' {
+						i++ // the space ending the value is read
+					}
+				}
+			default:
+				i = j
+			}
+		} else {
+			i = j
+		}
+		if k1 > k0 {
+			attrs = appendWanted(attrs, raw[k0:k1], raw[v0:v1], strs)
+		}
+	}
+}
+
+// appendWanted appends key=val to attrs when key (in any case) is a wanted
+// attribute not in attrs yet (the Tokenizer keeps the first of a name).
+func appendWanted(attrs []html.Attribute, key, val []byte, strs *strArena) []html.Attribute {
+	const longest = len("http-equiv") // the longest wanted name
+	if len(key) > longest {
+		return attrs
+	}
+	var buf [longest]byte
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	name := wantedAttr(buf[:len(key)])
+	if name == "" {
+		return attrs
+	}
+	if _, dup := lookupAttr(attrs, name); dup {
+		return attrs
+	}
+	return append(attrs, html.Attribute{Key: name, Val: strs.str(val)})
+}
+
+// arenaBlock is the size of a strArena block.
+const arenaBlock = 4096
+
+// strArena makes strings of short byte slices in shared blocks: one
+// allocation for a page's hundreds of hrefs instead of one each. A block is
+// never written again where a string points into it, so the strings are
+// immutable as Go requires; a string keeps its whole block alive (the
+// walker's strings live as long as its Page). The zero value is ready; a
+// nil *strArena allocates each string on its own.
+type strArena struct{ block []byte }
+
+// str returns b as a string.
+func (a *strArena) str(b []byte) string {
+	if a == nil || len(b) == 0 || len(b) > arenaBlock/8 {
+		return string(b)
+	}
+	if len(b) > cap(a.block)-len(a.block) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	start := len(a.block)
+	a.block = append(a.block, b...)
+	return unsafe.String(&a.block[start], len(b))
 }
 
 // wantedAttr returns the name of an attribute the walker reads (as a

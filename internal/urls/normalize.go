@@ -157,7 +157,7 @@ func (n *Normalizer) resolveString(base *url.URL, raw string, resolving bool) (*
 	if base != nil {
 		b = baseInfo{u: base}
 	}
-	return n.resolveWith(&b, nil, raw, resolving)
+	return n.resolveWith(&b, nil, nil, raw, resolving)
 }
 
 // baseInfo is a base URL with the parts a relative reference takes from
@@ -185,7 +185,7 @@ func (b *baseInfo) init() {
 
 // resolveWith resolves raw against b (b.u nil: no base), canonicalising
 // the authority through hc when it is not nil.
-func (n *Normalizer) resolveWith(b *baseInfo, hc *hostCache, raw string, resolving bool) (*url.URL, string, error) {
+func (n *Normalizer) resolveWith(b *baseInfo, hc *hostCache, slab *[]url.URL, raw string, resolving bool) (*url.URL, string, error) {
 	base := b.u
 	if len(raw) > MaxLength {
 		return nil, "", fmt.Errorf("cannot parse URL of %d bytes: %w", len(raw), ErrTooLong)
@@ -246,7 +246,7 @@ func (n *Normalizer) resolveWith(b *baseInfo, hc *hostCache, raw string, resolvi
 			t.hasQuery, t.query = ref.hasQuery, ref.query
 		}
 	}
-	return n.build(t, s, hc)
+	return n.build(t, s, hc, slab)
 }
 
 // baseAuthority returns the authority of base as it appears in a URL string.
@@ -285,9 +285,11 @@ func canonicalAuthority(scheme, hostport string) (string, error) {
 }
 
 // build canonicalises the absolute components t. s is the cleaned input, for
-// error messages. hc, when not nil, caches the canonical authority.
-func (n *Normalizer) build(t components, s string, hc *hostCache) (*url.URL, string, error) {
-	u := &url.URL{Scheme: t.scheme}
+// error messages. hc, when not nil, caches the canonical authority; slab,
+// when not nil, is where the URL is made (newURL).
+func (n *Normalizer) build(t components, s string, hc *hostCache, slab *[]url.URL) (*url.URL, string, error) {
+	u := newURL(slab)
+	u.Scheme = t.scheme
 	userinfo, hostport, hasUser := cutLast(t.authority, '@')
 	if !hasUser {
 		hostport, userinfo = userinfo, ""
@@ -347,6 +349,24 @@ func (n *Normalizer) build(t components, s string, hc *hostCache) (*url.URL, str
 		return nil, "", fmt.Errorf("cannot use %s: canonical form is %d bytes: %w", short(s), l, ErrTooLong)
 	}
 	return u, str, nil
+}
+
+// slabSize is how many URLs newURL makes at once.
+const slabSize = 32
+
+// newURL returns a new zero URL, from *slab when slab is not nil: a block of
+// slabSize URLs is one allocation for the links of a page instead of one
+// per link. Each URL is handed out once and never written again by newURL;
+// a URL kept keeps its block alive.
+func newURL(slab *[]url.URL) *url.URL {
+	if slab == nil {
+		return new(url.URL)
+	}
+	if len(*slab) == cap(*slab) {
+		*slab = make([]url.URL, 0, slabSize)
+	}
+	*slab = append(*slab, url.URL{})
+	return &(*slab)[len(*slab)-1]
 }
 
 // concatURL returns scheme://host path[?query] in one allocation.

@@ -10,12 +10,14 @@ import "net/url"
 // conversion, port and validation are then done once per page).
 //
 // A Resolver is not safe for concurrent use; make one per page (it is
-// cheap). The Normalizer and the base must not be modified while it is in
+// cheap). The URLs it returns are made in blocks of a few dozen: one kept
+// keeps its block alive. The Normalizer and the base must not be modified while it is in
 // use.
 type Resolver struct {
 	n    *Normalizer
 	base baseInfo
 	hc   hostCache
+	slab []url.URL // the URLs it returned, made in blocks (newURL)
 }
 
 // Resolver returns a Resolver for the links of the page at base (nil: the
@@ -31,5 +33,5 @@ func (r *Resolver) Base() *url.URL { return r.base.u }
 // the canonical URL of ref resolved against the base, its string form, or
 // the same error.
 func (r *Resolver) ResolveString(ref string) (*url.URL, string, error) {
-	return r.n.resolveWith(&r.base, &r.hc, ref, true)
+	return r.n.resolveWith(&r.base, &r.hc, &r.slab, ref, true)
 }
