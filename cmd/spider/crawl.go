@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -155,8 +156,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stopProf()
 	}
-	if p, ok := crawlGCPercent(os.Getenv("GOGC")); ok {
-		debug.SetGCPercent(p)
+	if _, ok := crawlGCPercent(os.Getenv("GOGC")); ok {
+		stopGC := tuneGC(ctx, gcTuneEvery)
+		defer stopGC()
 	}
 	switch lo.mode {
 	case "normal":
@@ -389,18 +391,78 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// crawlGCPercent is the garbage collector's GOGC for spider crawl: 200 when
-// the environment's GOGC (gogc) is not set, else none (ok false: Go's own
-// reading of GOGC stands). A crawl allocates about 230 KB per page of
-// 32 KB, nearly all of it garbage within the page; collecting at three
-// times the live heap instead of two cut the CPU per page by about 15 %
-// on bench/static.sh's web for 8 MB more peak RSS (bench/RESULTS.md, "CPU
-// per page, third pass"). A crawl whose live heap is large (a big
-// --memory-budget) peaks at up to 3× it instead of 2×; GOGC=100 gives Go's
-// default back.
+// crawlGCPercent is the garbage collector's GOGC for spider crawl while
+// its live heap is small: 200 when the environment's GOGC (gogc) is not
+// set, else none (ok false: Go's own reading of GOGC stands). A crawl
+// allocates about 230 KB per page of 32 KB, nearly all of it garbage
+// within the page; collecting at three times the live heap instead of two
+// cut the CPU per page by about 15 % on bench/static.sh's web for 8 MB
+// more peak RSS (bench/RESULTS.md, "CPU per page, third pass").
 func crawlGCPercent(gogc string) (percent int, ok bool) {
 	if gogc != "" {
 		return 0, false
 	}
 	return 200, true
+}
+
+// The live heap at which tuneGC goes back to Go's default GOGC (100), and
+// the one below which it returns to 200 (apart, so that a heap near the
+// line does not switch at every check). A large frontier's crawl holds
+// hundreds of MB live (the seen set's recent map, the frontier's queues):
+// at GOGC=200 it would peak at three times that.
+const (
+	gcLargeHeap  = 256 << 20
+	gcSmallHeap  = 192 << 20
+	gcTuneEvery  = time.Second
+	gcPercentBig = 100
+)
+
+// gcPercentFor is the GOGC tuneGC sets for a live heap of live bytes, given
+// the GOGC in force (cur).
+func gcPercentFor(live uint64, cur int) int {
+	small, _ := crawlGCPercent("")
+	switch {
+	case live >= gcLargeHeap:
+		return gcPercentBig
+	case live < gcSmallHeap:
+		return small
+	}
+	return cur
+}
+
+// tuneGC sets GOGC=200 and, every period until ctx ends or the returned
+// stop is called, sets it by the live heap (gcPercentFor); stop restores
+// the GOGC that was in force before.
+func tuneGC(ctx context.Context, period time.Duration) (stop func()) {
+	small, _ := crawlGCPercent("")
+	prev := debug.SetGCPercent(small)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		cur := small
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				return // not reported by this Go: keep 200
+			}
+			if p := gcPercentFor(sample[0].Value.Uint64(), cur); p != cur {
+				debug.SetGCPercent(p)
+				cur = p
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		debug.SetGCPercent(prev)
+	}
 }
