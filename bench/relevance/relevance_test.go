@@ -30,9 +30,10 @@
 // the documentation. A ranking chosen on seed 3 can be checked on other
 // seeds this way (bench/RESULTS.md, "Term proximity").
 //
-// RELEVANCE_SITE_WIDE=SHARE,MINPAGES computes PageRank without site-wide
-// links (graph.WithoutSiteWide; spider rank --site-wide-share,
-// --site-wide-min-pages), e.g. 0.5,10.
+// PageRank is computed as spider rank does, without site-wide links
+// (graph.DefaultSiteWide); RELEVANCE_SITE_WIDE=SHARE,MINPAGES sets the
+// rule (spider rank --site-wide-share, --site-wide-min-pages), 0,1 keeps
+// every link.
 package relevance
 
 import (
@@ -325,11 +326,11 @@ func crawlDir(t *testing.T, seeds []string, depth int, resolve []string, scope s
 }
 
 // siteWide is the site-wide link rule of RELEVANCE_SITE_WIDE=SHARE,MINPAGES
-// (off when unset).
+// (graph.DefaultSiteWide, as spider rank, when unset; 0,1 keeps every link).
 func siteWide(t *testing.T) graph.SiteWide {
 	v := os.Getenv("RELEVANCE_SITE_WIDE")
 	if v == "" {
-		return graph.SiteWide{}
+		return graph.DefaultSiteWide
 	}
 	var sw graph.SiteWide
 	if _, err := fmt.Sscanf(v, "%g,%d", &sw.Share, &sw.MinPages); err != nil {

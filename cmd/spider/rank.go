@@ -20,7 +20,7 @@ import (
 
 const rankSynopsis = `rank --data DIR [--damping 0.85] [--tolerance 1e-10] [--max-iter 100] [--workers N]
               [--personalize-prefix URL | --personalize-file FILE] [--top 10] [--rebuild]
-              [--site-wide-share S [--site-wide-min-pages 10]]
+              [--site-wide-share 0.5] [--site-wide-min-pages 10]
        spider rank --data DIR --redis URL [--crawl NAME] [--parts P] [--lease 10s]   (map/reduce master)
        spider rank --redis URL [--crawl NAME] --worker                               (map/reduce worker)`
 
@@ -62,8 +62,8 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 	fs.IntVar(&o.opt.Workers, "workers", runtime.GOMAXPROCS(0), "threads of the in-memory computation")
 	fs.StringVar(&o.prefix, "personalize-prefix", "", "topic-sensitive PageRank: teleport only to pages whose URL starts with this")
 	fs.StringVar(&o.urlFile, "personalize-file", "", "topic-sensitive PageRank: teleport only to the pages listed in this file (one URL a line)")
-	fs.Float64Var(&o.siteWide.Share, "site-wide-share", 0, "page PageRank without site-wide (template) links: leave out a link of a host's page to a target that at least this share of the host's linking pages link to, e.g. 0.5 (0: keep every link)")
-	fs.IntVar(&o.siteWide.MinPages, "site-wide-min-pages", 10, "--site-wide-share applies only to hosts with at least this many pages that have links")
+	fs.Float64Var(&o.siteWide.Share, "site-wide-share", graph.DefaultSiteWide.Share, "page PageRank without site-wide (template) links: leave out a link of a host's page to a target that at least this share of the host's linking pages link to, e.g. 0.5 (0: keep every link)")
+	fs.IntVar(&o.siteWide.MinPages, "site-wide-min-pages", graph.DefaultSiteWide.MinPages, "--site-wide-share applies only to hosts with at least this many pages that have links")
 	fs.IntVar(&o.top, "top", 10, "print the N best pages and hosts (0: none)")
 	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild DATA/graph from records.jsonl even if it looks current")
 	fs.BoolVar(&o.worker, "worker", false, "run as a map/reduce worker for the master of --crawl on --redis (exits when the master is done)")

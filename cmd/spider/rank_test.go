@@ -103,10 +103,11 @@ func TestRankCommand(t *testing.T) {
 }
 
 // TestRankSiteWide: --site-wide-share leaves the navigation links of
-// websim's sites out of the page ranks (the host ranks stay as they were).
+// websim's sites out of the page ranks (the host ranks stay as they were);
+// --site-wide-share 0 keeps them.
 func TestRankSiteWide(t *testing.T) {
 	data, _ := crawlWebsim(t)
-	if code, _, errOut := runCLI(t, "rank", "--data", data, "--top", "0"); code != 0 {
+	if code, _, errOut := runCLI(t, "rank", "--data", data, "--top", "0", "--site-wide-share", "0"); code != 0 {
 		t.Fatalf("rank: code %d\n%s", code, errOut)
 	}
 	all := readScores(t, filepath.Join(data, rank.PagesFile))

@@ -17,6 +17,12 @@ type SiteWide struct {
 	MinPages int
 }
 
+// DefaultSiteWide is the rule spider rank applies unless told otherwise
+// (--site-wide-share 0 keeps every link): a link is site-wide when half
+// or more of a host's linking pages have it, on hosts of 10 or more
+// linking pages (bench/RESULTS.md, "PageRank without site-wide links").
+var DefaultSiteWide = SiteWide{Share: 0.5, MinPages: 10}
+
 // Enabled reports whether the rule drops anything at all.
 func (s SiteWide) Enabled() bool { return s.Share > 0 }
 
