@@ -29,6 +29,11 @@
 // queries are those web's article titles), RELEVANCE_WEBSIM_ONLY=1 skips
 // the documentation. A ranking chosen on seed 3 can be checked on other
 // seeds this way (bench/RESULTS.md, "Term proximity").
+//
+// PageRank is computed as spider rank does, without site-wide links
+// (graph.DefaultSiteWide); RELEVANCE_SITE_WIDE=SHARE,MINPAGES sets the
+// rule (spider rank --site-wide-share, --site-wide-min-pages), 0,1 keeps
+// every link.
 package relevance
 
 import (
@@ -298,7 +303,13 @@ func crawlDir(t *testing.T, seeds []string, depth int, resolve []string, scope s
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rank.Compute(ctx, set.Pages, rank.Options{Damping: rank.DefaultDamping, Tolerance: rank.DefaultTolerance, MaxIter: rank.DefaultMaxIter})
+	pages := set.Pages
+	if sw := siteWide(t); sw.Enabled() {
+		var dropped int
+		pages, dropped = graph.WithoutSiteWide(pages, sw)
+		t.Logf("site-wide links (share %g, min pages %d): %d of %d edges left out of PageRank", sw.Share, sw.MinPages, dropped, set.Pages.M())
+	}
+	res, err := rank.Compute(ctx, pages, rank.Options{Damping: rank.DefaultDamping, Tolerance: rank.DefaultTolerance, MaxIter: rank.DefaultMaxIter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +323,23 @@ func crawlDir(t *testing.T, seeds []string, depth int, resolve []string, scope s
 		}
 	}
 	return c.Data, hubs
+}
+
+// siteWide is the site-wide link rule of RELEVANCE_SITE_WIDE=SHARE,MINPAGES
+// (graph.DefaultSiteWide, as spider rank, when unset; 0,1 keeps every link).
+func siteWide(t *testing.T) graph.SiteWide {
+	v := os.Getenv("RELEVANCE_SITE_WIDE")
+	if v == "" {
+		return graph.DefaultSiteWide
+	}
+	var sw graph.SiteWide
+	if _, err := fmt.Sscanf(v, "%g,%d", &sw.Share, &sw.MinPages); err != nil {
+		t.Fatalf("RELEVANCE_SITE_WIDE %q: want SHARE,MINPAGES, e.g. 0.5,10: %v", v, err)
+	}
+	if err := sw.Validate(); err != nil {
+		t.Fatalf("RELEVANCE_SITE_WIDE: %v", err)
+	}
+	return sw
 }
 
 // websimCorpus crawls an English websim web; its queries are the words of

@@ -38,7 +38,7 @@ var flagRanges = map[string]flagRange{
 	"index/workers":      {noMin: true, max: 10_000},
 	"index/lease-ttl":    {min: float64(100 * time.Millisecond), max: float64(time.Hour)},
 
-	"search/rank-weight":      {min: 0, max: 1000, special: -1, hasSpecial: true, note: "the default, 0.25"},
+	"search/rank-weight":      {min: 0, max: 1000, special: -1, hasSpecial: true, note: "the default, 0.5"},
 	"search/proximity-weight": {min: 0, max: index.MaxProximityWeight},
 
 	"rank/tolerance": {noMin: true, max: 2},

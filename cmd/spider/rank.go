@@ -20,6 +20,7 @@ import (
 
 const rankSynopsis = `rank --data DIR [--damping 0.85] [--tolerance 1e-10] [--max-iter 100] [--workers N]
               [--personalize-prefix URL | --personalize-file FILE] [--top 10] [--rebuild]
+              [--site-wide-share 0.5] [--site-wide-min-pages 10]
        spider rank --data DIR --redis URL [--crawl NAME] [--parts P] [--lease 10s]   (map/reduce master)
        spider rank --redis URL [--crawl NAME] --worker                               (map/reduce worker)`
 
@@ -29,6 +30,7 @@ type rankOptions struct {
 	opt        rank.Options
 	prefix     string
 	urlFile    string
+	siteWide   graph.SiteWide
 	top        int
 	rebuild    bool
 	worker     bool
@@ -60,6 +62,8 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 	fs.IntVar(&o.opt.Workers, "workers", runtime.GOMAXPROCS(0), "threads of the in-memory computation")
 	fs.StringVar(&o.prefix, "personalize-prefix", "", "topic-sensitive PageRank: teleport only to pages whose URL starts with this")
 	fs.StringVar(&o.urlFile, "personalize-file", "", "topic-sensitive PageRank: teleport only to the pages listed in this file (one URL a line)")
+	fs.Float64Var(&o.siteWide.Share, "site-wide-share", graph.DefaultSiteWide.Share, "page PageRank without site-wide (template) links: leave out a link of a host's page to a target that at least this share of the host's linking pages link to, e.g. 0.5 (0: keep every link)")
+	fs.IntVar(&o.siteWide.MinPages, "site-wide-min-pages", graph.DefaultSiteWide.MinPages, "--site-wide-share applies only to hosts with at least this many pages that have links")
 	fs.IntVar(&o.top, "top", 10, "print the N best pages and hosts (0: none)")
 	fs.BoolVar(&o.rebuild, "rebuild", false, "rebuild DATA/graph from records.jsonl even if it looks current")
 	fs.BoolVar(&o.worker, "worker", false, "run as a map/reduce worker for the master of --crawl on --redis (exits when the master is done)")
@@ -103,6 +107,8 @@ func parseRankFlags(args []string, stderr io.Writer) (*rankOptions, error) {
 		return nil, fmt.Errorf("%w: --parts %d must not be negative (0: automatic)", errUsage, o.parts)
 	case o.lease < 10*time.Millisecond:
 		return nil, fmt.Errorf("%w: --lease %v is too short: use at least 10ms (default %v)", errUsage, o.lease, rank.DefaultLease)
+	case o.siteWide.Validate() != nil:
+		return nil, fmt.Errorf("%w: --site-wide-share/--site-wide-min-pages: %v", errUsage, o.siteWide.Validate())
 	case o.prefix != "" && o.urlFile != "":
 		return nil, fmt.Errorf("%w: use either --personalize-prefix or --personalize-file, not both", errUsage)
 	}
@@ -128,6 +134,13 @@ func runRankCompute(ctx context.Context, o *rankOptions, stdout, stderr io.Write
 		set.Pages.N(), set.Pages.M(), set.Hosts.N(), set.Hosts.M(), source)
 	if set.Pages.N() == 0 {
 		return fmt.Errorf("cannot rank %s: the crawl has no page fetched with a 2xx status and a stored body yet", o.data)
+	}
+	pageGraph := set.Pages
+	if o.siteWide.Enabled() {
+		var dropped int
+		pageGraph, dropped = graph.WithoutSiteWide(set.Pages, o.siteWide)
+		fmt.Fprintf(stdout, "site-wide links: %d of %d left out of the page ranks (--site-wide-share %g, hosts of ≥ %d linking pages)\n",
+			dropped, set.Pages.M(), o.siteWide.Share, o.siteWide.MinPages)
 	}
 	pageOpt := o.opt
 	if pageOpt.Teleport, err = teleport(o, set.Pages, stderr); err != nil {
@@ -157,7 +170,7 @@ func runRankCompute(ctx context.Context, o *rankOptions, stdout, stderr io.Write
 		mode = "map/reduce over Redis, crawl " + o.rf.crawl
 	}
 
-	pages, err := runOne(ctx, "pages", compute, set.Pages, pageOpt, mode, stdout, stderr)
+	pages, err := runOne(ctx, "pages", compute, pageGraph, pageOpt, mode, stdout, stderr)
 	if err != nil {
 		return err
 	}

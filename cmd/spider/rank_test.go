@@ -102,6 +102,46 @@ func TestRankCommand(t *testing.T) {
 	}
 }
 
+// TestRankSiteWide: --site-wide-share leaves the navigation links of
+// websim's sites out of the page ranks (the host ranks stay as they were);
+// --site-wide-share 0 keeps them.
+func TestRankSiteWide(t *testing.T) {
+	data, _ := crawlWebsim(t)
+	if code, _, errOut := runCLI(t, "rank", "--data", data, "--top", "0", "--site-wide-share", "0"); code != 0 {
+		t.Fatalf("rank: code %d\n%s", code, errOut)
+	}
+	all := readScores(t, filepath.Join(data, rank.PagesFile))
+	allHosts := readScores(t, filepath.Join(data, rank.HostsFile))
+	code, out, errOut := runCLI(t, "rank", "--data", data, "--top", "0", "--site-wide-share", "0.5", "--site-wide-min-pages", "5")
+	if code != 0 {
+		t.Fatalf("rank --site-wide-share: code %d\n%s", code, errOut)
+	}
+	var dropped, edges int
+	if i := strings.Index(out, "site-wide links: "); i < 0 {
+		t.Fatalf("output does not report the site-wide links:\n%s", out)
+	} else if _, err := fmt.Sscanf(out[i:], "site-wide links: %d of %d", &dropped, &edges); err != nil || dropped == 0 || dropped >= edges {
+		t.Fatalf("site-wide links: %d of %d dropped (%v), want some but not all:\n%s", dropped, edges, err, out)
+	}
+	content := readScores(t, filepath.Join(data, rank.PagesFile))
+	if len(content) != len(all) {
+		t.Fatalf("%d page scores, %d without the option", len(content), len(all))
+	}
+	same := true
+	for u, v := range all {
+		if math.Abs(content[u]-v) > 1e-9 {
+			same = false
+		}
+	}
+	if same {
+		t.Fatal("page ranks unchanged by --site-wide-share 0.5")
+	}
+	for h, v := range readScores(t, filepath.Join(data, rank.HostsFile)) {
+		if math.Abs(allHosts[h]-v) > 1e-12 {
+			t.Fatalf("host %s: rank %v, %v without the option", h, v, allHosts[h])
+		}
+	}
+}
+
 func TestRankRejectsBadInput(t *testing.T) {
 	data := t.TempDir()
 	t.Setenv("SPIDER_REDIS", "")
@@ -130,6 +170,8 @@ func TestRankRejectsBadInput(t *testing.T) {
 		{[]string{"--worker", "--redis", "redis://127.0.0.1:1", "--data", data}, 2, "belong to the master"},
 		{[]string{"--data", t.TempDir()}, 2, "run spider crawl"}, // a directory without a crawl: a wrong --data
 		{[]string{"--data", data, "extra"}, 2, "no arguments"},
+		{[]string{"--data", data, "--site-wide-share", "1.5"}, 2, "--site-wide-share"},
+		{[]string{"--data", data, "--site-wide-share", "0.5", "--site-wide-min-pages", "0"}, 2, "--site-wide-min-pages"},
 	} {
 		// runRank's error carries the message (main prints it and maps
 		// usage errors to exit code 2); runCLI checks the exit code.

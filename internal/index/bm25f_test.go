@@ -134,7 +134,9 @@ func TestLinkLabelsDiscount(t *testing.T) {
 		}
 		return hub, art, res.Hits[0].URL
 	}
-	hub0, art0, _ := scores(DefaultFieldWeights)
+	noDiscount := DefaultFieldWeights
+	noDiscount.Links = 0 // the default discounts link labels (links=2)
+	hub0, art0, _ := scores(noDiscount)
 	if hub0 != art0 {
 		t.Errorf("without the discount: hub %g, article %g: want a tie (same words, same counts)", hub0, art0)
 	}
@@ -271,8 +273,10 @@ func TestParseFieldWeights(t *testing.T) {
 	}{
 		{"", DefaultFieldWeights, ""},
 		{DefaultFieldWeights.String(), DefaultFieldWeights, ""},
-		{"title=0, anchor=0", FieldWeights{Title: 0, Headings: DefaultFieldWeights.Headings, Body: DefaultFieldWeights.Body, Anchor: 0, K1: DefaultFieldWeights.K1}, ""},
-		{"k1=2.5,template=1", FieldWeights{Title: DefaultFieldWeights.Title, Headings: DefaultFieldWeights.Headings, Body: DefaultFieldWeights.Body, Anchor: DefaultFieldWeights.Anchor, K1: 2.5, Template: 1}, ""},
+		{"title=0, anchor=0", FieldWeights{Title: 0, Headings: DefaultFieldWeights.Headings, Body: DefaultFieldWeights.Body, Anchor: 0, K1: DefaultFieldWeights.K1, Links: DefaultFieldWeights.Links}, ""},
+		{"k1=2.5,template=1", FieldWeights{Title: DefaultFieldWeights.Title, Headings: DefaultFieldWeights.Headings, Body: DefaultFieldWeights.Body, Anchor: DefaultFieldWeights.Anchor, K1: 2.5, Template: 1, Links: DefaultFieldWeights.Links}, ""},
+		{"body=4", FieldWeights{Title: DefaultFieldWeights.Title, Headings: DefaultFieldWeights.Headings, Body: 4, Anchor: DefaultFieldWeights.Anchor, K1: DefaultFieldWeights.K1}, ""}, // links not named: 0
+		{"links=0", FieldWeights{Title: DefaultFieldWeights.Title, Headings: DefaultFieldWeights.Headings, Body: DefaultFieldWeights.Body, Anchor: DefaultFieldWeights.Anchor, K1: DefaultFieldWeights.K1}, ""},
 		{"title=0,headings=0,body=1,anchor=0,k1=0,template=1", BM25Fields, ""}, // docs/search.md: the ranking before fields
 		{"k1=x", FieldWeights{}, "k1=N"},
 		{"k1=-1", FieldWeights{}, "cannot use k1"},

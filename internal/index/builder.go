@@ -101,7 +101,7 @@ type FieldWeights struct {
 	// Links discounts the main-text words that are the labels of the
 	// page's own links (Fields.LinkLabels): each such occurrence counts
 	// Body − Links instead of Body in the main-text frequency (0 to Body;
-	// 0, the default, counts link labels as any other word). A link's
+	// 0 counts link labels as any other word; DefaultFieldWeights has 2). A link's
 	// label describes the page it points to — it is that page's anchor
 	// text — more than the page it stands on, so a page that is mostly a
 	// list of links answers a content query less well than an article with
@@ -112,8 +112,9 @@ type FieldWeights struct {
 }
 
 // DefaultFieldWeights are the weights chosen by the judged evaluation in
-// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
-var DefaultFieldWeights = FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12}
+// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank"; link
+// labels 2 since "PageRank without site-wide links").
+var DefaultFieldWeights = FieldWeights{Title: 16, Headings: 8, Body: 2, Anchor: 8, K1: 12, Links: 2}
 
 // BM25Fields is the ranking before BM25F: title and text as one text,
 // no anchor text. The evaluation's "BM25 alone" baseline.
@@ -159,9 +160,14 @@ func (w FieldWeights) String() string {
 
 // ParseFieldWeights reads weights written as String writes them
 // ("title=16,headings=4,body=1,anchor=8,k1=12"); fields not named keep their
-// DefaultFieldWeights value. The result is validated.
+// DefaultFieldWeights value, except links when body is named: the
+// link-label discount is counted in units of the main-text weight, so
+// with another body weight it is 0 unless named too (the ranking before
+// fields, "title=0,headings=0,body=1,anchor=0,k1=0,template=1", is
+// BM25Fields). The result is validated.
 func ParseFieldWeights(s string) (FieldWeights, error) {
 	w := DefaultFieldWeights
+	bodyNamed, linksNamed := false, false
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -187,15 +193,20 @@ func ParseFieldWeights(s string) (FieldWeights, error) {
 			w.Headings = n
 		case "body":
 			w.Body = n
+			bodyNamed = true
 		case "anchor":
 			w.Anchor = n
 		case "template":
 			w.Template = n
 		case "links":
 			w.Links = n
+			linksNamed = true
 		default:
 			return w, fmt.Errorf("cannot read field weight %q: the fields are title, headings, body, anchor, template and links (and k1)", part)
 		}
+	}
+	if bodyNamed && !linksNamed {
+		w.Links = 0
 	}
 	return w, w.Validate()
 }

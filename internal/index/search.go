@@ -29,8 +29,10 @@ const (
 
 // DefaultRankWeight is the weight of the PageRank boost when neither
 // Options nor Request set one, chosen by the judged evaluation of
-// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank").
-const DefaultRankWeight = 0.25
+// bench/relevance (bench/RESULTS.md, "Ranking: BM25F and PageRank"; 0.5
+// since "PageRank without site-wide links", with ranks computed without
+// site-wide links, graph.DefaultSiteWide).
+const DefaultRankWeight = 0.5
 
 // MaxProximityWeight bounds Request.ProximityWeight.
 const MaxProximityWeight = 100
