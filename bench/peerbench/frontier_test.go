@@ -161,7 +161,8 @@ func TestFrontierBare(t *testing.T) {
 	var rows int
 	for _, l := range strings.Split(report, "\n") {
 		f := strings.Split(l, "|")
-		if len(f) == 12 && strings.TrimSpace(f[1]) != "t s" && !strings.HasPrefix(strings.TrimSpace(f[1]), "-") {
+		// 11 columns (the state's MiB is the last) make 13 fields.
+		if len(f) == 13 && strings.TrimSpace(f[1]) != "t s" && !strings.HasPrefix(strings.TrimSpace(f[1]), "-") {
 			rows++
 			if rss := strings.TrimSpace(f[7]); rss == "0" {
 				t.Errorf("sample without RSS: %s", l)
