@@ -1,6 +1,7 @@
 package mixed_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/crawl/revisittest"
 	"github.com/spider-crawler/spider/internal/protocol"
+	"github.com/spider-crawler/spider/internal/store"
 	"github.com/spider-crawler/spider/internal/websim"
 )
 
@@ -32,7 +34,11 @@ func TestContinuousHosts(t *testing.T) {
 	s.startCenter("n1", 0)
 	s.startHost("n1", "h1", 0)
 	s.startHost("n1", "h2", 0)
+	// h1 is killed while it revisits: after 5 s (its pages are revisited
+	// every 1.5 s at most), and not before it fetched a page, which on a
+	// loaded machine can take longer than its start usually does.
 	time.Sleep(5 * time.Second)
+	waitFetched(t, s.dirs[protocol.HostAddr("n1", "h1")], time.Minute)
 	s.kill(protocol.HostAddr("n1", "h1"))
 	killed := time.Now()
 	before := revisittest.Fetched(t, s.dirs[protocol.HostAddr("n1", "h1")], time.Time{})
@@ -78,4 +84,18 @@ func TestContinuousHosts(t *testing.T) {
 	s.mu.Unlock()
 	t.Logf("%d pages; revisits: %d unchanged (%d answered 304), %d changed (%d stored again); hosts' runs counted %+v", pages, rep.Unchanged, rep.Got304, rep.Changed, rep.Restored, counts)
 	rep.Expect(t, 10, 2, "")
+}
+
+// waitFetched waits until the crawl in dir has a record of a fetched page
+// (200 or 304), for at most limit; the caller then checks what it needs.
+func waitFetched(t *testing.T, dir string, limit time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if fi, err := os.Stat(store.DataDir(dir).Records()); err != nil || fi.Size() == 0 {
+			continue
+		}
+		if len(revisittest.Fetched(t, dir, time.Time{})) > 0 {
+			return
+		}
+	}
 }
