@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/spider-crawler/spider/internal/cluster"
 	"github.com/spider-crawler/spider/internal/crawl"
 	"github.com/spider-crawler/spider/internal/p2p"
 	"github.com/spider-crawler/spider/internal/urls"
@@ -436,33 +437,21 @@ func gcPercentFor(live uint64, cur int) int {
 func tuneGC(ctx context.Context, period time.Duration) (stop func()) {
 	small, _ := crawlGCPercent("")
 	prev := debug.SetGCPercent(small)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		cur := small
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			metrics.Read(sample)
-			if sample[0].Value.Kind() != metrics.KindUint64 {
-				return // not reported by this Go: keep 200
-			}
-			if p := gcPercentFor(sample[0].Value.Uint64(), cur); p != cur {
-				debug.SetGCPercent(p)
-				cur = p
-			}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	cur := small
+	stopEvery := cluster.Every(ctx, period, func(context.Context) error {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return nil // not reported by this Go: keep 200
 		}
-	}()
+		if p := gcPercentFor(sample[0].Value.Uint64(), cur); p != cur {
+			debug.SetGCPercent(p)
+			cur = p
+		}
+		return nil
+	}, nil)
 	return func() {
-		cancel()
-		<-done
+		stopEvery()
 		debug.SetGCPercent(prev)
 	}
 }

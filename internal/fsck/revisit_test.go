@@ -25,14 +25,7 @@ import (
 func TestRevisitSchedule(t *testing.T) {
 	t.Parallel() // own web and directories; after the sequential tests, two at a time
 	ctx := context.Background()
-	srv, err := websim.Start(ctx, websim.Config{Seed: 12, Hosts: 2, PagesPerHost: 12})
-	if err != nil {
-		t.Fatalf("cannot start websim: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	g := newGolden(t, srv, false)
-	dir := t.TempDir()
-	copyDir(t, g.dir, dir)
+	dir := smallCrawlCopy(t)
 
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	st, err := state.Open(filepath.Join(dir, fsck.StateDir), state.Options{})
@@ -156,14 +149,7 @@ func TestRevisitSchedule(t *testing.T) {
 func TestRepairDropsALaterRecord(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := websim.Start(ctx, websim.Config{Seed: 12, Hosts: 2, PagesPerHost: 12})
-	if err != nil {
-		t.Fatalf("cannot start websim: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	g := newGolden(t, srv, false)
-	dir := t.TempDir()
-	copyDir(t, g.dir, dir)
+	dir := smallCrawlCopy(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -211,4 +197,20 @@ func TestRepairDropsALaterRecord(t *testing.T) {
 	if !rep.Clean() {
 		t.Fatalf("not clean after the repair: %v", rep.Findings)
 	}
+}
+
+
+// smallCrawlCopy returns a copy of a finished crawl of a small websim web
+// (two hosts of 12 pages) that the test may change.
+func smallCrawlCopy(t *testing.T) string {
+	t.Helper()
+	srv, err := websim.Start(context.Background(), websim.Config{Seed: 12, Hosts: 2, PagesPerHost: 12})
+	if err != nil {
+		t.Fatalf("cannot start websim: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	g := newGolden(t, srv, false)
+	dir := t.TempDir()
+	copyDir(t, g.dir, dir)
+	return dir
 }
