@@ -123,10 +123,11 @@ func runCmd(timeout time.Duration, args ...string) (string, int) {
 func TestLiveReaders(t *testing.T) {
 	t.Parallel()
 	const concurrency = 4
-	// Slow answers (80 ms) make the crawl last several seconds, long enough for the six
+	// Slow answers (150 ms) make the crawl last several seconds, long enough for the six
 	// commands to run inside it (40 ms was too short once the crawl got faster: a CI run
-	// saw the crawl end while "index" ran).
-	w := startWeb(t, websim.Config{Seed: 25, Hosts: 8, PagesPerHost: 60, Latency: 80 * time.Millisecond, ChineseShare: -1},
+	// saw the crawl end while "index" ran; 80 ms too, after session 15's CPU cuts: the
+	// crawl ended before "search").
+	w := startWeb(t, websim.Config{Seed: 25, Hosts: 8, PagesPerHost: 60, Latency: 150 * time.Millisecond, ChineseShare: -1},
 		websim.TruthRules{MaxDepth: 4, Scope: websim.ScopeAny}, 2)
 	ref, err := RefWeb(w.srv)
 	if err != nil {
