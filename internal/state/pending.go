@@ -48,9 +48,8 @@ func encodePending(seq uint64, r frontier.Request) ([]byte, error) {
 }
 
 // decodePending decodes the pending record (k, v) into r. A compact record
-// holding a Key or a Seq of its own, under a key that is not a Seq, or
-// whose URL has no authority, is damaged. Errors wrap
-// frontier.ErrBadEncoding.
+// holding a Key or a Seq of its own, or under a key that is not a Seq, is
+// damaged. Errors wrap frontier.ErrBadEncoding.
 func decodePending(k, v []byte, r *frontier.Request) error {
 	if len(v) == 0 || v[0] != pendingCompact {
 		return r.UnmarshalBinary(v)
@@ -62,13 +61,7 @@ func decodePending(k, v []byte, r *frontier.Request) error {
 	if len(k) != 8 || c.Key != "" || c.Seq != 0 {
 		return fmt.Errorf("compact pending record under key %x holds a key %q or a Seq %d of its own: %w", k, c.Key, c.Seq, frontier.ErrBadEncoding)
 	}
-	// A compact record was written only for a URL with an authority: one
-	// without is damaged (a flipped byte in "://"), and is reported as
-	// such rather than handed out with an empty politeness key.
-	if c.Key = authorityOf(c.URL); c.Key == "" {
-		return fmt.Errorf("compact pending record under key %x: its URL %q has no host: %w", k, c.URL, frontier.ErrBadEncoding)
-	}
-	c.Seq = binary.BigEndian.Uint64(k)
+	c.Key, c.Seq = authorityOf(c.URL), binary.BigEndian.Uint64(k)
 	*r = c
 	return nil
 }
