@@ -252,7 +252,7 @@ func (in *Inspection) read(tx *bolt.Tx) error {
 	}
 	if err := tx.Bucket(bPending).ForEach(func(k, v []byte) error {
 		var r frontier.Request
-		if err := decodePending(k, v, &r); err != nil {
+		if err := r.UnmarshalBinary(v); err != nil {
 			return fmt.Errorf("pending record %x: %w", k, err)
 		}
 		if len(k) != 8 || binary.BigEndian.Uint64(k) != r.Seq {
@@ -442,7 +442,7 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 		for _, r := range spec.Pending {
 			seq++
 			r.Seq = seq
-			enc, err := encodePending(seq, r)
+			enc, err := r.MarshalBinary()
 			if err != nil {
 				return err
 			}

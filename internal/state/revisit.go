@@ -211,7 +211,7 @@ func pendingAs(pend *bolt.Bucket, rec revisitRec) bool {
 		return false
 	}
 	var p frontier.Request
-	return decodePending(seqKey(rec.req.Seq), v, &p) == nil && p.URL == rec.req.URL
+	return p.UnmarshalBinary(v) == nil && p.URL == rec.req.URL
 }
 
 // TakeDue makes up to max URLs whose Due is at or before now pending
@@ -286,7 +286,7 @@ func (s *Store) TakeDue(ctx context.Context, now time.Time, max int) ([]frontier
 				}
 				req := rec.req
 				req.Seq, req.Attempt = seq, 0
-				enc, err := encodePending(seq, req)
+				enc, err := req.MarshalBinary()
 				if err != nil {
 					return err
 				}

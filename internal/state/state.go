@@ -7,8 +7,7 @@
 // # Layout
 //
 //	bucket    key                          value
-//	pending   Seq, 8 bytes big endian      frontier.Request binary encoding,
-//	                                       or its compact form (pending.go)
+//	pending   Seq, 8 bytes big endian      frontier.Request binary encoding
 //	seen      dedup.Key of the URL (16 B)  its Seq and smallest depth, uvarints
 //	recent    generation: its first Seq,   nested bucket: Seq (8 B) → the
 //	          8 B big endian (one active,  URL's dedup.Key (16 B), then its
@@ -178,15 +177,11 @@ var (
 // "_format": 2 has the recent bucket (a state without "_format" is format
 // 1 and is upgraded at Open); 3 has the revisit schedule (the revisit,
 // due and failed buckets, revisit.go) and pending requests in the version 2
-// request encoding (Kind, Schedule), which a format-2 spider cannot read;
-// 4 may hold pending records in the compact form (pending.go), which a
-// format-3 spider cannot read. Open upgrades an older format in place (the
-// new buckets start empty; records are not rewritten: every older record is
-// still read as it is), in one transaction, so a kill or a full disk leaves
-// either format.
+// request encoding (Kind, Schedule), which a format-2 spider cannot read.
+// Open upgrades an older format in place (the new buckets start empty).
 // Open refuses a newer format: an older spider would not see the URLs a
 // newer one keeps elsewhere, and would accept them again.
-const stateFormat = 4
+const stateFormat = 3
 
 // ErrLocked is wrapped by Open when another process holds the data
 // directory. It is store.ErrLocked, which the crawl's directory lock
@@ -913,7 +908,7 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 			return nil, err
 		}
 		r.Seq = seq
-		enc, err := encodePending(seq, r)
+		enc, err := r.MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
@@ -980,11 +975,11 @@ func (s *Store) lowerTx(tx *bolt.Tx, key dedup.Key, kb []byte, e seenEntry, r fr
 		return s.relinkTx(tx, kb, r.Depth, mine, d)
 	}
 	var cur frontier.Request
-	if err := decodePending(seqKey(seq), enc, &cur); err != nil {
+	if err := cur.UnmarshalBinary(enc); err != nil {
 		return nil, fmt.Errorf("pending record %d is damaged: %w", seq, err)
 	}
 	cur.Depth, cur.Priority, cur.Redirects = r.Depth, r.Priority, r.Redirects
-	b, err := encodePending(seq, cur)
+	b, err := cur.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
@@ -1066,7 +1061,7 @@ func (s *Store) Current(ctx context.Context, r frontier.Request) (bool, error) {
 			return nil
 		}
 		var p frontier.Request
-		if err := decodePending(seqKey(r.Seq), enc, &p); err != nil {
+		if err := p.UnmarshalBinary(enc); err != nil {
 			return fmt.Errorf("pending record %d is damaged: %w", r.Seq, err)
 		}
 		cur = p.URL == r.URL && p.Depth == r.Depth
@@ -1171,7 +1166,7 @@ func (s *Store) Complete(ctx context.Context, r frontier.Request, o Outcome, dis
 			return nil // already completed
 		}
 		var stored frontier.Request
-		if err := decodePending(key, v, &stored); err != nil {
+		if err := stored.UnmarshalBinary(v); err != nil {
 			return fmt.Errorf("pending record %d is damaged: %w", r.Seq, err)
 		}
 		if stored.URL != r.URL {
@@ -1284,7 +1279,7 @@ func (s *Store) UpdatePending(ctx context.Context, r frontier.Request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	enc, err := encodePending(r.Seq, r)
+	enc, err := r.MarshalBinary()
 	if err != nil {
 		return err
 	}
@@ -1298,7 +1293,7 @@ func (s *Store) UpdatePending(ctx context.Context, r frontier.Request) error {
 			return nil
 		}
 		var stored frontier.Request
-		if err := decodePending(key, v, &stored); err != nil {
+		if err := stored.UnmarshalBinary(v); err != nil {
 			return fmt.Errorf("pending record %d is damaged: %w", r.Seq, err)
 		}
 		if stored.URL != r.URL {
@@ -1341,7 +1336,7 @@ func (s *Store) LoadPending(ctx context.Context, fn func(frontier.Request) error
 			}
 			for ; k != nil && len(batch) < loadChunk; k, v = c.Next() {
 				var r frontier.Request
-				if err := decodePending(k, v, &r); err != nil {
+				if err := r.UnmarshalBinary(v); err != nil {
 					return fmt.Errorf("pending record %x is damaged: %w", k, err)
 				}
 				batch = append(batch, r)
