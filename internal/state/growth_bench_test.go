@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/spider-crawler/spider/internal/frontier"
 )
 
@@ -257,38 +255,9 @@ func BenchmarkCompleteGrowth(b *testing.B) {
 			b.ReportMetric(float64(phase[p].writes)/float64(phase[p].n), "pages/complete-"+name)
 		}
 		b.ReportMetric(float64(phase[1].cpu)/float64(phase[1].n)/(float64(phase[0].cpu)/float64(phase[0].n)), "cpu-last/first")
-		reportStateBytes(b, s)
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// reportStateBytes reports the state file's bytes per seen URL (issue 23's
-// disk goal counts the state only) and, per large bucket, the bytes its
-// pages take per seen URL and how full its leaves are.
-func reportStateBytes(b *testing.B, s *Store) {
-	seen := float64(s.SeenCount())
-	if fi, err := os.Stat(s.db.Path()); err == nil {
-		b.ReportMetric(float64(fi.Size())/seen, "file-B/URL")
-	}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bPending, bSeen, bRecent, bFP} {
-			bk := tx.Bucket(name)
-			if bk == nil {
-				continue
-			}
-			st := bk.Stats()
-			alloc := st.BranchAlloc + st.LeafAlloc
-			b.ReportMetric(float64(alloc)/seen, string(name)+"-B/URL")
-			if st.LeafAlloc > 0 {
-				b.ReportMetric(float64(st.LeafInuse)/float64(st.LeafAlloc), string(name)+"-leaf-fill")
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
 	}
 }
 

@@ -395,7 +395,6 @@ func (s *Store) fileTx(tx *bolt.Tx, owner string) error {
 	if err != nil {
 		return err
 	}
-	appendOnly(b)
 	m := &s.sim
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -426,7 +425,6 @@ func rebuildSim(tx *bolt.Tx, spec RebuildSpec) error {
 	if err != nil || spec.NearDistance == 0 {
 		return err
 	}
-	appendOnly(b)
 	x, err := dedup.NewSimIndex(spec.NearDistance)
 	if err != nil {
 		return fmt.Errorf("cannot refile near-duplicates: %w", err)

@@ -437,7 +437,7 @@ func Rebuild(path string, spec RebuildSpec) (err error) {
 				return err
 			}
 		}
-		pend := appendOnly(tx.Bucket(bPending))
+		pend := tx.Bucket(bPending)
 		var seq uint64
 		for _, r := range spec.Pending {
 			seq++

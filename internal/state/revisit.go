@@ -237,7 +237,7 @@ func (s *Store) TakeDue(ctx context.Context, now time.Time, max int) ([]frontier
 		if err != nil {
 			return err
 		}
-		pend, meta := appendOnly(tx.Bucket(bPending)), tx.Bucket(bMeta)
+		pend, meta := tx.Bucket(bPending), tx.Bucket(bMeta)
 		type entry struct {
 			dk  []byte
 			rec revisitRec
@@ -359,7 +359,7 @@ func (s *Store) RetryFailed(ctx context.Context, now time.Time) (int, error) {
 		if err != nil {
 			return err
 		}
-		pend, meta := appendOnly(tx.Bucket(bPending)), tx.Bucket(bMeta)
+		pend, meta := tx.Bucket(bPending), tx.Bucket(bMeta)
 		var keys [][]byte
 		if err := failed.ForEach(func(k, _ []byte) error {
 			keys = append(keys, bytes.Clone(k))
@@ -442,7 +442,7 @@ func (s *Store) Reschedule(ctx context.Context, urls []string, fn crawlstate.Res
 		if err != nil {
 			return err
 		}
-		pend, meta := appendOnly(tx.Bucket(bPending)), tx.Bucket(bMeta)
+		pend, meta := tx.Bucket(bPending), tx.Bucket(bMeta)
 		done := make(map[string]bool, len(urls))
 		var added int64
 		for _, u := range urls {

@@ -881,7 +881,7 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 	if err := s.growBloom(tx); err != nil {
 		return nil, err
 	}
-	pend, rs := appendOnly(tx.Bucket(bPending)), s.recentIn(tx)
+	pend, rs := tx.Bucket(bPending), s.recentIn(tx)
 	var out []frontier.Request
 	kb := make([]byte, 0, 16)
 	for _, r := range reqs {
@@ -925,21 +925,6 @@ func (s *Store) discoverTx(tx *bolt.Tx, reqs []frontier.Request, mine map[dedup.
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// appendOnly marks a bucket whose keys are written in increasing order
-// (pending's Seqs, the simhash log's sequence numbers) for the rest of the
-// write transaction tx: its leaves split when full instead of at bbolt's
-// default half, so they stay full (48 % leaf fill otherwise: 143 of a
-// state's 200 bytes per URL went to pending in BenchmarkCompleteGrowth).
-// The setting belongs to the bucket's handle, which a write transaction
-// caches, so every later tx.Bucket(name) in tx gets it too; it changes how
-// pages are cut, not what they hold (the file format is unchanged).
-func appendOnly(b *bolt.Bucket) *bolt.Bucket {
-	if b != nil && b.Writable() {
-		b.FillPercent = 1
-	}
-	return b
 }
 
 // seenValue is a seen entry's value: the URL's Seq and the smallest depth it
