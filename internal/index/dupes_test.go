@@ -85,15 +85,22 @@ func TestComputeClusters(t *testing.T) {
 	// the clusters, not SimHash's recall.
 	texts := []string{art, art, "25 November 2026. " + art, text(2, 300), "hello", "hello",
 		text(3, 100), text(4, 100), "", text(5, 100), text(6, 100), text(7, 100), text(8, 100), text(9, 100), text(10, 100), text(11, 100)}
+	// clusters returns what ComputeClusters (k = 3) folds in dir: each
+	// member URL's root and kind.
+	clusters := func(dir string) map[string]string {
+		t.Helper()
+		ms, err := ComputeClusters(context.Background(), dir, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, m := range ms {
+			got[m.URL] = m.Root + " " + m.Kind
+		}
+		return got
+	}
 	dir := writeRecords(t, recs, texts)
-	ms, err := ComputeClusters(context.Background(), dir, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, m := range ms {
-		got[m.URL] = m.Root + " " + m.Kind
-	}
+	got := clusters(dir)
 	want := map[string]string{
 		"http://a/print/article":        "http://a/article exact",
 		"http://a/article-dated":        "http://a/article near",
@@ -118,15 +125,7 @@ func TestComputeClusters(t *testing.T) {
 	revTexts := slices.Clone(texts)
 	slices.Reverse(rev)
 	slices.Reverse(revTexts)
-	ms2, err := ComputeClusters(context.Background(), writeRecords(t, rev, revTexts), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got2 := map[string]string{}
-	for _, m := range ms2 {
-		got2[m.URL] = m.Root + " " + m.Kind
-	}
-	if !maps.Equal(got, got2) {
+	if got2 := clusters(writeRecords(t, rev, revTexts)); !maps.Equal(got, got2) {
 		t.Errorf("records reversed: %v, in order: %v", got2, got)
 	}
 	// The same pages recorded at other depths (with overlapping levels a
@@ -136,19 +135,11 @@ func TestComputeClusters(t *testing.T) {
 	for i := range deep {
 		deep[i].Depth = 7 - i%5
 	}
-	ms3, err := ComputeClusters(context.Background(), writeRecords(t, deep, texts), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got3 := map[string]string{}
-	for _, m := range ms3 {
-		got3[m.URL] = m.Root + " " + m.Kind
-	}
-	if !maps.Equal(got, got3) {
+	if got3 := clusters(writeRecords(t, deep, texts)); !maps.Equal(got, got3) {
 		t.Errorf("records at other depths: %v, as fetched: %v", got3, got)
 	}
 	// k = 0: no near-duplicates.
-	ms, _ = ComputeClusters(context.Background(), dir, 0)
+	ms, _ := ComputeClusters(context.Background(), dir, 0)
 	for _, m := range ms {
 		if m.Kind == ClusterNear {
 			t.Errorf("k=0 found a near-duplicate: %+v", m)
