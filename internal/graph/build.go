@@ -145,19 +145,7 @@ func fromPages(last map[string]*page, source int64) (*Set, error) {
 		return nil, err
 	}
 
-	hostID := make(map[string]int)
-	var hostNames []string
-	pageHost := make([]int, pages.N())
-	for i, name := range pages.Names {
-		h := HostOf(name)
-		id, ok := hostID[h]
-		if !ok {
-			id = len(hostNames)
-			hostID[h] = id
-			hostNames = append(hostNames, h)
-		}
-		pageHost[i] = id
-	}
+	pageHost, hostNames := pageHosts(pages.Names)
 	hostAdj := make([][]int, len(hostNames))
 	for u := 0; u < pages.N(); u++ {
 		hu := pageHost[u]
@@ -172,6 +160,24 @@ func fromPages(last map[string]*page, source int64) (*Set, error) {
 		return nil, err
 	}
 	return &Set{Pages: pages, Hosts: hosts, Source: source}, nil
+}
+
+// pageHosts numbers the hosts of names (HostOf each) in order of first
+// appearance: host[i] is the id of names[i]'s host, hostNames[id] its name.
+func pageHosts(names []string) (host []int, hostNames []string) {
+	hostID := make(map[string]int)
+	host = make([]int, len(names))
+	for i, name := range names {
+		h := HostOf(name)
+		id, ok := hostID[h]
+		if !ok {
+			id = len(hostNames)
+			hostID[h] = id
+			hostNames = append(hostNames, h)
+		}
+		host[i] = id
+	}
+	return host, hostNames
 }
 
 // HostOf returns the host name of a URL in lower case without its port, or

@@ -50,19 +50,12 @@ func WithoutSiteWide(g *Graph, s SiteWide) (*Graph, int) {
 		return g, 0
 	}
 	n := g.N()
-	hostID := make(map[string]uint32)
-	host := make([]uint32, n)
-	for i, name := range g.Names {
-		h := HostOf(name)
-		id, ok := hostID[h]
-		if !ok {
-			id = uint32(len(hostID))
-			hostID[h] = id
-		}
-		host[i] = id
+	host, hostNames := pageHosts(g.Names)
+	linking := make([]int, len(hostNames)) // pages with out-links, per host
+	type key struct {
+		host   int
+		target uint32
 	}
-	linking := make([]int, len(hostID)) // pages with out-links, per host
-	type key struct{ host, target uint32 }
 	count := make(map[key]int) // pages of host linking to target
 	for u := range n {
 		if g.OutDegree(u) == 0 {
